@@ -1,0 +1,26 @@
+#![no_std]
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod frame;
+pub mod hash;
+pub mod id;
+pub mod msg;
+pub mod pack;
+pub mod segment;
+pub mod types;
+
+#[cfg(feature = "alloc")]
+pub mod blob;
+#[cfg(feature = "alloc")]
+pub mod ir;
+#[cfg(feature = "alloc")]
+pub mod numbering;
+#[cfg(feature = "alloc")]
+pub mod validate;
