@@ -14,6 +14,7 @@ pub mod id;
 pub mod msg;
 pub mod pack;
 pub mod segment;
+pub mod timing;
 pub mod types;
 
 #[cfg(feature = "alloc")]

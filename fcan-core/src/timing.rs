@@ -1,0 +1,37 @@
+//! Protocol timing: the periods and timeouts both sides rely on (`docs/protocol.md` §5).
+//! All in microseconds unless the name says otherwise.
+
+/// A node stays silent this long after boot, listening for another node with its id.
+pub const LISTEN_WINDOW_US: u32 = 300_000;
+/// Up to this much extra listening, drawn from `boot_id`, so boards powered together do
+/// not announce in lockstep.
+pub const LISTEN_JITTER_US: u32 = 100_000;
+/// First ANNOUNCE retry interval; doubles on every unanswered ANNOUNCE.
+pub const ANNOUNCE_BACKOFF_MIN_US: u32 = 100_000;
+/// Longest ANNOUNCE retry interval.
+pub const ANNOUNCE_BACKOFF_MAX_US: u32 = 2_000_000;
+/// A node sends HEARTBEAT this often once acknowledged.
+pub const NODE_HEARTBEAT_PERIOD_US: u32 = 1_000_000;
+/// The master sends HEARTBEAT this often.
+pub const MASTER_HEARTBEAT_PERIOD_US: u32 = 100_000;
+/// Master-lost timeout a master sends in START by default (0 would disable it).
+pub const DEFAULT_MASTER_TIMEOUT_MS: u16 = 300;
+/// The master marks a node offline after this long without any frame from it.
+pub const NODE_OFFLINE_TIMEOUT_US: u32 = 3 * NODE_HEARTBEAT_PERIOD_US;
+/// Default time a master waits for a service response (restarted by ACCEPTED).
+pub const SERVICE_TIMEOUT_MS: u32 = 1_500;
+/// Time a master waits for the RESULT of a configuration command before retrying.
+pub const COMMAND_TIMEOUT_MS: u32 = 100;
+
+/// Whether the wrapping microsecond clock has reached `deadline`: true when `now` is at
+/// or past it, for deadlines less than 2^31 µs (~35 min) ahead.
+///
+/// ```
+/// use fcan_core::timing::reached;
+/// assert!(reached(100, 100));
+/// assert!(!reached(99, 100));
+/// assert!(reached(5, u32::MAX - 5)); // the clock wrapped
+/// ```
+pub const fn reached(now: u32, deadline: u32) -> bool {
+    (now.wrapping_sub(deadline) as i32) >= 0
+}

@@ -1,0 +1,149 @@
+//! Static descriptions of a node's schema, emitted by `fcan-codegen` as `static` tables in
+//! flash. The runtime reads sizes, offsets, bounds and defaults from here and never
+//! derives a layout itself: codegen computed every number with `fcan_core::numbering`.
+
+use fcan_core::hash::HashPrefix;
+use fcan_core::msg::DataDirection;
+use fcan_core::types::{Scalar, ScalarType};
+
+/// One topic of a block type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TopicDesc {
+    /// `m2s` (commands in) or `s2m` (feedback out).
+    pub dir: DataDirection,
+    /// s2m: period in µs, 0 = sent on commit. m2s: 0.
+    pub period_us: u32,
+    /// Packed size in bytes.
+    pub size: u16,
+    /// Offset of this topic's bytes within the block's topic area.
+    pub offset: u16,
+    /// m2s topics only: offset of this topic's staging bytes within the block's staging
+    /// area, or `u16::MAX` when the topic never spans several frames (≤ 8 bytes) and so
+    /// needs no staging.
+    pub stage_offset: u16,
+}
+
+/// One parameter of a block type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamDesc {
+    /// Element type.
+    pub ty: ScalarType,
+    /// Element count (1 for a scalar).
+    pub count: u16,
+    /// Offset of the packed value within the block's param area.
+    pub offset: u16,
+    /// Value at boot (every element of an array).
+    pub default: Scalar,
+    /// Inclusive lower bound, checked on the node.
+    pub min: Option<Scalar>,
+    /// Inclusive upper bound, checked on the node.
+    pub max: Option<Scalar>,
+}
+
+impl ParamDesc {
+    /// Packed size in bytes.
+    pub const fn size(&self) -> usize {
+        self.ty.size() * self.count as usize
+    }
+}
+
+/// One service of a block type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServiceDesc {
+    /// Packed request size (without the message header).
+    pub request_size: u16,
+    /// Packed response size (without the message header).
+    pub response_size: u16,
+}
+
+/// One block type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TypeDesc {
+    /// Type name, for diagnostics.
+    pub name: &'static str,
+    /// In schema order.
+    pub topics: &'static [TopicDesc],
+    /// In schema order (the index is the changed-mask bit).
+    pub params: &'static [ParamDesc],
+    /// In schema order.
+    pub services: &'static [ServiceDesc],
+    /// Bytes of topic area one instance needs (sum of topic sizes).
+    pub topic_bytes: u16,
+    /// Bytes of staging area one instance needs (sum of multi-frame m2s topic sizes).
+    pub stage_bytes: u16,
+    /// Bytes of param area one instance needs (sum of param sizes).
+    pub param_bytes: u16,
+}
+
+/// One block (an instance of an instance array), by block number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockDesc {
+    /// Index into [`NodeDesc::types`].
+    pub type_index: u8,
+    /// Index of its instance array.
+    pub array: u8,
+    /// Index within the array (compared against the count wired at boot).
+    pub index: u8,
+    /// Offset of the block's topic area in the node's topic arena.
+    pub topic_offset: u16,
+    /// Offset of the block's staging area in the node's staging arena.
+    pub stage_offset: u16,
+    /// Offset of the block's param area in the node's param arena.
+    pub param_offset: u16,
+    /// Index of the block's first topic in the node's per-topic state table; topic `t`
+    /// of the block is entry `topic_slot + t`.
+    pub topic_slot: u16,
+}
+
+/// One instance array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayDesc {
+    /// Index into [`NodeDesc::types`].
+    pub type_index: u8,
+    /// The schema's `max_count`.
+    pub max_count: u8,
+    /// Block number of instance 0.
+    pub first_block: u8,
+}
+
+/// The schema's `limits:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitsDesc {
+    /// Most data frames in a plan.
+    pub max_frames: u16,
+    /// Most copy entries in a plan.
+    pub max_copy_entries: u16,
+    /// Bytes of a service reassembly buffer (0 = single-frame requests only).
+    pub service_buffer: u16,
+    /// Service slots.
+    pub service_reassembly: u8,
+}
+
+/// Everything the runtime knows about its node's schema.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NodeDesc {
+    /// The schema blob served by SCHEMA_READ.
+    pub blob: &'static [u8],
+    /// First 8 bytes of the blob's SHA-256, announced.
+    pub hash: HashPrefix,
+    /// Limits.
+    pub limits: LimitsDesc,
+    /// Block types, in the blob's order.
+    pub types: &'static [TypeDesc],
+    /// Instance arrays, in numbering order.
+    pub arrays: &'static [ArrayDesc],
+    /// Every block, by block number.
+    pub blocks: &'static [BlockDesc],
+    /// Total topic arena bytes (sum over blocks).
+    pub topic_bytes: usize,
+    /// Total staging arena bytes.
+    pub stage_bytes: usize,
+    /// Total param arena bytes.
+    pub param_bytes: usize,
+    /// Total per-topic state entries (sum over blocks of their type's topic count).
+    pub topic_slots: usize,
+    /// Largest packed service request.
+    pub max_request: usize,
+    /// Largest packed service response.
+    pub max_response: usize,
+}
