@@ -1,0 +1,171 @@
+//! What the master knows about one node.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use fcan_core::hash::{HashPrefix, SchemaDigest};
+use fcan_core::ir::Schema;
+use fcan_core::msg::{BusMode, NodeState};
+use fcan_core::numbering::Numbering;
+
+use crate::planner::Plan;
+
+/// A node's schema, decoded and numbered once, shared by every node that runs it.
+#[derive(Debug)]
+pub struct NodeSchema {
+    /// The IR.
+    pub schema: Schema,
+    /// Its numbering.
+    pub numbering: Numbering,
+    /// SHA-256 of the blob.
+    pub digest: SchemaDigest,
+    /// The blob itself (for `schema show`).
+    pub blob: Vec<u8>,
+}
+
+/// What a node said about itself in its last ANNOUNCE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Announcement {
+    /// Protocol version.
+    pub protocol: u8,
+    /// Capability bits.
+    pub caps: u8,
+    /// Boot id.
+    pub boot_id: u32,
+    /// Blob length.
+    pub blob_len: u32,
+    /// Hash prefix.
+    pub hash: HashPrefix,
+    /// Instances wired per array.
+    pub counts: Vec<u8>,
+}
+
+/// Where the master is with a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Downloading its blob.
+    Reading,
+    /// Acknowledged; defining frames, restoring params, starting.
+    Provisioning,
+    /// Started; data flows.
+    Running,
+    /// Provisioning failed; retried when the node announces again.
+    Failed(String),
+    /// Silent for longer than the offline timeout.
+    Offline,
+}
+
+/// One step of provisioning or a user command that waits for RESULT.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    FrameDefine(usize),
+    ParamSet {
+        block: u8,
+        param: u8,
+        value: Vec<u8>,
+        commit: bool,
+        req: Option<u64>,
+    },
+    ParamGet {
+        block: u8,
+        param: u8,
+        req: u64,
+    },
+    Start,
+}
+
+/// A step sent and waiting for its answer.
+#[derive(Clone, Debug)]
+pub(crate) struct InFlight {
+    pub step: Step,
+    pub transfer: u8,
+    pub deadline: u64,
+    pub tries: u8,
+}
+
+/// A blob download in progress.
+#[derive(Clone, Debug)]
+pub(crate) struct Download {
+    pub buf: Vec<u8>,
+    pub transfer: u8,
+    pub deadline: u64,
+    pub tries: u8,
+}
+
+/// A service call waiting for its response.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingCall {
+    pub id: u64,
+    pub deadline: u64,
+    pub accepted: bool,
+}
+
+/// Everything the master holds for one node id.
+#[derive(Debug)]
+pub struct NodeRecord {
+    /// Node id.
+    pub id: u8,
+    /// Last announcement.
+    pub announce: Announcement,
+    /// The schema, once known.
+    pub schema: Option<Arc<NodeSchema>>,
+    /// The plan, once made.
+    pub plan: Option<Plan>,
+    /// Frame kind the node was told to use.
+    pub mode: BusMode,
+    /// The state the node last reported.
+    pub state: NodeState,
+    /// The master's view.
+    pub phase: Phase,
+    /// Microseconds (engine clock) of the last frame from it.
+    pub last_seen: u64,
+    /// Error summary from its last heartbeat.
+    pub errors: u16,
+    /// Parameter values the user set, restored after every reboot:
+    /// (block, param) → packed value.
+    pub user_params: BTreeMap<(u8, u8), Vec<u8>>,
+    /// Latest packed value of every topic, by (block, topic).
+    pub topics: BTreeMap<(u8, u8), Vec<u8>>,
+    pub(crate) steps: VecDeque<Step>,
+    pub(crate) in_flight: Option<InFlight>,
+    pub(crate) download: Option<Download>,
+    pub(crate) calls: BTreeMap<u8, PendingCall>,
+    pub(crate) next_transfer: u8,
+}
+
+impl NodeRecord {
+    pub(crate) fn new(id: u8, announce: Announcement, now: u64) -> Self {
+        NodeRecord {
+            id,
+            announce,
+            schema: None,
+            plan: None,
+            mode: BusMode::Classic,
+            state: NodeState::Unprovisioned,
+            phase: Phase::Reading,
+            last_seen: now,
+            errors: 0,
+            user_params: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            steps: VecDeque::new(),
+            in_flight: None,
+            download: None,
+            calls: BTreeMap::new(),
+            next_transfer: 0,
+        }
+    }
+
+    /// A fresh transfer id for a request to this node.
+    pub(crate) fn transfer(&mut self) -> u8 {
+        self.next_transfer = self.next_transfer.wrapping_add(1);
+        self.next_transfer
+    }
+
+    /// The node's name with `{i}` replaced, or `node<id>` before its schema is known.
+    pub fn name(&self) -> String {
+        match &self.schema {
+            Some(s) => s.schema.node_name(self.id),
+            None => format!("node{}", self.id),
+        }
+    }
+}

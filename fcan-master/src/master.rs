@@ -1,0 +1,625 @@
+//! The async master: one task owns the bus and the [`Engine`]; [`Master`] is a cheap
+//! handle to it for discovery, topics, services and parameters by name.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use fcan_master::{Master, MasterOptions};
+//! let bus = fcan_master::transport::open("socketcan:can0", None)?;
+//! let master = Master::start(bus, MasterOptions::default()).await?;
+//! master.wait_for_nodes(1, std::time::Duration::from_secs(3)).await?;
+//! let mut sub = master.subscribe("/md3/motor0/feedback").await?;
+//! if let Some(sample) = sub.recv().await {
+//!     println!("{} = {}", sample.name, sample.value);
+//! }
+//! master.param_set("md3.motor0.velocity.kp", "0.5".parse()?).await?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fcan_core::frame::Mtu;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::cache::{BlobStore, MemoryStore};
+use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase, SampleSink};
+use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
+use crate::transport::{Transport, TransportError};
+use crate::value::{pack_message, pack_param, unpack_message, unpack_param, Value, ValueError};
+
+/// How to run a master.
+pub struct MasterOptions {
+    /// Blob cache (default: in memory; the CLI uses the disk cache).
+    pub store: Box<dyn BlobStore>,
+    /// How long to listen for another master before transmitting.
+    pub listen_for_other_master: Duration,
+    /// Override engine settings (the session id and MTU are filled in by `start`).
+    pub tune: Option<Box<dyn FnOnce(&mut EngineConfig) + Send>>,
+}
+
+impl Default for MasterOptions {
+    fn default() -> Self {
+        MasterOptions {
+            store: Box::new(MemoryStore::new()),
+            listen_for_other_master: Duration::from_millis(300),
+            tune: None,
+        }
+    }
+}
+
+/// Why a master could not start or a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MasterError {
+    /// Another master owns this bus.
+    #[error("another fcan master (session {session:#010x}) is already running on this bus; two masters would fight over the nodes — stop the other one first")]
+    OtherMaster {
+        /// Its session id.
+        session: u32,
+    },
+    /// The transport failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// No such name.
+    #[error(transparent)]
+    Unknown(#[from] UnknownName),
+    /// A value does not fit.
+    #[error("bad value: {0}")]
+    Value(#[from] ValueError),
+    /// The request failed.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// Nodes did not show up in time.
+    #[error("only {found} of {wanted} node(s) online after {waited:?}")]
+    NotEnoughNodes {
+        /// Online.
+        found: usize,
+        /// Wanted.
+        wanted: usize,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The master task stopped.
+    #[error("the master has stopped")]
+    Stopped,
+}
+
+/// One topic value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Topic name.
+    pub name: Arc<str>,
+    /// The value.
+    pub value: Value,
+    /// When it arrived (for s2m) or was published (m2s).
+    pub at: Instant,
+}
+
+/// A node as the user sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeInfo {
+    /// Node id.
+    pub id: u8,
+    /// Name (`md3`).
+    pub name: String,
+    /// Master-side phase (`running`, `provisioning`, `offline`, `failed: …`).
+    pub phase: String,
+    /// State the node reported.
+    pub state: fcan_core::msg::NodeState,
+    /// Boot id.
+    pub boot_id: u32,
+    /// Schema digest, once known.
+    pub digest: Option<String>,
+    /// Error summary from its heartbeat.
+    pub errors: u16,
+    /// Bus mode.
+    pub mode: fcan_core::msg::BusMode,
+    /// Data frames planned.
+    pub frames: usize,
+}
+
+/// A snapshot for monitors.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// Nodes.
+    pub nodes: Vec<NodeInfo>,
+    /// Samples received per topic name since start.
+    pub samples: BTreeMap<String, u64>,
+    /// Engine counters.
+    pub stats: EngineStats,
+}
+
+enum Command {
+    Registry(oneshot::Sender<Registry>),
+    Status(oneshot::Sender<Status>),
+    Schema(u8, oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>),
+    Subscribe(
+        String,
+        mpsc::UnboundedSender<Sample>,
+        oneshot::Sender<Result<(), MasterError>>,
+    ),
+    Publish(String, Value, oneshot::Sender<Result<(), MasterError>>),
+    Call(String, Value, oneshot::Sender<Result<Value, MasterError>>),
+    ParamGet(String, oneshot::Sender<Result<Value, MasterError>>),
+    ParamSet(String, Value, oneshot::Sender<Result<(), MasterError>>),
+    Discover,
+}
+
+/// A handle to a running master. Clone it freely; the master stops when the last handle
+/// is dropped.
+#[derive(Clone)]
+pub struct Master {
+    cmd: mpsc::Sender<Command>,
+    events: broadcast::Sender<Event>,
+}
+
+impl Master {
+    /// Starts a master on `transport`: listens for another master first (and refuses to
+    /// start if one is heard), then discovers the nodes.
+    pub async fn start<T: Transport + 'static>(
+        mut transport: T,
+        opts: MasterOptions,
+    ) -> Result<Master, MasterError> {
+        let deadline = tokio::time::Instant::now() + opts.listen_for_other_master;
+        let session = loop {
+            let s = fastrand::u32(..);
+            if s != 0 {
+                break s;
+            }
+        };
+        let mut cfg = EngineConfig::new(session, transport.mtu());
+        if let Some(tune) = opts.tune {
+            tune(&mut cfg);
+        }
+        let mut engine = Engine::new(cfg, opts.store);
+        let base = tokio::time::Instant::now();
+        // One master per bus: listen before saying anything.
+        loop {
+            tokio::select! {
+                r = transport.recv() => {
+                    if let Ok(rx) = r {
+                        engine.handle_frame(&rx.frame, micros(base, rx.at), &mut crate::engine::NoSink);
+                        while let Some(e) = engine.pop_event() {
+                            if let Event::OtherMaster { session } = e {
+                                return Err(MasterError::OtherMaster { session });
+                            }
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        let (cmd, cmd_rx) = mpsc::channel(64);
+        let (events, _) = broadcast::channel(1024);
+        let task = Task {
+            engine,
+            transport,
+            base,
+            cmd_rx,
+            events: events.clone(),
+            sink: Sink::default(),
+            waiting: BTreeMap::new(),
+            registry: Registry::default(),
+            registry_dirty: true,
+        };
+        tokio::spawn(task.run());
+        let m = Master { cmd, events };
+        m.send(Command::Discover).await?;
+        Ok(m)
+    }
+
+    async fn send(&self, c: Command) -> Result<(), MasterError> {
+        self.cmd.send(c).await.map_err(|_| MasterError::Stopped)
+    }
+
+    async fn ask<R>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<R>) -> Command,
+    ) -> Result<R, MasterError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(make(tx)).await?;
+        rx.await.map_err(|_| MasterError::Stopped)
+    }
+
+    /// Engine events (node online/offline/rebooted, collisions, …) from now on.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Asks every node to announce again.
+    pub async fn discover(&self) -> Result<(), MasterError> {
+        self.send(Command::Discover).await
+    }
+
+    /// What the master offers now.
+    pub async fn registry(&self) -> Result<Registry, MasterError> {
+        self.ask(Command::Registry).await
+    }
+
+    /// Nodes, counters and rates.
+    pub async fn status(&self) -> Result<Status, MasterError> {
+        self.ask(Command::Status).await
+    }
+
+    /// The nodes known.
+    pub async fn nodes(&self) -> Result<Vec<NodeInfo>, MasterError> {
+        Ok(self.status().await?.nodes)
+    }
+
+    /// A node's decoded schema.
+    pub async fn schema(
+        &self,
+        node: u8,
+    ) -> Result<Option<Arc<crate::engine::NodeSchema>>, MasterError> {
+        self.ask(|tx| Command::Schema(node, tx)).await
+    }
+
+    /// Waits until at least `n` nodes are running.
+    pub async fn wait_for_nodes(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Vec<NodeInfo>, MasterError> {
+        let start = Instant::now();
+        loop {
+            let nodes = self.nodes().await?;
+            let running = nodes.iter().filter(|x| x.phase == "running").count();
+            if running >= n {
+                return Ok(nodes);
+            }
+            if start.elapsed() >= timeout {
+                return Err(MasterError::NotEnoughNodes {
+                    found: running,
+                    wanted: n,
+                    waited: timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Subscribes to a topic: a stream of its values with arrival times.
+    pub async fn subscribe(
+        &self,
+        topic: &str,
+    ) -> Result<mpsc::UnboundedReceiver<Sample>, MasterError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.ask(|r| Command::Subscribe(topic.to_string(), tx, r))
+            .await??;
+        Ok(rx)
+    }
+
+    /// Publishes an m2s topic.
+    pub async fn publish(&self, topic: &str, value: Value) -> Result<(), MasterError> {
+        self.ask(|r| Command::Publish(topic.to_string(), value, r))
+            .await?
+    }
+
+    /// Calls a service and waits for its response (ACCEPTED restarts the timeout).
+    pub async fn call(&self, service: &str, request: Value) -> Result<Value, MasterError> {
+        self.ask(|r| Command::Call(service.to_string(), request, r))
+            .await?
+    }
+
+    /// Reads a parameter from the node.
+    pub async fn param_get(&self, param: &str) -> Result<Value, MasterError> {
+        self.ask(|r| Command::ParamGet(param.to_string(), r))
+            .await?
+    }
+
+    /// Writes a parameter (checked here first; the node checks again). The master
+    /// restores it after every reboot of the node.
+    pub async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
+        self.ask(|r| Command::ParamSet(param.to_string(), value, r))
+            .await?
+    }
+}
+
+impl std::str::FromStr for Value {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Value::parse(s)
+    }
+}
+
+fn micros(base: tokio::time::Instant, at: Instant) -> u64 {
+    at.saturating_duration_since(base.into_std()).as_micros() as u64
+}
+
+/// Routes samples to subscribers, decoding only topics someone listens to.
+#[derive(Default)]
+struct Sink {
+    subs: BTreeMap<
+        (u8, u8, u8),
+        (
+            Arc<str>,
+            Vec<fcan_core::ir::Field>,
+            Vec<mpsc::UnboundedSender<Sample>>,
+        ),
+    >,
+    counts: BTreeMap<(u8, u8, u8), u64>,
+    base: Option<tokio::time::Instant>,
+}
+
+impl SampleSink for Sink {
+    fn sample(&mut self, node: u8, block: u8, topic: u8, bytes: &[u8], at: u64) {
+        *self.counts.entry((node, block, topic)).or_default() += 1;
+        let Some((name, fields, subs)) = self.subs.get_mut(&(node, block, topic)) else {
+            return;
+        };
+        let Ok(value) = unpack_message(fields, bytes) else {
+            return;
+        };
+        let at = self
+            .base
+            .map_or_else(Instant::now, |b| b.into_std() + Duration::from_micros(at));
+        subs.retain(|s| {
+            s.send(Sample {
+                name: name.clone(),
+                value: value.clone(),
+                at,
+            })
+            .is_ok()
+        });
+    }
+}
+
+enum Waiting {
+    Call(
+        Vec<fcan_core::ir::Field>,
+        oneshot::Sender<Result<Value, MasterError>>,
+    ),
+    ParamGet(
+        fcan_core::types::ScalarType,
+        Option<u32>,
+        oneshot::Sender<Result<Value, MasterError>>,
+    ),
+    ParamSet(oneshot::Sender<Result<(), MasterError>>),
+}
+
+struct Task<T> {
+    engine: Engine,
+    transport: T,
+    base: tokio::time::Instant,
+    cmd_rx: mpsc::Receiver<Command>,
+    events: broadcast::Sender<Event>,
+    sink: Sink,
+    waiting: BTreeMap<u64, Waiting>,
+    registry: Registry,
+    registry_dirty: bool,
+}
+
+impl<T: Transport> Task<T> {
+    fn now(&self) -> u64 {
+        self.base.elapsed().as_micros() as u64
+    }
+
+    async fn run(mut self) {
+        self.sink.base = Some(self.base);
+        loop {
+            let now = self.now();
+            self.engine.poll(now);
+            self.flush().await;
+            self.dispatch_events();
+            let deadline =
+                self.base + Duration::from_micros(self.engine.next_deadline().max(now + 100));
+            tokio::select! {
+                r = self.transport.recv() => match r {
+                    Ok(rx) => {
+                        let at = micros(self.base, rx.at);
+                        self.engine.handle_frame(&rx.frame, at, &mut self.sink);
+                    }
+                    Err(e) if e.is_bus_event() => {}
+                    Err(_) => {
+                        // A transport that fails for good (closed, interface gone): stop.
+                        return;
+                    }
+                },
+                c = self.cmd_rx.recv() => match c {
+                    Some(c) => self.command(c),
+                    None => return,
+                },
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    async fn flush(&mut self) {
+        while let Some(f) = self.engine.pop_frame() {
+            let mut tries = 0;
+            loop {
+                match self.transport.send(&f).await {
+                    Ok(()) => break,
+                    Err(TransportError::TxQueueFull { .. }) if tries < 50 => {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    fn dispatch_events(&mut self) {
+        while let Some(e) = self.engine.pop_event() {
+            match &e {
+                Event::CallDone { id, result } => {
+                    if let Some(Waiting::Call(fields, tx)) = self.waiting.remove(id) {
+                        let r = match result {
+                            Ok(bytes) => unpack_message(&fields, bytes).map_err(MasterError::from),
+                            Err(e) => Err(MasterError::Call(e.clone())),
+                        };
+                        let _ = tx.send(r);
+                    }
+                }
+                Event::ParamDone { id, result } => match self.waiting.remove(id) {
+                    Some(Waiting::ParamGet(ty, len, tx)) => {
+                        let r = match result {
+                            Ok(Some(bytes)) => {
+                                unpack_param(ty, len, bytes).map_err(MasterError::from)
+                            }
+                            Ok(None) => {
+                                Err(MasterError::Call(CallError::BadTarget("no value".into())))
+                            }
+                            Err(e) => Err(MasterError::Call(e.clone())),
+                        };
+                        let _ = tx.send(r);
+                    }
+                    Some(Waiting::ParamSet(tx)) => {
+                        let _ = tx.send(result.clone().map(|_| ()).map_err(MasterError::Call));
+                    }
+                    _ => {}
+                },
+                Event::Online { .. }
+                | Event::Offline { .. }
+                | Event::Rebooted { .. }
+                | Event::Failed { .. } => {
+                    self.registry_dirty = true;
+                }
+                _ => {}
+            }
+            let _ = self.events.send(e);
+        }
+    }
+
+    fn registry(&mut self) -> &Registry {
+        if self.registry_dirty {
+            self.registry = Registry::of(&self.engine);
+            self.registry_dirty = false;
+        }
+        &self.registry
+    }
+
+    fn command(&mut self, c: Command) {
+        let now = self.now();
+        match c {
+            Command::Discover => self.engine.discover(),
+            Command::Registry(tx) => {
+                let _ = tx.send(self.registry().clone());
+            }
+            Command::Status(tx) => {
+                let registry = self.registry().clone();
+                let samples = self
+                    .sink
+                    .counts
+                    .iter()
+                    .filter_map(|((n, b, t), c)| {
+                        Some((registry.topic_name(*n, *b, *t)?.name.clone(), *c))
+                    })
+                    .collect();
+                let nodes = self.engine.nodes().map(node_info).collect();
+                let _ = tx.send(Status {
+                    nodes,
+                    samples,
+                    stats: self.engine.stats(),
+                });
+            }
+            Command::Schema(node, tx) => {
+                let _ = tx.send(self.engine.node(node).and_then(|n| n.schema.clone()));
+            }
+            Command::Subscribe(name, sub, tx) => {
+                let r = self.registry().topic(&name).cloned().map(|t| {
+                    let entry = self
+                        .sink
+                        .subs
+                        .entry((t.node, t.block, t.topic))
+                        .or_insert_with(|| {
+                            (Arc::from(t.name.as_str()), t.fields.clone(), Vec::new())
+                        });
+                    entry.2.push(sub);
+                });
+                let _ = tx.send(r.map_err(MasterError::from));
+            }
+            Command::Publish(name, value, tx) => {
+                let r = (|| -> Result<(), MasterError> {
+                    let t: TopicInfo = self.registry().topic(&name)?.clone();
+                    let bytes = pack_message(&t.fields, &value)?;
+                    self.engine
+                        .publish(t.node, t.block, t.topic, &bytes, now, &mut self.sink)?;
+                    Ok(())
+                })();
+                let _ = tx.send(r);
+            }
+            Command::Call(name, value, tx) => {
+                let r = (|| -> Result<(u64, Vec<fcan_core::ir::Field>), MasterError> {
+                    let s: ServiceInfo = self.registry().service(&name)?.clone();
+                    let bytes = pack_message(&s.request, &value)?;
+                    Ok((
+                        self.engine
+                            .call_service(s.node, s.block, s.service, &bytes, now)?,
+                        s.response,
+                    ))
+                })();
+                match r {
+                    Ok((id, fields)) => {
+                        self.waiting.insert(id, Waiting::Call(fields, tx));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            }
+            Command::ParamGet(name, tx) => {
+                let r = (|| -> Result<(u64, ParamInfo), MasterError> {
+                    let p: ParamInfo = self.registry().param(&name)?.clone();
+                    Ok((self.engine.get_param(p.node, p.block, p.param, now)?, p))
+                })();
+                match r {
+                    Ok((id, p)) => {
+                        self.waiting
+                            .insert(id, Waiting::ParamGet(p.decl.ty, p.decl.len, tx));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            }
+            Command::ParamSet(name, value, tx) => {
+                let r = (|| -> Result<u64, MasterError> {
+                    let p: ParamInfo = self.registry().param(&name)?.clone();
+                    let bytes =
+                        pack_param(p.decl.ty, p.decl.len, &value).map_err(|e| ValueError {
+                            path: name.clone(),
+                            ..e
+                        })?;
+                    Ok(self
+                        .engine
+                        .set_param(p.node, p.block, p.param, &bytes, now)?)
+                })();
+                match r {
+                    Ok(id) => {
+                        self.waiting.insert(id, Waiting::ParamSet(tx));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
+    NodeInfo {
+        id: n.id,
+        name: n.name(),
+        phase: match &n.phase {
+            Phase::Reading => "reading schema".into(),
+            Phase::Provisioning => "provisioning".into(),
+            Phase::Running => "running".into(),
+            Phase::Offline => "offline".into(),
+            Phase::Failed(r) => format!("failed: {r}"),
+        },
+        state: n.state,
+        boot_id: n.announce.boot_id,
+        digest: n.schema.as_ref().map(|s| s.digest.to_string()),
+        errors: n.errors,
+        mode: n.mode,
+        frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
+    }
+}
+
+/// The link kind a master on this transport plans for.
+pub fn link_mtu<T: Transport>(t: &T) -> Mtu {
+    t.mtu()
+}

@@ -1,0 +1,580 @@
+//! The frame planner: turns one node's schema and wired instance counts into the data
+//! frames the master defines with FRAME_DEFINE (`docs/protocol.md` §4.1).
+//!
+//! Rules:
+//! - a topic that fits one frame is never split; a larger one gets a sequenced group of
+//!   `numbering::topic_frames` frames;
+//! - topics of one direction and one period share frames (first-fit decreasing), so a
+//!   motor's 1 kHz feedback and its 100 ms diagnostics never ride together;
+//! - when the node's `max_frames` would be exceeded, s2m classes are merged into the
+//!   fastest period among them (more bandwidth, fewer frames) until the plan fits;
+//! - identifiers come from a bus-wide [`IdAllocator`] whose bands give faster frames lower
+//!   identifiers, so they win arbitration.
+
+use std::collections::BTreeMap;
+
+use fcan_core::frame::Mtu;
+use fcan_core::id::DATA_ID_RANGE;
+use fcan_core::ir::Schema;
+use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
+use fcan_core::numbering::{topic_frames, Numbering};
+
+/// One frame of a plan, ready for FRAME_DEFINE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedFrame {
+    /// The header (index and std_id filled in).
+    pub header: FrameHeader,
+    /// Copy entries.
+    pub entries: Vec<CopyEntry>,
+}
+
+/// A node's whole plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Frames in plan order (index = position).
+    pub frames: Vec<PlannedFrame>,
+}
+
+impl Plan {
+    /// Total copy entries.
+    pub fn entry_count(&self) -> usize {
+        self.frames.iter().map(|f| f.entries.len()).sum()
+    }
+
+    /// The frames that carry topic `topic` of block `block`, with the entries for it.
+    pub fn frames_of(
+        &self,
+        block: u8,
+        topic: u8,
+    ) -> impl Iterator<Item = (&PlannedFrame, &CopyEntry)> {
+        self.frames.iter().flat_map(move |f| {
+            f.entries
+                .iter()
+                .filter(move |e| e.block == block && e.topic == topic)
+                .map(move |e| (f, e))
+        })
+    }
+}
+
+/// Why a node cannot be planned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The schema does not number (unknown type, too many blocks).
+    #[error("schema cannot be numbered: {0:?}")]
+    Numbering(fcan_core::numbering::NumberingError),
+    /// The node announced more instances than its schema allows, or counts for a
+    /// different number of arrays.
+    #[error("announced instance counts {counts:?} do not fit the schema's arrays (max {max:?})")]
+    BadCounts {
+        /// What the node announced.
+        counts: Vec<u8>,
+        /// The schema's ceilings.
+        max: Vec<u32>,
+    },
+    /// Even with every s2m class merged the plan needs more frames than the node takes.
+    #[error("plan needs {needed} frames but the node accepts at most {limit} (limits.max_frames)")]
+    TooManyFrames {
+        /// Frames needed.
+        needed: usize,
+        /// `limits.max_frames`.
+        limit: u32,
+    },
+    /// The plan needs more copy entries than the node takes.
+    #[error("plan needs {needed} copy entries but the node accepts at most {limit} (limits.max_copy_entries)")]
+    TooManyEntries {
+        /// Entries needed.
+        needed: usize,
+        /// `limits.max_copy_entries`.
+        limit: u32,
+    },
+    /// The bus ran out of data identifiers.
+    #[error("no free data identifier left on this bus ({0} in use)")]
+    OutOfIds(usize),
+}
+
+/// One topic instance to place.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    block: u8,
+    topic: u8,
+    size: usize,
+}
+
+/// Frames of one (direction, period) class before identifiers are assigned.
+#[derive(Clone, Debug)]
+struct Bin {
+    used: usize,
+    entries: Vec<CopyEntry>,
+}
+
+/// Plans one node. Identifiers are taken from `ids`; on error none are taken.
+pub fn plan_node(
+    schema: &Schema,
+    counts: &[u8],
+    mtu: Mtu,
+    ids: &mut IdAllocator,
+) -> Result<Plan, PlanError> {
+    let numbering = Numbering::of(schema).map_err(PlanError::Numbering)?;
+    if counts.len() != schema.instances.len()
+        || counts
+            .iter()
+            .zip(&schema.instances)
+            .any(|(c, a)| *c as u32 > a.max_count)
+    {
+        return Err(PlanError::BadCounts {
+            counts: counts.to_vec(),
+            max: schema.instances.iter().map(|a| a.max_count).collect(),
+        });
+    }
+
+    // Classes keyed by (direction, period); BTreeMap keeps the plan deterministic.
+    let mut classes: BTreeMap<(DataDirection, u32), Vec<Item>> = BTreeMap::new();
+    let mut groups: Vec<(DataDirection, u32, Item)> = Vec::new();
+    for block in &numbering.blocks {
+        if block.index >= counts[block.array] as u32 {
+            continue;
+        }
+        let ty = &schema.types[block.type_index];
+        let layout = &numbering.layouts[block.type_index];
+        for (t, topic) in ty.topics.iter().enumerate() {
+            let item = Item {
+                block: block.number,
+                topic: t as u8,
+                size: layout.topics[t].size,
+            };
+            if item.size == 0 {
+                continue;
+            }
+            if item.size > mtu.payload() {
+                groups.push((topic.dir, topic.period_us, item));
+            } else {
+                classes
+                    .entry((topic.dir, topic.period_us))
+                    .or_default()
+                    .push(item);
+            }
+        }
+    }
+
+    let group_frames: usize = groups
+        .iter()
+        .map(|(_, _, it)| topic_frames(mtu, it.size))
+        .sum();
+    let mut packed = pack_classes(&classes, mtu);
+    // Merge s2m classes (periodic ones into the fastest; on-commit ones stay apart, since
+    // they have no period to merge into) until the plan fits.
+    while group_frames + packed_frames(&packed) > schema.limits.max_frames as usize {
+        let periodic: Vec<u32> = classes
+            .keys()
+            .filter(|(d, p)| *d == DataDirection::S2m && *p != 0)
+            .map(|(_, p)| *p)
+            .collect();
+        if periodic.len() < 2 {
+            return Err(PlanError::TooManyFrames {
+                needed: group_frames + packed_frames(&packed),
+                limit: schema.limits.max_frames,
+            });
+        }
+        // Fold the two fastest periods into the faster of them.
+        let (fast, next) = (periodic[0], periodic[1]);
+        let moved = classes
+            .remove(&(DataDirection::S2m, next))
+            .unwrap_or_default();
+        classes
+            .entry((DataDirection::S2m, fast))
+            .or_default()
+            .extend(moved);
+        packed = pack_classes(&classes, mtu);
+    }
+
+    let mut frames: Vec<(DataDirection, u32, Bin, (u8, u8))> = Vec::new();
+    for ((dir, period), bins) in &packed {
+        for bin in bins {
+            frames.push((*dir, *period, bin.clone(), (1, 0)));
+        }
+    }
+    for (dir, period, item) in &groups {
+        let parts = topic_frames(mtu, item.size);
+        let per = mtu.payload() - 1;
+        for k in 0..parts {
+            let start = k * per;
+            let len = per.min(item.size - start);
+            let entry = CopyEntry {
+                block: item.block,
+                topic: item.topic,
+                src_offset: start as u16,
+                len: len as u8,
+                dst_offset: 1,
+            };
+            frames.push((
+                *dir,
+                *period,
+                Bin {
+                    used: len + 1,
+                    entries: vec![entry],
+                },
+                (parts as u8, k as u8),
+            ));
+        }
+    }
+
+    let entries: usize = frames.iter().map(|f| f.2.entries.len()).sum();
+    if entries > schema.limits.max_copy_entries as usize {
+        return Err(PlanError::TooManyEntries {
+            needed: entries,
+            limit: schema.limits.max_copy_entries,
+        });
+    }
+
+    // Fastest first, so the plan reads naturally and group parts stay contiguous.
+    frames.sort_by_key(|(dir, period, _, _)| (rate_rank(*dir, *period), *dir));
+    let mut taken = Vec::with_capacity(frames.len());
+    let mut out = Vec::with_capacity(frames.len());
+    for (index, (dir, period, bin, (parts, part))) in frames.into_iter().enumerate() {
+        let Some(std_id) = ids.take(band_of(dir, period)) else {
+            for id in taken {
+                ids.release(id);
+            }
+            return Err(PlanError::OutOfIds(ids.in_use()));
+        };
+        taken.push(std_id);
+        out.push(PlannedFrame {
+            header: FrameHeader {
+                index: index as u8,
+                std_id,
+                dir,
+                sequenced: parts > 1,
+                len: bin.used as u8,
+                group_parts: parts,
+                group_index: part,
+                period_us: if dir == DataDirection::S2m { period } else { 0 },
+            },
+            entries: bin.entries,
+        });
+    }
+    Ok(Plan { frames: out })
+}
+
+fn packed_frames(packed: &BTreeMap<(DataDirection, u32), Vec<Bin>>) -> usize {
+    packed.values().map(Vec::len).sum()
+}
+
+/// First-fit decreasing per class.
+fn pack_classes(
+    classes: &BTreeMap<(DataDirection, u32), Vec<Item>>,
+    mtu: Mtu,
+) -> BTreeMap<(DataDirection, u32), Vec<Bin>> {
+    classes
+        .iter()
+        .map(|(key, items)| {
+            let mut sorted = items.clone();
+            // Stable: equal sizes keep block/topic order, so plans are reproducible.
+            sorted.sort_by(|a, b| b.size.cmp(&a.size));
+            let mut bins: Vec<Bin> = Vec::new();
+            for it in sorted {
+                let fits = bins.iter().position(|b| b.used + it.size <= mtu.payload());
+                let at = fits.unwrap_or_else(|| {
+                    bins.push(Bin {
+                        used: 0,
+                        entries: Vec::new(),
+                    });
+                    bins.len() - 1
+                });
+                let bin = &mut bins[at];
+                bin.entries.push(CopyEntry {
+                    block: it.block,
+                    topic: it.topic,
+                    src_offset: 0,
+                    len: it.size as u8,
+                    dst_offset: bin.used as u8,
+                });
+                bin.used += it.size;
+            }
+            (*key, bins)
+        })
+        .collect()
+}
+
+/// Lower rank = more urgent. Commands (m2s) are treated as the most urgent: the master
+/// cannot know their rate, and a stale command is the costliest delay.
+fn rate_rank(dir: DataDirection, period_us: u32) -> u64 {
+    match (dir, period_us) {
+        (DataDirection::M2s, _) => 0,
+        (DataDirection::S2m, 0) => u64::MAX,
+        (DataDirection::S2m, p) => p as u64,
+    }
+}
+
+/// Identifier bands, by urgency. Each is a sub-range of [`DATA_ID_RANGE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Band {
+    /// m2s commands and s2m topics at ≤ 1 ms.
+    Fast = 0,
+    /// s2m at ≤ 10 ms.
+    Control = 1,
+    /// s2m at ≤ 100 ms.
+    Slow = 2,
+    /// s2m slower than 100 ms, and on-commit topics.
+    Background = 3,
+}
+
+const BANDS: [(Band, std::ops::Range<u16>); 4] = [
+    (Band::Fast, 0x100..0x200),
+    (Band::Control, 0x200..0x2C0),
+    (Band::Slow, 0x2C0..0x380),
+    (Band::Background, 0x380..0x400),
+];
+
+/// The band a frame of this direction and period belongs to.
+pub fn band_of(dir: DataDirection, period_us: u32) -> Band {
+    match (dir, period_us) {
+        (DataDirection::M2s, _) => Band::Fast,
+        (DataDirection::S2m, 0) => Band::Background,
+        (DataDirection::S2m, p) if p <= 1_000 => Band::Fast,
+        (DataDirection::S2m, p) if p <= 10_000 => Band::Control,
+        (DataDirection::S2m, p) if p <= 100_000 => Band::Slow,
+        _ => Band::Background,
+    }
+}
+
+/// Bus-wide data identifier allocation. Faster bands hold lower identifiers; a band
+/// that is full borrows from the next slower band (then the faster ones), so a bus only
+/// runs out when all 768 identifiers are in use.
+#[derive(Clone, Debug, Default)]
+pub struct IdAllocator {
+    used: std::collections::BTreeSet<u16>,
+}
+
+impl IdAllocator {
+    /// An allocator with every data identifier free.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the lowest free identifier of `band` (or of the nearest band with room).
+    pub fn take(&mut self, band: Band) -> Option<u16> {
+        let start = band as usize;
+        let order = (start..BANDS.len()).chain((0..start).rev());
+        for b in order {
+            if let Some(id) = BANDS[b].1.clone().find(|id| !self.used.contains(id)) {
+                self.used.insert(id);
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Returns an identifier to the pool.
+    pub fn release(&mut self, id: u16) {
+        self.used.remove(&id);
+    }
+
+    /// Identifiers in use.
+    pub fn in_use(&self) -> usize {
+        self.used.len()
+    }
+}
+
+/// Sanity: the bands tile the data range exactly.
+const _: () = {
+    assert!(BANDS[0].1.start == DATA_ID_RANGE.start);
+    assert!(BANDS[3].1.end == DATA_ID_RANGE.end);
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fcan_core::ir::{BlockType, Field, InstanceArray, Limits, Topic};
+    use fcan_core::types::ScalarType;
+
+    fn field(name: &str, ty: ScalarType, len: Option<u32>) -> Field {
+        Field {
+            name: name.into(),
+            ty,
+            len,
+        }
+    }
+
+    fn topic(name: &str, dir: DataDirection, period_us: u32, fields: Vec<Field>) -> Topic {
+        Topic {
+            name: name.into(),
+            dir,
+            period_us,
+            fields,
+            ros: None,
+        }
+    }
+
+    /// A motor: 5-byte target, 12-byte trajectory (m2s), 13-byte feedback at 1 ms,
+    /// 20-byte diagnostics at 100 ms, 1-byte state on commit.
+    fn motor_schema(max_count: u32, max_frames: u32) -> Schema {
+        use DataDirection::*;
+        use ScalarType::*;
+        Schema {
+            protocol: 2,
+            node: "md{i}".into(),
+            allocation: "static".into(),
+            limits: Limits {
+                max_frames,
+                max_copy_entries: 255,
+                ..Limits::default()
+            },
+            types: vec![BlockType {
+                name: "Motor".into(),
+                params: vec![],
+                topics: vec![
+                    topic(
+                        "target",
+                        M2s,
+                        0,
+                        vec![field("type", U8, None), field("value", F32, None)],
+                    ),
+                    topic("trajectory", M2s, 0, vec![field("p", F32, Some(3))]),
+                    topic(
+                        "feedback",
+                        S2m,
+                        1_000,
+                        vec![field("ok", Bool, None), field("v", F32, Some(3))],
+                    ),
+                    topic("diag", S2m, 100_000, vec![field("bits", U32, Some(5))]),
+                    topic("state", S2m, 0, vec![field("on", Bool, None)]),
+                ],
+                services: vec![],
+            }],
+            instances: vec![InstanceArray {
+                ty: "Motor".into(),
+                max_count,
+                ns: "motor{i}".into(),
+            }],
+        }
+    }
+
+    fn check_invariants(schema: &Schema, counts: &[u8], mtu: Mtu, plan: &Plan) {
+        let numbering = Numbering::of(schema).unwrap();
+        for (i, f) in plan.frames.iter().enumerate() {
+            assert_eq!(f.header.index as usize, i);
+            assert!(fcan_core::id::is_data_id(f.header.std_id));
+            assert!(f.header.len as usize <= mtu.payload());
+            let mut used = vec![false; f.header.len as usize];
+            for e in &f.entries {
+                let start = e.dst_offset as usize;
+                for b in &mut used[start..start + e.len as usize] {
+                    assert!(!*b, "entries overlap in frame {i}");
+                    *b = true;
+                }
+                if f.header.sequenced {
+                    assert!(e.dst_offset >= 1);
+                }
+            }
+        }
+        // Every wired topic is fully covered exactly once; unwired blocks are absent.
+        for block in &numbering.blocks {
+            let wired = block.index < counts[block.array] as u32;
+            for (t, layout) in numbering.layouts[block.type_index]
+                .topics
+                .iter()
+                .enumerate()
+            {
+                let pieces: Vec<_> = plan.frames_of(block.number, t as u8).collect();
+                if !wired {
+                    assert!(pieces.is_empty());
+                    continue;
+                }
+                let covered: usize = pieces.iter().map(|(_, e)| e.len as usize).sum();
+                assert_eq!(covered, layout.size, "block {} topic {t}", block.number);
+                if layout.size <= mtu.payload() {
+                    assert_eq!(
+                        pieces.len(),
+                        1,
+                        "a topic that fits one frame is never split"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eight_motors_on_fd_pack_into_few_frames() {
+        let s = motor_schema(8, 48);
+        let counts = [8];
+        let plan = plan_node(&s, &counts, Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &counts, Mtu::Fd, &plan);
+        // 40 topics; one frame per topic would be 40.
+        assert!(plan.frames.len() < 16, "{} frames", plan.frames.len());
+    }
+
+    #[test]
+    fn classic_splits_large_topics_into_sequenced_groups() {
+        let s = motor_schema(2, 48);
+        let counts = [2];
+        let plan = plan_node(&s, &counts, Mtu::Classic, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &counts, Mtu::Classic, &plan);
+        let (f, _) = plan.frames_of(0, 1).next().unwrap(); // 12-byte trajectory
+        assert_eq!(f.header.group_parts, 2);
+        assert!(f.header.sequenced);
+        let parts: Vec<_> = plan.frames_of(0, 1).map(|(f, _)| f.header.index).collect();
+        assert_eq!(parts[1], parts[0] + 1, "group parts are contiguous");
+    }
+
+    #[test]
+    fn unwired_instances_are_not_planned() {
+        let s = motor_schema(4, 48);
+        let counts = [1];
+        let plan = plan_node(&s, &counts, Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &counts, Mtu::Fd, &plan);
+    }
+
+    #[test]
+    fn faster_frames_get_lower_ids() {
+        let s = motor_schema(2, 48);
+        let plan = plan_node(&s, &[2], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        let id_of = |t: u8| plan.frames_of(0, t).next().unwrap().0.header.std_id;
+        assert!(
+            id_of(2) < id_of(3),
+            "1 ms feedback beats 100 ms diagnostics"
+        );
+        assert!(id_of(3) < id_of(4), "periodic beats on-commit");
+    }
+
+    #[test]
+    fn classes_merge_when_frames_run_short_and_fail_cleanly_when_impossible() {
+        // One motor on FD: m2s 1 frame, feedback 1, diag 1, state 1 = 4 frames. With 3
+        // allowed, diagnostics ride with the 1 ms feedback.
+        let s = motor_schema(1, 3);
+        let plan = plan_node(&s, &[1], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        assert_eq!(plan.frames.len(), 3);
+        check_invariants(&s, &[1], Mtu::Fd, &plan);
+        let (diag_frame, _) = plan.frames_of(0, 3).next().unwrap();
+        assert_eq!(diag_frame.header.period_us, 1_000);
+        let mut ids = IdAllocator::new();
+        let err = plan_node(&motor_schema(1, 2), &[1], Mtu::Fd, &mut ids).unwrap_err();
+        assert!(
+            matches!(err, PlanError::TooManyFrames { limit: 2, .. }),
+            "{err}"
+        );
+        assert_eq!(ids.in_use(), 0, "a failed plan takes no identifiers");
+    }
+
+    #[test]
+    fn counts_beyond_the_schema_are_refused() {
+        let s = motor_schema(2, 48);
+        let err = plan_node(&s, &[3], Mtu::Fd, &mut IdAllocator::new()).unwrap_err();
+        assert!(matches!(err, PlanError::BadCounts { .. }));
+        let err = plan_node(&s, &[1, 1], Mtu::Fd, &mut IdAllocator::new()).unwrap_err();
+        assert!(matches!(err, PlanError::BadCounts { .. }));
+    }
+
+    #[test]
+    fn allocator_borrows_from_other_bands_and_runs_out_at_768() {
+        let mut ids = IdAllocator::new();
+        let first = ids.take(Band::Background).unwrap();
+        assert_eq!(first, 0x380);
+        let mut n = 1;
+        while ids.take(Band::Background).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 768);
+        ids.release(0x150);
+        assert_eq!(ids.take(Band::Slow), Some(0x150));
+    }
+}

@@ -1,0 +1,144 @@
+//! Links to a CAN bus: the [`Transport`] trait and its implementations.
+//!
+//! The master's engine talks to the bus only through [`Transport`], so the same engine
+//! runs on
+//!
+//! * real hardware or `vcan` through Linux SocketCAN ([`socketcan::SocketCanTransport`],
+//!   Linux only),
+//! * an in-process simulated bus ([`sim::SimBus`]) with a bit-timing model and
+//!   arbitration, for tests, measurements and the demo,
+//! * a recorded candump log ([`replay::ReplayTransport`]),
+//!
+//! and any of them can be wrapped (smoltcp `phy` style) by a
+//! [`fault::FaultInjector`] or a [`recorder::Recorder`]. [`open`] builds one from a spec
+//! string such as `socketcan:can0`.
+//!
+//! # Time
+//!
+//! Receive timestamps and every wait in this module use tokio's clock. In a normal runtime
+//! that is the monotonic wall clock; under `#[tokio::test(start_paused = true)]` (or
+//! [`tokio::time::pause`]) it is a virtual clock that only moves when every task waits, so
+//! a test of the engine on a [`sim::SimBus`] is deterministic and takes no real time.
+//!
+//! One idea per file:
+//!
+//! | file | idea |
+//! |---|---|
+//! | `error.rs` | [`TransportError`], [`BusErrorKind`] |
+//! | `error_frame.rs` | Linux error frames ↔ [`TransportError`] |
+//! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `replay:FILE` |
+//! | `socketcan.rs` | SocketCAN, classical and FD |
+//! | `sim/` | simulated bus: bit timing, arbitration model, async endpoints |
+//! | `fault.rs` | fault injection wrapper |
+//! | `candump.rs` | `candump -L` log format: writer and reader |
+//! | `replay.rs` | a transport that plays a candump log |
+//! | `recorder.rs` | a wrapper that logs all traffic in candump format |
+
+use core::future::Future;
+use std::time::Instant;
+
+use fcan_core::frame::{Frame, Mtu};
+
+pub mod candump;
+mod error;
+pub mod error_frame;
+pub mod fault;
+pub mod recorder;
+pub mod replay;
+pub mod sim;
+#[cfg(target_os = "linux")]
+pub mod socketcan;
+mod spec;
+
+pub use error::{BusErrorKind, TransportError};
+pub use spec::{open, AnyTransport};
+
+/// A frame taken off the bus, with the time it arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// The frame.
+    pub frame: Frame,
+    /// When it arrived, on tokio's clock (see the [module docs](self#time)). For the
+    /// simulated bus this is the end of the frame on the virtual wire.
+    pub at: Instant,
+}
+
+/// A link to one CAN bus, as the master's engine uses it.
+///
+/// The engine owns its transport in one task and `select!`s between [`recv`](Self::recv)
+/// and its timers and commands; so `recv` must be **cancel-safe** (dropping the future
+/// loses no frame), which every implementation here is.
+///
+/// Bus trouble comes back as `Err` with a [bus event](TransportError::is_bus_event) (the
+/// link stays usable); silence never does: `recv` simply waits.
+pub trait Transport: Send {
+    /// The link's name (interface name, `sim#2`, log file …), for messages and for the
+    /// interface column of candump logs.
+    fn name(&self) -> &str;
+
+    /// Which frames the link carries. The frame planner packs payloads to this MTU, so it
+    /// must be known before any data-plane frame is built.
+    fn mtu(&self) -> Mtu;
+
+    /// Queues `frame` for transmission. Returns once the frame is handed to the link (not
+    /// when it is on the wire), like a SocketCAN write.
+    ///
+    /// Fails with [`TransportError::FdNotSupported`] for a CAN FD frame on a Classical CAN
+    /// link, [`TransportError::TxQueueFull`] when the transmit queue is full (retry later),
+    /// [`TransportError::BusOff`] while the controller is off the bus.
+    fn send(&mut self, frame: &Frame) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Waits for the next frame from the bus (frames this transport sent itself are not
+    /// echoed back) or the next bus event. Cancel-safe.
+    fn recv(&mut self) -> impl Future<Output = Result<Received, TransportError>> + Send;
+}
+
+/// The current time on the clock [`Received::at`] uses (see the [module docs](self#time)).
+pub fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Checks a frame's identifier fits its format (an `fcan_core` [`CanId`] built directly
+/// from its enum variant can be too wide), as every transport must before sending.
+///
+/// [`CanId`]: fcan_core::frame::CanId
+pub(crate) fn check_id(frame: &Frame) -> Result<(), TransportError> {
+    use fcan_core::frame::CanId;
+    match frame.id() {
+        CanId::Standard(id) if id > CanId::STANDARD_MAX => Err(TransportError::InvalidFrame(
+            format!("standard identifier {id:#X} has more than 11 bits"),
+        )),
+        CanId::Extended(id) if id > CanId::EXTENDED_MAX => Err(TransportError::InvalidFrame(
+            format!("extended identifier {id:#X} has more than 29 bits"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The error for an FD frame on a classic link, or `Ok` when `frame` fits `mtu`.
+pub(crate) fn check_mtu(name: &str, mtu: Mtu, frame: &Frame) -> Result<(), TransportError> {
+    if frame.is_fd() && mtu == Mtu::Classic {
+        Err(TransportError::FdNotSupported {
+            iface: name.to_string(),
+            mtu,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `frame` with its payload replaced by `data` (same identifier, FD and BRS flags).
+/// `data` must be a length the frame kind allows.
+pub(crate) fn rebuild(frame: &Frame, data: &[u8]) -> Frame {
+    let f = if frame.is_fd() {
+        Frame::fd(frame.id(), data)
+    } else {
+        Frame::classic(frame.id(), data)
+    }
+    .expect("same length as a valid frame");
+    if frame.is_fd() && !frame.is_brs() {
+        f.without_brs()
+    } else {
+        f
+    }
+}

@@ -1,0 +1,449 @@
+//! Dynamic values: what topics, services and parameters carry, built at run time from a
+//! node's schema. Convertible to and from JSON; packed and unpacked with the field layout
+//! rules of `fcan_core` (the master never restates them).
+
+use std::fmt;
+
+use fcan_core::ir::Field;
+use fcan_core::pack::{Reader, Writer};
+use fcan_core::types::{Scalar, ScalarType};
+use fcan_core::validate::did_you_mean;
+
+/// A value of any schema type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// `bool`.
+    Bool(bool),
+    /// Any signed integer type.
+    Int(i64),
+    /// Any unsigned integer type.
+    UInt(u64),
+    /// `f32` or `f64`.
+    Float(f64),
+    /// A fixed array.
+    Array(Vec<Value>),
+    /// A message: fields in schema order.
+    Struct(Vec<(String, Value)>),
+}
+
+/// A value that does not fit its type. Names the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ValueError {
+    /// Which field (`value`, `positions[2]`, or `(value)` for a whole parameter).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(path: &str, message: impl Into<String>) -> ValueError {
+    ValueError {
+        path: path.to_string(),
+        message: message.into(),
+    }
+}
+
+impl Value {
+    /// From a scalar.
+    pub fn from_scalar(s: Scalar) -> Value {
+        match s {
+            Scalar::Bool(v) => Value::Bool(v),
+            Scalar::U8(v) => Value::UInt(v as u64),
+            Scalar::U16(v) => Value::UInt(v as u64),
+            Scalar::U32(v) => Value::UInt(v as u64),
+            Scalar::U64(v) => Value::UInt(v),
+            Scalar::I8(v) => Value::Int(v as i64),
+            Scalar::I16(v) => Value::Int(v as i64),
+            Scalar::I32(v) => Value::Int(v as i64),
+            Scalar::I64(v) => Value::Int(v),
+            Scalar::F32(v) => Value::Float(v as f64),
+            Scalar::F64(v) => Value::Float(v),
+        }
+    }
+
+    /// To a scalar of type `ty`, refusing what does not fit (an integer out of range, a
+    /// fraction for an integer type, a number for a bool).
+    ///
+    /// ```
+    /// use fcan_master::value::Value;
+    /// use fcan_core::types::{Scalar, ScalarType};
+    /// assert_eq!(Value::Int(7).to_scalar(ScalarType::U8, "x").unwrap(), Scalar::U8(7));
+    /// assert!(Value::Int(300).to_scalar(ScalarType::U8, "x").is_err());
+    /// assert!(Value::Float(1.5).to_scalar(ScalarType::I32, "x").is_err());
+    /// assert_eq!(Value::Int(2).to_scalar(ScalarType::F32, "x").unwrap(), Scalar::F32(2.0));
+    /// ```
+    pub fn to_scalar(&self, ty: ScalarType, path: &str) -> Result<Scalar, ValueError> {
+        let range = || err(path, format!("{} does not fit {ty}", self));
+        let int = |v: &Value| -> Option<i128> {
+            match *v {
+                Value::Int(i) => Some(i as i128),
+                Value::UInt(u) => Some(u as i128),
+                Value::Float(f) if f.fract() == 0.0 && f.is_finite() && f.abs() < 1.9e19 => {
+                    Some(f as i128)
+                }
+                _ => None,
+            }
+        };
+        Ok(match ty {
+            ScalarType::Bool => match self {
+                Value::Bool(b) => Scalar::Bool(*b),
+                _ => return Err(err(path, format!("expected true or false, got {self}"))),
+            },
+            ScalarType::F32 | ScalarType::F64 => {
+                let f = match *self {
+                    Value::Float(f) => f,
+                    Value::Int(i) => i as f64,
+                    Value::UInt(u) => u as f64,
+                    _ => return Err(err(path, format!("expected a number, got {self}"))),
+                };
+                if ty == ScalarType::F32 {
+                    if f.is_finite() && f.abs() > f32::MAX as f64 {
+                        return Err(range());
+                    }
+                    Scalar::F32(f as f32)
+                } else {
+                    Scalar::F64(f)
+                }
+            }
+            _ => {
+                let i = int(self).ok_or_else(|| match self {
+                    Value::Float(_) => err(path, format!("{ty} needs a whole number, got {self}")),
+                    _ => err(path, format!("expected an integer, got {self}")),
+                })?;
+                macro_rules! fit {
+                    ($t:ty, $v:ident) => {
+                        Scalar::$v(<$t>::try_from(i).map_err(|_| range())?)
+                    };
+                }
+                match ty {
+                    ScalarType::U8 => fit!(u8, U8),
+                    ScalarType::I8 => fit!(i8, I8),
+                    ScalarType::U16 => fit!(u16, U16),
+                    ScalarType::I16 => fit!(i16, I16),
+                    ScalarType::U32 => fit!(u32, U32),
+                    ScalarType::I32 => fit!(i32, I32),
+                    ScalarType::U64 => fit!(u64, U64),
+                    _ => fit!(i64, I64),
+                }
+            }
+        })
+    }
+
+    /// From JSON.
+    pub fn from_json(j: &serde_json::Value) -> Result<Value, ValueError> {
+        Ok(match j {
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    Value::UInt(u)
+                } else if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else {
+                    Value::Float(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            serde_json::Value::Array(a) => {
+                Value::Array(a.iter().map(Value::from_json).collect::<Result<_, _>>()?)
+            }
+            serde_json::Value::Object(o) => Value::Struct(
+                o.iter()
+                    .map(|(k, v)| Ok((k.clone(), Value::from_json(v)?)))
+                    .collect::<Result<_, _>>()?,
+            ),
+            serde_json::Value::String(s) => match s.as_str() {
+                // JSON has no NaN or infinity; accept their YAML spellings so a user can
+                // try them (and be refused by the range check with a clear reason).
+                ".nan" | "NaN" | "nan" => Value::Float(f64::NAN),
+                ".inf" | "inf" | "Infinity" => Value::Float(f64::INFINITY),
+                "-.inf" | "-inf" | "-Infinity" => Value::Float(f64::NEG_INFINITY),
+                _ => {
+                    return Err(err(
+                        "(value)",
+                        format!("strings are not a value type: {s:?}"),
+                    ))
+                }
+            },
+            serde_json::Value::Null => return Err(err("(value)", "null is not a value")),
+        })
+    }
+
+    /// To JSON (NaN and infinities, which JSON lacks, become `null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => (*i).into(),
+            Value::UInt(u) => (*u).into(),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Value::Array(a) => serde_json::Value::Array(a.iter().map(Value::to_json).collect()),
+            Value::Struct(s) => {
+                serde_json::Value::Object(s.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
+        }
+    }
+
+    /// Parses user text: JSON, or YAML flow syntax (`{type: 1, value: 0.5}`, `[1, 2]`,
+    /// `true`, `.nan`).
+    ///
+    /// ```
+    /// use fcan_master::value::Value;
+    /// let v = Value::parse("{type: 2, value: 0.5}").unwrap();
+    /// assert_eq!(v, Value::Struct(vec![("type".into(), Value::UInt(2)), ("value".into(), Value::Float(0.5))]));
+    /// ```
+    pub fn parse(text: &str) -> Result<Value, ValueError> {
+        if let Ok(j) = serde_json::from_str::<serde_json::Value>(text) {
+            return Value::from_json(&j);
+        }
+        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)
+            .map_err(|e| err("(value)", format!("not JSON or YAML: {e}")))?;
+        Value::from_yaml(&y)
+    }
+
+    fn from_yaml(y: &serde_yaml_ng::Value) -> Result<Value, ValueError> {
+        use serde_yaml_ng::Value as Y;
+        Ok(match y {
+            Y::Bool(b) => Value::Bool(*b),
+            Y::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    Value::UInt(u)
+                } else if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else {
+                    Value::Float(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Y::Sequence(s) => {
+                Value::Array(s.iter().map(Value::from_yaml).collect::<Result<_, _>>()?)
+            }
+            Y::Mapping(m) => Value::Struct(
+                m.iter()
+                    .map(|(k, v)| {
+                        let k = k
+                            .as_str()
+                            .ok_or_else(|| err("(value)", "field names must be strings"))?;
+                        Ok((k.to_string(), Value::from_yaml(v)?))
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            Y::Tagged(t) => Value::from_yaml(&t.value)?,
+            Y::String(s) => {
+                return Err(err(
+                    "(value)",
+                    format!("strings are not a value type: {s:?}"),
+                ))
+            }
+            Y::Null => return Err(err("(value)", "null is not a value")),
+        })
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
+    }
+}
+
+/// Packs one field (scalar or array) from a value.
+fn pack_field(
+    w: &mut Writer,
+    ty: ScalarType,
+    len: Option<u32>,
+    v: &Value,
+    path: &str,
+) -> Result<(), ValueError> {
+    match len {
+        None => {
+            let s = v.to_scalar(ty, path)?;
+            w.scalar(&s).map_err(|_| err(path, "value too long"))
+        }
+        Some(n) => {
+            let Value::Array(items) = v else {
+                return Err(err(path, format!("expected an array of {n} {ty}, got {v}")));
+            };
+            if items.len() != n as usize {
+                return Err(err(
+                    path,
+                    format!("expected {n} elements, got {}", items.len()),
+                ));
+            }
+            for (i, item) in items.iter().enumerate() {
+                pack_field(w, ty, None, item, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn unpack_field(r: &mut Reader, ty: ScalarType, len: Option<u32>) -> Result<Value, ValueError> {
+    let one = |r: &mut Reader| {
+        r.scalar(ty)
+            .map(Value::from_scalar)
+            .map_err(|e| err("(bytes)", e.to_string()))
+    };
+    match len {
+        None => one(r),
+        Some(n) => Ok(Value::Array(
+            (0..n).map(|_| one(r)).collect::<Result<_, _>>()?,
+        )),
+    }
+}
+
+/// Packs a message value (a [`Value::Struct`] with every field) into bytes.
+///
+/// ```
+/// use fcan_core::ir::Field;
+/// use fcan_core::types::ScalarType;
+/// use fcan_master::value::{pack_message, Value};
+/// let fields = [Field { name: "on".into(), ty: ScalarType::Bool, len: None }];
+/// assert_eq!(pack_message(&fields, &Value::parse("{on: true}").unwrap()).unwrap(), vec![1]);
+/// let e = pack_message(&fields, &Value::parse("{of: true}").unwrap()).unwrap_err();
+/// assert!(e.to_string().contains("did you mean `on`"));
+/// ```
+pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueError> {
+    let size = fcan_core::numbering::layout(fields).size;
+    let mut buf = vec![0u8; size];
+    let mut w = Writer::new(&mut buf);
+    let items: &[(String, Value)] = match value {
+        Value::Struct(items) => items,
+        _ if fields.is_empty() => &[],
+        other => {
+            return Err(err(
+                "(value)",
+                format!("expected {{field: value, …}}, got {other}"),
+            ))
+        }
+    };
+    for (name, _) in items {
+        if !fields.iter().any(|f| &f.name == name) {
+            let hint = did_you_mean(name, fields.iter().map(|f| f.name.as_str()))
+                .map(|c| format!("; did you mean `{c}`?"))
+                .unwrap_or_default();
+            let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            return Err(err(
+                name,
+                format!("no such field{hint} (fields: {})", known.join(", ")),
+            ));
+        }
+    }
+    for f in fields {
+        let v = items
+            .iter()
+            .find(|(n, _)| n == &f.name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| err(&f.name, "missing"))?;
+        pack_field(&mut w, f.ty, f.len, v, &f.name)?;
+    }
+    Ok(buf)
+}
+
+/// Unpacks message bytes into a [`Value::Struct`].
+pub fn unpack_message(fields: &[Field], bytes: &[u8]) -> Result<Value, ValueError> {
+    let mut r = Reader::new(bytes);
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        out.push((f.name.clone(), unpack_field(&mut r, f.ty, f.len)?));
+    }
+    Ok(Value::Struct(out))
+}
+
+/// Packs a parameter value (a scalar, or an array for an array param).
+pub fn pack_param(ty: ScalarType, len: Option<u32>, value: &Value) -> Result<Vec<u8>, ValueError> {
+    let size = ty.size() * len.unwrap_or(1) as usize;
+    let mut buf = vec![0u8; size];
+    pack_field(&mut Writer::new(&mut buf), ty, len, value, "(value)")?;
+    Ok(buf)
+}
+
+/// Unpacks a parameter value.
+pub fn unpack_param(ty: ScalarType, len: Option<u32>, bytes: &[u8]) -> Result<Value, ValueError> {
+    unpack_field(&mut Reader::new(bytes), ty, len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields() -> Vec<Field> {
+        vec![
+            Field {
+                name: "type".into(),
+                ty: ScalarType::U8,
+                len: None,
+            },
+            Field {
+                name: "value".into(),
+                ty: ScalarType::F32,
+                len: None,
+            },
+            Field {
+                name: "p".into(),
+                ty: ScalarType::I16,
+                len: Some(2),
+            },
+        ]
+    }
+
+    #[test]
+    fn message_roundtrip_through_bytes_and_json() {
+        let v = Value::parse(r#"{"type": 3, "value": -0.5, "p": [-2, 7]}"#).unwrap();
+        let bytes = pack_message(&fields(), &v).unwrap();
+        assert_eq!(bytes.len(), 1 + 4 + 4);
+        let back = unpack_message(&fields(), &bytes).unwrap();
+        assert_eq!(
+            back.to_json(),
+            serde_json::json!({"type": 3, "value": -0.5, "p": [-2, 7]})
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = pack_message(
+            &fields(),
+            &Value::parse("{type: 300, value: 1, p: [1, 2]}").unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "type");
+        let e = pack_message(
+            &fields(),
+            &Value::parse("{type: 1, value: 1, p: [1]}").unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "p");
+        assert!(e.message.contains("expected 2 elements"));
+        let e =
+            pack_message(&fields(), &Value::parse("{type: 1, p: [1, 2]}").unwrap()).unwrap_err();
+        assert_eq!((e.path.as_str(), e.message.as_str()), ("value", "missing"));
+        let e = pack_message(
+            &fields(),
+            &Value::parse("{type: 1, value: true, p: [1, 2]}").unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "value");
+    }
+
+    #[test]
+    fn yaml_special_floats_parse() {
+        assert!(matches!(Value::parse(".nan").unwrap(), Value::Float(f) if f.is_nan()));
+        assert_eq!(
+            Value::parse("-.inf").unwrap(),
+            Value::Float(f64::NEG_INFINITY)
+        );
+        assert_eq!(
+            Value::parse("[1, 2]").unwrap(),
+            Value::Array(vec![Value::UInt(1), Value::UInt(2)])
+        );
+    }
+
+    #[test]
+    fn params_pack_to_their_type() {
+        assert_eq!(
+            pack_param(ScalarType::F32, None, &Value::Float(1.0)).unwrap(),
+            1.0f32.to_le_bytes()
+        );
+        assert_eq!(
+            unpack_param(ScalarType::U32, None, &7u32.to_le_bytes()).unwrap(),
+            Value::UInt(7)
+        );
+        assert!(pack_param(ScalarType::Bool, None, &Value::UInt(1)).is_err());
+    }
+}
