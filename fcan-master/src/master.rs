@@ -28,6 +28,9 @@ use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
 use crate::transport::{Transport, TransportError};
 use crate::value::{pack_message, pack_param, unpack_message, unpack_param, Value, ValueError};
 
+/// A change to the engine settings, applied before the master starts.
+pub type Tune = Box<dyn FnOnce(&mut EngineConfig) + Send>;
+
 /// How to run a master.
 pub struct MasterOptions {
     /// Blob cache (default: in memory; the CLI uses the disk cache).
@@ -35,7 +38,7 @@ pub struct MasterOptions {
     /// How long to listen for another master before transmitting.
     pub listen_for_other_master: Duration,
     /// Override engine settings (the session id and MTU are filled in by `start`).
-    pub tune: Option<Box<dyn FnOnce(&mut EngineConfig) + Send>>,
+    pub tune: Option<Tune>,
 }
 
 impl Default for MasterOptions {
@@ -326,17 +329,17 @@ fn micros(base: tokio::time::Instant, at: Instant) -> u64 {
     at.saturating_duration_since(base.into_std()).as_micros() as u64
 }
 
+/// The subscribers of one topic: its name, its fields, and their channels.
+struct Subscribers {
+    name: Arc<str>,
+    fields: Vec<fcan_core::ir::Field>,
+    senders: Vec<mpsc::UnboundedSender<Sample>>,
+}
+
 /// Routes samples to subscribers, decoding only topics someone listens to.
 #[derive(Default)]
 struct Sink {
-    subs: BTreeMap<
-        (u8, u8, u8),
-        (
-            Arc<str>,
-            Vec<fcan_core::ir::Field>,
-            Vec<mpsc::UnboundedSender<Sample>>,
-        ),
-    >,
+    subs: BTreeMap<(u8, u8, u8), Subscribers>,
     counts: BTreeMap<(u8, u8, u8), u64>,
     base: Option<tokio::time::Instant>,
 }
@@ -344,16 +347,17 @@ struct Sink {
 impl SampleSink for Sink {
     fn sample(&mut self, node: u8, block: u8, topic: u8, bytes: &[u8], at: u64) {
         *self.counts.entry((node, block, topic)).or_default() += 1;
-        let Some((name, fields, subs)) = self.subs.get_mut(&(node, block, topic)) else {
+        let Some(subs) = self.subs.get_mut(&(node, block, topic)) else {
             return;
         };
-        let Ok(value) = unpack_message(fields, bytes) else {
+        let Ok(value) = unpack_message(&subs.fields, bytes) else {
             return;
         };
         let at = self
             .base
             .map_or_else(Instant::now, |b| b.into_std() + Duration::from_micros(at));
-        subs.retain(|s| {
+        let name = subs.name.clone();
+        subs.senders.retain(|s| {
             s.send(Sample {
                 name: name.clone(),
                 value: value.clone(),
@@ -430,7 +434,7 @@ impl<T: Transport> Task<T> {
             loop {
                 match self.transport.send(&f).await {
                     Ok(()) => break,
-                    Err(TransportError::TxQueueFull { .. }) if tries < 50 => {
+                    Err(TransportError::TxQueueFull) if tries < 50 => {
                         tries += 1;
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
@@ -523,10 +527,12 @@ impl<T: Transport> Task<T> {
                         .sink
                         .subs
                         .entry((t.node, t.block, t.topic))
-                        .or_insert_with(|| {
-                            (Arc::from(t.name.as_str()), t.fields.clone(), Vec::new())
+                        .or_insert_with(|| Subscribers {
+                            name: Arc::from(t.name.as_str()),
+                            fields: t.fields.clone(),
+                            senders: Vec::new(),
                         });
-                    entry.2.push(sub);
+                    entry.senders.push(sub);
                 });
                 let _ = tx.send(r.map_err(MasterError::from));
             }

@@ -269,7 +269,7 @@ fn pack_classes(
         .map(|(key, items)| {
             let mut sorted = items.clone();
             // Stable: equal sizes keep block/topic order, so plans are reproducible.
-            sorted.sort_by(|a, b| b.size.cmp(&a.size));
+            sorted.sort_by_key(|it| std::cmp::Reverse(it.size));
             let mut bins: Vec<Bin> = Vec::new();
             for it in sorted {
                 let fits = bins.iter().position(|b| b.used + it.size <= mtu.payload());

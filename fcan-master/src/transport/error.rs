@@ -22,8 +22,9 @@ pub enum BusErrorKind {
     Bit,
     /// Six equal bits in a row where stuffing forbids them.
     Stuff,
-    /// A fixed-form bit had the wrong value. A Classical-CAN-only node seeing a CAN FD frame
-    /// flags this (the FDF bit is recessive where it expects a dominant r0).
+    /// A fixed-form bit had the wrong value. The simulated bus also reports this when a
+    /// Classical-CAN-only node destroys a CAN FD frame (a real classical controller flags a
+    /// form, stuff or CRC error there, depending on the frame).
     Form,
     /// The CRC did not match the frame (e.g. a bit flipped on the wire).
     Crc,
@@ -76,7 +77,7 @@ pub enum TransportError {
     #[error("transmit queue full (ENOBUFS): retry later")]
     TxQueueFull,
     /// A CAN FD frame was offered to a link that only carries Classical CAN.
-    #[error("{iface} is a Classical CAN link (MTU {mtu:?}): it cannot carry CAN FD frames")]
+    #[error("{iface} is a Classical CAN link: it cannot carry CAN FD frames")]
     FdNotSupported {
         /// The link's name.
         iface: String,

@@ -253,11 +253,12 @@ impl<T: Transport> Transport for FaultInjector<T> {
                 }
                 tokio::select! {
                     _ = self.state.changed() => {}
-                    r = self.inner.recv() => {
-                        if r.is_ok() {
-                            self.stats.lost_bus_off += 1;
-                        }
-                    }
+                    r = self.inner.recv() => match r {
+                        Ok(_) => self.stats.lost_bus_off += 1,
+                        Err(e) if e.is_fatal() => return Err(e),
+                        // other bus events go unseen while off the bus
+                        Err(_) => {}
+                    },
                 }
                 continue;
             }

@@ -17,7 +17,7 @@
 //!
 //! Receive timestamps and every wait in this module use tokio's clock. In a normal runtime
 //! that is the monotonic wall clock; under `#[tokio::test(start_paused = true)]` (or
-//! [`tokio::time::pause`]) it is a virtual clock that only moves when every task waits, so
+//! `tokio::time::pause`) it is a virtual clock that only moves when every task waits, so
 //! a test of the engine on a [`sim::SimBus`] is deterministic and takes no real time.
 //!
 //! One idea per file:
@@ -48,7 +48,7 @@ pub mod replay;
 pub mod sim;
 #[cfg(target_os = "linux")]
 pub mod socketcan;
-mod spec;
+pub mod spec;
 
 pub use error::{BusErrorKind, TransportError};
 pub use spec::{open, AnyTransport};

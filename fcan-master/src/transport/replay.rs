@@ -1,7 +1,7 @@
 //! A transport that plays back a candump log.
 //!
 //! `recv` yields the log's frames in order; error frames in the log come back as the bus
-//! events they stand for ([`classify`](super::error_frame::classify)); remote frames are
+//! events they stand for ([`classify`]); remote frames are
 //! skipped; at the end of the log `recv` fails with [`TransportError::Closed`]. Frames the
 //! engine sends are kept (see [`ReplayTransport::sent`]) and go nowhere.
 //!

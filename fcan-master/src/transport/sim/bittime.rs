@@ -305,15 +305,19 @@ mod tests {
 
     #[test]
     fn extended_classic_all_zero() {
-        // Hand count, extended ID 0, no data:
-        // raw = SOF 1 + base 11 + SRR/IDE 2 + ext 18 + RTR/r1/r0 3 + DLC 4 + CRC 15 = 54
-        // bits: 0 x12, 1 1, 0 x25 (ext 18, RTR r1 r0 3, DLC 0000 4), then CRC 15 zeros?
-        // CRC of this message is not zero (the two ones), so compare against the exact
-        // function only through invariants here: at least the 12-zero run and the
-        // 25-zero run need 2 + 5 stuff bits.
+        // Extended ID 0, no data. Raw SOF..CRC: SOF 1 + base 11 + SRR/IDE 2 + extension 18
+        // + RTR/r1/r0 3 + DLC 4 + CRC 15 = 54 bits:
+        //   0 x12 (SOF, base ID) | 11 (SRR, IDE) | 0 x25 (extension, RTR, r1, r0, DLC)
+        //   | CRC 0x4610 = 100011000010000
+        // Stuffing: 12 zeros -> 2; 25 zeros -> 5 (the last before the CRC's leading 1);
+        // the CRC has no run of five. 7 stuff bits, 54 + 7 + 13 = 74 bits.
         let f = Frame::classic(CanId::Extended(0), &[]).unwrap();
+        let mut b = Bits::new();
+        b.push(0, 12);
+        b.push(0b11, 2);
+        b.push(0, 25);
+        assert_eq!(crc15(b.as_slice()), 0x4610);
         let bits = frame_bits(&f);
-        assert!(bits.stuff >= 7, "{bits:?}");
-        assert_eq!(bits.total(), 54 + bits.stuff + TRAILER_BITS);
+        assert_eq!((bits.total(), bits.stuff, bits.data), (74, 7, 0));
     }
 }

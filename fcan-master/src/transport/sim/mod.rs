@@ -27,12 +27,19 @@
 //!
 //! * In a normal tokio runtime that paces delivery to the wall clock: the demo sees
 //!   realistic timing, and the bus load over a window is real.
-//! * Under a paused clock (`#[tokio::test(start_paused = true)]`, [`tokio::time::pause`])
+//! * Under a paused clock (`#[tokio::test(start_paused = true)]`, `tokio::time::pause`)
 //!   the same code runs in virtual time: tokio jumps straight to the next frame end when all
 //!   tasks wait, so a test is deterministic and instantaneous. A test can also step the
-//!   clock itself with [`tokio::time::advance`].
+//!   clock itself with `tokio::time::advance`.
 //!
 //! Create the bus inside the runtime whose clock it should use.
+//!
+//! tokio's timers have millisecond resolution, so a waiting receiver wakes up to 1 ms
+//! after the frame's end (also under a paused clock, where the clock then jumps to the
+//! timer tick). The model's figures do not depend on that: [`Received::at`] is the exact
+//! end of the frame, and the history holds exact queueing, start and end times: the model
+//! is evaluated lazily but exactly, and a frame queued at time t competes in every
+//! arbitration after t, whenever anyone looks.
 //!
 //! # Measurements
 //!
@@ -50,8 +57,8 @@ use tokio::time::Instant;
 
 use super::{Received, Transport, TransportError};
 
-mod bittime;
-mod model;
+pub mod bittime;
+pub mod model;
 
 pub use bittime::{
     crc15, fd_rejected_bits, frame_bits, BitRates, FrameBits, ERROR_FRAME_BITS, TRAILER_BITS,

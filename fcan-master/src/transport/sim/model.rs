@@ -426,6 +426,34 @@ mod tests {
     }
 
     #[test]
+    fn frame_queued_as_the_bus_goes_idle_joins_that_arbitration() {
+        let mut m = BusModel::new(BitRates::default());
+        let a = m.attach("a", Mtu::Fd, 8);
+        let b = m.attach("b", Mtu::Fd, 8);
+        let r = m.attach("r", Mtu::Fd, 8);
+        let low = classic(CanId::Standard(0x700));
+        let high = classic(CanId::Standard(0x001));
+        m.enqueue(0, a, classic(CanId::Standard(0x400))).unwrap();
+        m.enqueue(0, a, low).unwrap();
+        m.advance(0, true); // 0x400 goes on the wire at 0
+        let idle = m.busy_until();
+        // 0x001 is queued exactly when 0x400 ends: it beats 0x700, queued long before.
+        m.enqueue(idle, b, high).unwrap();
+        let far = 1_000_000;
+        let ids: Vec<u32> = core::iter::from_fn(|| m.poll_rx(r, far))
+            .map(|i| match i {
+                RxItem::Frame { frame, .. } => frame.id().raw(),
+                RxItem::Error { .. } => panic!(),
+            })
+            .collect();
+        assert_eq!(ids, vec![0x400, 0x001, 0x700]);
+        let h: Vec<_> = m.history().collect();
+        assert_eq!(h[1].start.as_nanos() as u64, idle);
+        assert_eq!(h[1].queueing_latency(), Duration::ZERO);
+        assert_eq!(h[2].queueing_latency(), h[2].start);
+    }
+
+    #[test]
     fn tx_queue_limit() {
         let mut m = BusModel::new(BitRates::default());
         let a = m.attach("a", Mtu::Fd, 2);

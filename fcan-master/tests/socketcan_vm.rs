@@ -1,0 +1,270 @@
+//! SocketCAN against a real kernel: run inside the VM.
+//!
+//! ```text
+//! cargo test -p fcan-master --test socketcan_vm --no-run     # prints the binary's path
+//! ../shared/tools/run-in-vm.sh --env FCAN_VM=1 --with candump BINARY --test-threads=1 --nocapture
+//! ../shared/tools/run-in-vm.sh --env FCAN_VM=1 --mtu 16 --with candump BINARY --test-threads=1 --nocapture
+//! ```
+//!
+//! (`.ci/vm-socketcan.sh` does both.) Without `FCAN_VM=1` every test returns at once,
+//! printing why: the host kernel has no SocketCAN. The tests read each interface's MTU and
+//! check the behaviour that MTU calls for: FD frames pass on an FD interface (MTU 72) and
+//! are refused with a clear error on a classical one (MTU 16).
+#![cfg(target_os = "linux")]
+
+use std::time::Duration;
+
+use fcan_core::frame::{CanId, Frame, Mtu};
+use fcan_master::transport::candump::{format_line, parse_line, LogEntry};
+use fcan_master::transport::socketcan::SocketCanTransport;
+use fcan_master::transport::{open, AnyTransport, Transport, TransportError};
+
+fn vm() -> bool {
+    if std::env::var("FCAN_VM").as_deref() == Ok("1") {
+        true
+    } else {
+        eprintln!("skipped: set FCAN_VM=1 (run through run-in-vm.sh)");
+        false
+    }
+}
+
+/// The MTU the VM gave the interface, read independently of the transport.
+fn sys_mtu(iface: &str) -> Mtu {
+    let s = std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu")).unwrap();
+    match s.trim() {
+        "72" => Mtu::Fd,
+        "16" => Mtu::Classic,
+        other => panic!("unexpected MTU {other} on {iface}"),
+    }
+}
+
+async fn recv_within<T: Transport>(t: &mut T, ms: u64) -> Option<Result<Frame, TransportError>> {
+    tokio::time::timeout(Duration::from_millis(ms), t.recv())
+        .await
+        .ok()
+        .map(|r| r.map(|r| r.frame))
+}
+
+fn test_frames(mtu: Mtu) -> Vec<Frame> {
+    let mut v = vec![
+        Frame::classic(CanId::Standard(0x123), &[0xDE, 0xAD, 0xBE, 0xEF]).unwrap(),
+        Frame::classic(CanId::Standard(0x7FF), &[]).unwrap(),
+        Frame::classic(CanId::Extended(0x1ABC_DEF0), &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap(),
+    ];
+    if mtu == Mtu::Fd {
+        let data: Vec<u8> = (0..64).collect();
+        v.push(Frame::fd(CanId::Standard(0x100), &data).unwrap());
+        v.push(
+            Frame::fd(CanId::Standard(0x101), &data[..12])
+                .unwrap()
+                .without_brs(),
+        );
+        v.push(Frame::fd(CanId::Extended(0x10), &data[..48]).unwrap());
+        v.push(Frame::fd(CanId::Extended(0x11), &[]).unwrap().without_brs());
+    }
+    v
+}
+
+#[tokio::test]
+async fn opens_with_the_interface_mtu() {
+    if !vm() {
+        return;
+    }
+    for iface in ["vcan0", "vcan1"] {
+        let t = SocketCanTransport::open(iface).unwrap();
+        assert_eq!(t.mtu(), sys_mtu(iface), "{iface}");
+        assert_eq!(t.name(), iface);
+    }
+    println!("vcan0 MTU: {:?}", sys_mtu("vcan0"));
+}
+
+#[tokio::test]
+async fn frames_pass_between_two_sockets() {
+    if !vm() {
+        return;
+    }
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let frames = test_frames(mtu);
+    for f in &frames {
+        a.send(f).await.unwrap();
+    }
+    for f in &frames {
+        let got = recv_within(&mut b, 1000)
+            .await
+            .expect("frame in time")
+            .unwrap();
+        assert_eq!(got, *f);
+        assert_eq!(got.is_brs(), f.is_brs());
+    }
+    // no echo of one's own frames
+    assert!(recv_within(&mut a, 200).await.is_none());
+    // and the other way round
+    b.send(&frames[0]).await.unwrap();
+    assert_eq!(recv_within(&mut a, 1000).await.unwrap().unwrap(), frames[0]);
+}
+
+#[tokio::test]
+async fn fd_frames_need_an_fd_interface() {
+    if !vm() {
+        return;
+    }
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let fd = Frame::fd(CanId::Standard(0x321), &[0x55; 64]).unwrap();
+    match sys_mtu("vcan0") {
+        Mtu::Fd => {
+            a.send(&fd).await.unwrap();
+            assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), fd);
+        }
+        Mtu::Classic => {
+            let err = a.send(&fd).await.unwrap_err();
+            assert!(
+                matches!(err, TransportError::FdNotSupported { .. }),
+                "{err:?}"
+            );
+            let msg = err.to_string();
+            assert!(
+                msg.contains("vcan0") && msg.contains("cannot carry CAN FD"),
+                "{msg}"
+            );
+            assert!(recv_within(&mut b, 200).await.is_none(), "nothing went out");
+            println!("refused as expected: {msg}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn interfaces_are_separate() {
+    if !vm() {
+        return;
+    }
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut other = SocketCanTransport::open("vcan1").unwrap();
+    a.send(&Frame::classic(CanId::Standard(0x42), &[1]).unwrap())
+        .await
+        .unwrap();
+    assert!(recv_within(&mut other, 200).await.is_none());
+}
+
+#[tokio::test]
+async fn missing_interface_is_named() {
+    if !vm() {
+        return;
+    }
+    let err = SocketCanTransport::open("nosuch0").unwrap_err();
+    assert!(
+        matches!(&err, TransportError::NoSuchInterface(n) if n == "nosuch0"),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "no such CAN interface: nosuch0");
+    // An interface that exists but is no CAN interface.
+    let err = SocketCanTransport::open("lo").unwrap_err();
+    assert!(err.to_string().contains("not a CAN interface"), "{err}");
+    // Through a spec string too.
+    assert!(matches!(
+        open("socketcan:nosuch1", None),
+        Err(TransportError::NoSuchInterface(n)) if n == "nosuch1"
+    ));
+}
+
+#[tokio::test]
+async fn spec_string_opens_socketcan() {
+    if !vm() {
+        return;
+    }
+    let mut a = open("socketcan:vcan1", None).unwrap();
+    assert!(matches!(a, AnyTransport::SocketCan(_)));
+    assert_eq!(a.mtu(), sys_mtu("vcan1"));
+    let mut b = open("socketcan:vcan1", None).unwrap();
+    let f = Frame::classic(CanId::Extended(0x1F), &[7; 3]).unwrap();
+    a.send(&f).await.unwrap();
+    assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), f);
+}
+
+async fn next(
+    t: &mut SocketCanTransport,
+) -> Result<fcan_master::transport::Received, TransportError> {
+    tokio::time::timeout(Duration::from_millis(1000), t.recv())
+        .await
+        .expect("an event in time")
+}
+
+#[tokio::test]
+async fn error_frames_come_out_as_bus_events() {
+    if !vm() {
+        return;
+    }
+    use socketcan::{CanErrorFrame, CanFrame, Socket};
+    let mut t = SocketCanTransport::open("vcan0").unwrap();
+    // Play the controller: put error frames on vcan0 from a raw socket. The kernel hands
+    // them only to sockets whose error mask accepts them, as the transport's does.
+    let raw = socketcan::CanSocket::open("vcan0").unwrap();
+    let bus_off = CanErrorFrame::new_error(0x40, &[0; 8]).unwrap();
+    let no_ack = CanErrorFrame::new_error(0x20, &[0; 8]).unwrap();
+    let lost_arb = CanErrorFrame::new_error(0x02, &[0; 8]).unwrap();
+    let restarted = CanErrorFrame::new_error(0x100, &[0; 8]).unwrap();
+    for e in [bus_off, lost_arb, no_ack, restarted] {
+        raw.write_frame(&CanFrame::Error(e)).unwrap();
+    }
+    assert!(matches!(next(&mut t).await, Err(TransportError::BusOff)));
+    // lost arbitration is no error: skipped
+    assert!(matches!(
+        next(&mut t).await,
+        Err(TransportError::BusError(
+            fcan_master::transport::BusErrorKind::NoAck
+        ))
+    ));
+    assert!(matches!(next(&mut t).await, Err(TransportError::Restarted)));
+    // and the transport still works
+    let f = Frame::classic(CanId::Standard(1), &[1]).unwrap();
+    let Ok(socketcan::CanAnyFrame::Normal(d)) = fcan_master::transport::socketcan::to_socketcan(&f)
+    else {
+        panic!("a classical frame converts to a data frame")
+    };
+    raw.write_frame(&CanFrame::Data(d)).unwrap();
+    assert_eq!(next(&mut t).await.unwrap().frame, f);
+}
+
+#[tokio::test]
+async fn our_log_lines_match_real_candump() {
+    if !vm() {
+        return;
+    }
+    let Ok(mut child) = std::process::Command::new("candump")
+        .args(["-L", "vcan1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    else {
+        println!("skipped: no candump in the VM (pass --with candump to run-in-vm.sh)");
+        return;
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mtu = sys_mtu("vcan1");
+    let frames = test_frames(mtu);
+    let mut t = SocketCanTransport::open("vcan1").unwrap();
+    for f in &frames {
+        t.send(f).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), frames.len(), "candump printed:\n{text}");
+    for (line, f) in lines.iter().zip(&frames) {
+        let rec = parse_line(line).unwrap().unwrap();
+        assert_eq!(rec.entry, LogEntry::Frame(*f), "{line}");
+        assert_eq!(rec.iface, "vcan1");
+        // Our writer, given candump's timestamp, writes the very same line.
+        assert_eq!(
+            format_line(rec.timestamp, "vcan1", &LogEntry::Frame(*f), true),
+            *line
+        );
+    }
+    println!(
+        "candump -L agrees with our writer on {} lines:\n{text}",
+        lines.len()
+    );
+}
