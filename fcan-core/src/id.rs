@@ -82,10 +82,11 @@ pub enum Opcode {
     ParamGet = 0x5,
     /// ACK/NAK of a configuration command (to master).
     Result = 0x6,
+    /// ANNOUNCE_ACK (to node). Above FRAME_DEFINE so that, queued together, the ack
+    /// reaches the node first even through controllers that send by priority.
+    AnnounceAck = 0x7,
     /// FRAME_DEFINE (to node); answered by [`Opcode::Result`].
-    FrameDefine = 0x7,
-    /// ANNOUNCE_ACK (to node).
-    AnnounceAck = 0x8,
+    FrameDefine = 0x8,
     /// DISCOVER (to node, usually broadcast) / ANNOUNCE (to master).
     Discover = 0x9,
     /// STATS_READ (to node) / STATS (to master): the node's counters.
@@ -103,8 +104,8 @@ impl Opcode {
         Opcode::ParamSet,
         Opcode::ParamGet,
         Opcode::Result,
-        Opcode::FrameDefine,
         Opcode::AnnounceAck,
+        Opcode::FrameDefine,
         Opcode::Discover,
         Opcode::Stats,
         Opcode::Schema,
@@ -119,8 +120,8 @@ impl Opcode {
             0x4 => Opcode::ParamSet,
             0x5 => Opcode::ParamGet,
             0x6 => Opcode::Result,
-            0x7 => Opcode::FrameDefine,
-            0x8 => Opcode::AnnounceAck,
+            0x7 => Opcode::AnnounceAck,
+            0x8 => Opcode::FrameDefine,
             0x9 => Opcode::Discover,
             0xA => Opcode::Stats,
             0xB => Opcode::Schema,

@@ -8,9 +8,8 @@ use alloc::vec::Vec;
 use crate::msg::DataDirection;
 use crate::types::{Scalar, ScalarType};
 
-/// The protocol (and schema-language) version this crate implements. A schema's
-/// `protocol:` key and ANNOUNCE's protocol byte must equal it.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// [`crate::PROTOCOL_VERSION`] as the schema's `protocol:` key holds it.
+pub const PROTOCOL_VERSION: u32 = crate::PROTOCOL_VERSION as u32;
 
 /// One node's schema.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,6 +8,10 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+/// The protocol version this crate implements: ANNOUNCE's first byte, and the value a
+/// schema's `protocol:` key must have.
+pub const PROTOCOL_VERSION: u8 = 2;
+
 pub mod frame;
 pub mod hash;
 pub mod id;

@@ -469,7 +469,7 @@ impl Checker {
 
     fn instances(&mut self, s: &Schema) {
         let mut total = 0usize;
-        let mut seen_ns: Vec<(String, usize)> = Vec::new();
+        let mut seen_ns: alloc::collections::BTreeMap<String, usize> = Default::default();
         for (i, a) in s.instances.iter().enumerate() {
             let at = |k: &str| path!["instances", i, k];
             if s.type_of(a).is_none() {
@@ -499,16 +499,20 @@ impl Checker {
                     ),
                 );
             }
-            for k in 0..a.max_count.min(255) {
+            // Past MAX_BLOCKS the schema is refused anyway (below); expanding more
+            // namespaces would only let a hostile blob cost memory and time.
+            let budget = MAX_BLOCKS.saturating_sub(total) as u32;
+            for k in 0..a.max_count.min(budget) {
                 let ns = a.ns_of(k);
-                if let Some((_, other)) = seen_ns.iter().find(|(n, _)| *n == ns) {
+                // Repeats within this array are the missing-`{i}` error above.
+                if let Some(other) = seen_ns.get(&ns).filter(|o| **o != i) {
                     self.err(
                         at("ns"),
                         format!("namespace `{ns}` is also produced by instances[{other}]"),
                     );
                     break;
                 }
-                seen_ns.push((ns, i));
+                seen_ns.insert(ns, i);
             }
             total += a.max_count as usize;
         }

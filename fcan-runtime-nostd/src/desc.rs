@@ -147,3 +147,49 @@ pub struct NodeDesc {
     /// Largest packed service response.
     pub max_response: usize,
 }
+
+impl NodeDesc {
+    /// The smallest service slot buffer (`SVC_BUF` of [`crate::Buffers`]) this node
+    /// accepts: the largest `request_size + response_size` of any one service. A slot
+    /// keeps the request while the handler writes the response next to it, and keeps the
+    /// response until its last frame is on the bus.
+    ///
+    /// `const`, so generated code can size the buffers from the static descriptor:
+    /// `const SVC_BUF: usize = NODE.required_service_buffer();`
+    pub const fn required_service_buffer(&self) -> usize {
+        let mut best = 0;
+        let mut types = self.types;
+        // Slice patterns instead of indexing: const-compatible and cannot panic.
+        while let [ty, rest @ ..] = types {
+            let mut services = ty.services;
+            while let [svc, more @ ..] = services {
+                let need = svc.request_size as usize + svc.response_size as usize;
+                if need > best {
+                    best = need;
+                }
+                services = more;
+            }
+            types = rest;
+        }
+        best
+    }
+
+    /// Whether any block type has a service.
+    pub const fn has_services(&self) -> bool {
+        let mut types = self.types;
+        while let [ty, rest @ ..] = types {
+            if !ty.services.is_empty() {
+                return true;
+            }
+            types = rest;
+        }
+        false
+    }
+
+    /// A block and its type, or `None` for a block number the node does not have.
+    pub fn block(&self, block: u8) -> Option<(&'static BlockDesc, &'static TypeDesc)> {
+        let b = self.blocks.get(block as usize)?;
+        let t = self.types.get(b.type_index as usize)?;
+        Some((b, t))
+    }
+}

@@ -1,1 +1,87 @@
+//! The fcan node runtime: `#![no_std]`, no allocation, no panics on bus input.
+//!
+//! Modelled on smoltcp's interface: the application feeds received frames and the
+//! current time, calls [`Node::poll`], and the node hands frames to transmit through
+//! [`Transmit`]. All RAM is in [`Buffers`], sized at compile time from constants the
+//! code generator computes from the schema; the schema itself arrives as static tables
+//! ([`NodeDesc`]).
+//!
+//! ```text
+//! loop {
+//!     while let Some(frame) = can.receive_frame() { node.receive(&frame, clock.now_us()); }
+//!     node.poll(clock.now_us(), &mut can, &mut app);
+//!     if let Some(cmd) = node.topic(MOTOR0, CMD) { /* check cmd.generation, cmd.age_us(now) */ }
+//! }
+//! ```
+//!
+//! What the node does, end to end:
+//! - boot: listens silently for `LISTEN_WINDOW_US` + jitter from `boot_id`; a frame from
+//!   another node with its id puts it in FAULT ([`Event::IdCollision`]);
+//! - announces with back-off (100 ms doubling to 2 s) until a master acknowledges, then
+//!   heartbeats every second; a master heartbeat with another session makes it announce
+//!   again;
+//! - serves SCHEMA_READ from the static blob, validates FRAME_DEFINE against its own
+//!   schema and limits (a NAK changes nothing), runs on START;
+//! - data plane: m2s frames update topics with a generation and a timestamp (multi-frame
+//!   groups whole or not at all), s2m frames go out periodically or after a publish;
+//! - services: reassembly into slots, handlers from `poll`, deferred replies completed
+//!   through [`Node::complete`] and sent from `poll`, BUSY when the slots are full;
+//! - parameters: defaults at boot, PARAM_SET checked (type, NaN/inf, min/max) and NAKed
+//!   with the reason, [`Dispatch::params_changed`] after each batch;
+//! - master lost (watchdog from START): SUSPENDED, data stops, [`Event::MasterLost`],
+//!   announces again.
+//!
+//! Configuration-plane messages are never lost or reordered: a frame the driver refuses
+//! is offered again on the next poll.
 
+#![no_std]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub use fcan_core;
+
+pub mod api;
+mod can;
+mod counters;
+pub mod desc;
+mod error;
+mod node;
+mod outq;
+mod params;
+mod plan;
+mod rxq;
+mod sched;
+mod services;
+mod state;
+mod storage;
+mod topics;
+mod wired;
+
+pub use api::*;
+pub use can::{from_embedded, to_embedded, ClassicCan};
+pub use desc::*;
+pub use error::{CompleteError, ConfigError, PublishError};
+pub use node::{Node, NodeConfig};
+pub use outq::OUT_QUEUE_LEN;
+pub use plan::{PlanEntry, PlanFrame};
+pub use rxq::RX_QUEUE_LEN;
+pub use services::SvcSlot;
+pub use storage::{Buffers, Parts, PartsRef, Storage};
+pub use topics::{TopicRead, TopicState};
+
+/// Bytes of each of the node's two configuration reassembly buffers: the longest
+/// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest
+/// parameter) it can take. Service requests use the service slots instead.
+pub const CONFIG_REASSEMBLY_BYTES: usize = 400;
+
+/// The protocol version the node announces.
+pub use fcan_core::PROTOCOL_VERSION;

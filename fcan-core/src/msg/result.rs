@@ -109,19 +109,20 @@ impl Counters {
         }
     }
 
-    /// The sum of all error counters (everything but `rx_handled` and `tx_frames`),
-    /// truncated to 16 bits: the heartbeat's `errors` field.
+    /// The sum of the counters that mean trouble, truncated to 16 bits: the heartbeat's
+    /// `errors` field. Not counted: frames handled or sent, and `rx_ignored` — on a
+    /// shared bus most frames are for other nodes, which is normal.
     pub fn error_summary(&self) -> u16 {
-        let a = self.to_array();
-        let sum = a[1] as u64
-            + a[2] as u64
-            + a[3] as u64
-            + a[4] as u64
-            + a[5] as u64
-            + a[7] as u64
-            + a[8] as u64
-            + a[9] as u64;
-        sum as u16
+        let trouble = [
+            self.rx_malformed,
+            self.rx_bad_state,
+            self.reassembly_dropped,
+            self.tx_refused,
+            self.naks_sent,
+            self.services_busy,
+            self.master_lost,
+        ];
+        trouble.iter().map(|&v| v as u64).sum::<u64>() as u16
     }
 
     pub(crate) fn encode(&self, w: &mut Writer) -> Result<(), EncodeError> {

@@ -991,6 +991,7 @@ impl Engine {
         };
         match (step, r.code) {
             (Step::Start, ResultCode::Ok) => {
+                rec.reacks = 0;
                 rec.phase = Phase::Running;
                 rec.state = NodeState::Running;
                 self.events.push_back(Event::Online { node });
@@ -1022,6 +1023,29 @@ impl Engine {
                 });
             }
             (Step::FrameDefine(_), ResultCode::Ok) => {}
+            (
+                step @ (Step::FrameDefine(_) | Step::Start | Step::ParamSet { req: None, .. }),
+                ResultCode::BadState,
+            ) if rec.reacks < 3 => {
+                // The node is not acknowledged: our ANNOUNCE_ACK was lost. Ack again
+                // and start provisioning over.
+                let _ = step;
+                rec.reacks += 1;
+                let ack = AnnounceAck {
+                    boot_id: rec.announce.boot_id,
+                    session: self.cfg.session,
+                    mode: rec.mode,
+                };
+                let t = rec.transfer();
+                self.send(
+                    NodeId::new(node).unwrap_or(NodeId::BROADCAST),
+                    t,
+                    &ConfigMessage::AnnounceAck(ack),
+                    Mtu::Classic,
+                );
+                self.begin_provisioning(node, at);
+                return;
+            }
             (step, code) => {
                 self.fail_node(node, format!("node refused {step:?}: {code:?}"));
                 return;

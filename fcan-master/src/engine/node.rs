@@ -131,6 +131,8 @@ pub struct NodeRecord {
     pub(crate) download: Option<Download>,
     pub(crate) calls: BTreeMap<u8, PendingCall>,
     pub(crate) next_transfer: u8,
+    /// ANNOUNCE_ACKs re-sent because the node answered BAD_STATE (the ack was lost).
+    pub(crate) reacks: u8,
 }
 
 impl NodeRecord {
@@ -152,6 +154,7 @@ impl NodeRecord {
             download: None,
             calls: BTreeMap::new(),
             next_transfer: 0,
+            reacks: 0,
         }
     }
 

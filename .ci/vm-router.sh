@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The fcan-router binary on real kernel SocketCAN.
+#
+# Builds the `fcan-router` binary and the `vm_router` integration test binary, and runs the
+# test in the throw-away Linux VM of ../shared/tools/run-in-vm.sh (with the router binary
+# on PATH there) twice: with CAN FD interfaces (vcan0/vcan1 at MTU 72) and with classical
+# ones (MTU 16). The test starts `fcan-router --uplink socketcan:vcan0 --downlink
+# socketcan:vcan1`, a master on vcan0 and a scripted node on vcan1, and checks discovery,
+# topics, a service, a parameter, SIGUSR1 counters and a clean exit on SIGINT.
+# Exits non-zero if a build or either run fails, or if the test did not really run.
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+runner="$root/../shared/tools/run-in-vm.sh"
+[[ -f $runner ]] || { echo "vm-router: $runner not found" >&2; exit 1; }
+
+echo "==> building fcan-router and the vm_router test binary"
+cargo build -p fcan-router --bin fcan-router
+router=$(cargo build -p fcan-router --bin fcan-router --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*/fcan-router"' | tail -1 | sed 's/^"executable":"//; s/"$//')
+[[ -n $router && -x $router ]] || { echo "vm-router: fcan-router binary not found" >&2; exit 1; }
+cargo test -p fcan-router --test vm_router --no-run
+bin=$(cargo test -p fcan-router --test vm_router --no-run --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*vm_router[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
+[[ -n $bin && -x $bin ]] || { echo "vm-router: test binary not found" >&2; exit 1; }
+
+status=0
+for mtu in 72 16; do
+  echo "==> fcan-router in the VM, vcan MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_VM=1 --with "$router" \
+      "$bin" --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if grep -q 'skipped: set FCAN_VM' "$log" || ! grep -q '^test result: ok. 1 passed' "$log"; then
+      echo "vm-router: MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-router: MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+exit $status

@@ -1,0 +1,275 @@
+//! The fcan demo: a master and three example nodes on an in-process simulated CAN FD bus
+//! (or Classical CAN with `--classic`). No hardware, no root.
+//!
+//! It shows discovery and provisioning as they happen, then live data for a few seconds
+//! while it commands the motors, then lets you type `fcan` commands against the running
+//! system (`nodes`, `topic echo /motor_driver1/motor0/feedback -n 3`, `param set …`).
+//!
+//! ```sh
+//! cargo run -p fcan-examples --bin demo
+//! ```
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use clap::Parser;
+use fcan_core::frame::Mtu;
+use fcan_examples::{io_board, motor_driver, run_node};
+use fcan_master::cli::{describe_event, execute, Cli, Command, Output, StreamArgs, TopicCmd};
+use fcan_master::transport::sim::{SimBus, SimConfig};
+use fcan_master::value::Value;
+use fcan_master::{Master, MasterOptions};
+use tokio::io::AsyncBufReadExt;
+
+/// fcan demo: master + example nodes on a simulated bus.
+#[derive(Parser)]
+#[command(
+    version,
+    after_help = "Example: cargo run -p fcan-examples --bin demo -- --seconds 3 --no-repl"
+)]
+struct Args {
+    /// Run the bus as Classical CAN (1 Mbit/s, 8-byte frames) instead of CAN FD (1/5 Mbit/s).
+    #[arg(long)]
+    classic: bool,
+    /// How long to show live data before the prompt.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Exit after the live data instead of offering the `fcan>` prompt.
+    #[arg(long)]
+    no_repl: bool,
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("demo: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let mtu = if args.classic { Mtu::Classic } else { Mtu::Fd };
+    let fd = mtu == Mtu::Fd;
+    let bus = SimBus::new(SimConfig::default());
+    println!(
+        "fcan demo — simulated {} bus at {} kbit/s{}",
+        if fd { "CAN FD" } else { "Classical CAN" },
+        bus.rates().nominal / 1000,
+        if fd {
+            format!(" / {} kbit/s data", bus.rates().data / 1000)
+        } else {
+            String::new()
+        }
+    );
+    println!("nodes: motor_driver1 (8 motors), motor_driver2 (4 motors), io_board3\n");
+    // Each node is the firmware crate's no_std code, run by a host task.
+    let _motors1 = run_node(bus.endpoint(mtu), motor_driver(1, 8, fd));
+    let _motors2 = run_node(bus.endpoint(mtu), motor_driver(2, 4, fd));
+    let _io = run_node(bus.endpoint(mtu), io_board(3, fd));
+
+    let master = Master::start(bus.endpoint(mtu), MasterOptions::default()).await?;
+    let mut events = master.events();
+    // Discovery and provisioning, as it happens.
+    let started = tokio::time::Instant::now();
+    let mut online = 0;
+    while online < 3 && started.elapsed() < Duration::from_secs(10) {
+        match tokio::time::timeout(Duration::from_millis(200), events.recv()).await {
+            Ok(Ok(e)) => {
+                if matches!(e, fcan_master::engine::Event::Online { .. }) {
+                    online += 1;
+                }
+                if let Some(line) = describe_event(&e) {
+                    println!("[{:7.1} ms] {line}", started.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            _ => continue,
+        }
+    }
+    println!();
+    let mut out = std::io::stdout();
+    execute(&master, &Command::Nodes, Output::default(), &mut out).await?;
+    println!();
+
+    live(&master, &bus, args.seconds).await?;
+    if args.no_repl {
+        return Ok(());
+    }
+    repl(&master).await
+}
+
+/// Commands the motors and prints what comes back.
+async fn live(
+    master: &Master,
+    bus: &SimBus,
+    seconds: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    // Gains for a crisp response, set through the master like a user would.
+    for (name, v) in [
+        ("motor_driver1.motor0.velocity.kp", "0.05"),
+        ("motor_driver1.motor0.velocity.ki", "1.0"),
+        ("motor_driver1.motor0.position.kp", "8.0"),
+        ("motor_driver1.motor1.velocity.kp", "0.05"),
+        ("motor_driver1.motor1.velocity.ki", "1.0"),
+    ] {
+        master.param_set(name, Value::parse(v)?).await?;
+    }
+    let mut fb0 = master.subscribe("/motor_driver1/motor0/feedback").await?;
+    let mut fb1 = master.subscribe("/motor_driver1/motor1/feedback").await?;
+    let mut samples = master.subscribe("/io_board3/analog/samples").await?;
+    let mut edges = master.subscribe("/io_board3/in0/edge").await?;
+    println!(
+        "live: motor0 follows a position sine, motor1 a velocity step; analog and inputs stream\n"
+    );
+    println!(
+        "{:>6}  {:>9} {:>9}  {:>9}  {:>7}  {:>5}  {:>8}",
+        "t [s]", "m0 target", "m0 pos", "m1 vel", "ana ch0", "in0", "bus load"
+    );
+    let start = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let mut last_print = start;
+    let (mut pos, mut vel, mut ana, mut in0) = (0.0, 0.0, 0i64, false);
+    while start.elapsed().as_secs_f64() < seconds {
+        tick.tick().await;
+        let t = start.elapsed().as_secs_f64();
+        let target = 2.0 * (t * 1.5).sin();
+        master
+            .publish(
+                "/motor_driver1/motor0/target",
+                Value::parse(&format!("{{type: 2, value: {target}}}"))?,
+            )
+            .await?;
+        let v1 = if t < seconds / 2.0 { 10.0 } else { -5.0 };
+        master
+            .publish(
+                "/motor_driver1/motor1/target",
+                Value::parse(&format!("{{type: 1, value: {v1}}}"))?,
+            )
+            .await?;
+        while let Ok(s) = fb0.try_recv() {
+            pos = field_f64(&s.value, "position");
+        }
+        while let Ok(s) = fb1.try_recv() {
+            vel = field_f64(&s.value, "velocity");
+        }
+        while let Ok(s) = samples.try_recv() {
+            if let Value::Struct(f) = &s.value {
+                if let Some((_, Value::Array(raw))) = f.iter().find(|(n, _)| n == "raw") {
+                    ana = raw.first().map_or(0, |v| field_i64(v));
+                }
+            }
+        }
+        while let Ok(s) = edges.try_recv() {
+            in0 = matches!(&s.value, Value::Struct(f) if f.iter().any(|(n, v)| n == "level" && *v == Value::Bool(true)));
+        }
+        if last_print.elapsed() >= Duration::from_millis(250) {
+            last_print = tokio::time::Instant::now();
+            let now = bus.now();
+            let load = bus.load(now.saturating_sub(Duration::from_millis(250))..now);
+            println!(
+                "{t:6.2}  {target:9.3} {pos:9.3}  {vel:9.3}  {ana:7}  {:>5}  {:7.1}%",
+                if in0 { "high" } else { "low" },
+                load * 100.0
+            );
+        }
+    }
+    println!();
+    Ok(())
+}
+
+fn field_f64(v: &Value, name: &str) -> f64 {
+    match v {
+        Value::Struct(f) => f
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(f64::NAN, |(_, v)| match v {
+                Value::Float(x) => *x,
+                Value::Int(i) => *i as f64,
+                Value::UInt(u) => *u as f64,
+                _ => f64::NAN,
+            }),
+        _ => f64::NAN,
+    }
+}
+
+fn field_i64(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::UInt(u) => *u as i64,
+        _ => 0,
+    }
+}
+
+/// `fcan>` prompt: every `fcan` subcommand, run by the CLI library against this master.
+async fn repl(master: &Master) -> Result<(), Box<dyn std::error::Error>> {
+    println!("Try the fcan CLI against the running nodes (streams stop after 5 s unless -n/-t is given):");
+    println!("  nodes | topic list | topic echo /motor_driver1/motor0/feedback -n 3");
+    println!("  service call /io_board3/out0/set '{{on: true}}' | param get motor_driver1.motor0.velocity.kp");
+    println!("  param set motor_driver1.motor0.velocity.kp 200   (out of range: refused)   | monitor -n 3");
+    println!("  quit\n");
+    let tty = std::io::stdin().is_terminal();
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        if tty {
+            print!("fcan> ");
+            std::io::stdout().flush()?;
+        }
+        let Some(line) = lines.next_line().await? else {
+            return Ok(());
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if matches!(line, "quit" | "exit" | "q") {
+            return Ok(());
+        }
+        if !tty {
+            println!("fcan> {line}");
+        }
+        let Some(words) = shlex::split(line) else {
+            println!("unbalanced quotes");
+            continue;
+        };
+        let words: Vec<String> = std::iter::once("fcan".to_string())
+            .chain(words.into_iter().skip_while(|w| w == "fcan"))
+            .collect();
+        let cli = match Cli::try_parse_from(&words) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = e.print();
+                continue;
+            }
+        };
+        let cmd = with_default_limits(cli.command);
+        let mut out = std::io::stdout();
+        if let Err(e) = execute(master, &cmd, Output { json: cli.json }, &mut out).await {
+            println!("error: {e}");
+        }
+    }
+}
+
+/// Streams without a limit would never return to the prompt: give them 5 seconds.
+fn with_default_limits(cmd: Command) -> Command {
+    match cmd {
+        Command::Topic(TopicCmd::Echo { name, stream })
+            if stream.count.is_none() && stream.timeout.is_none() =>
+        {
+            Command::Topic(TopicCmd::Echo {
+                name,
+                stream: StreamArgs {
+                    count: None,
+                    timeout: Some(5.0),
+                },
+            })
+        }
+        Command::Monitor(mut m) if m.count.is_none() => {
+            m.count = Some(5);
+            Command::Monitor(m)
+        }
+        other => other,
+    }
+}

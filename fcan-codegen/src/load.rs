@@ -1,0 +1,377 @@
+//! Several schema files → one validated [`Schema`], or every problem with `file:line:col`.
+//!
+//! Merge rules (also in `docs/schema.md`):
+//! - files are put in a canonical order first: by file name (basename), then by full
+//!   path; so the result never depends on the order they were given in;
+//! - `types` from all files merge; a type defined twice is an error at the second
+//!   definition (in canonical order), naming the first;
+//! - `node`, `protocol`, `options.allocation` and each `limits.<key>` may be set by
+//!   several files only to the same value;
+//! - `instances` lists are concatenated in canonical file order, each in its own order;
+//! - the IR's types are sorted by name and only the types some instance uses are kept.
+
+use std::collections::BTreeMap;
+use std::path::Path as FsPath;
+
+use fcan_core::ir::{BlockType, InstanceArray, Limits, Schema};
+use fcan_core::validate::{validate, PathSeg};
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::frontend::{convert, key, At, FileDoc, Path};
+use crate::yaml::{parse, Pos};
+
+/// One schema source: a name for messages (usually the path) and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// Shown in diagnostics; also decides the merge order (basename, then full text).
+    pub name: String,
+    /// YAML text.
+    pub text: String,
+}
+
+impl Source {
+    /// Reads a file; the path as given becomes the name.
+    pub fn read(path: impl AsRef<FsPath>) -> Result<Source, Diagnostic> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok(Source { name, text }),
+            Err(e) => Err(Diagnostic::new(
+                name,
+                Pos { line: 1, col: 1 },
+                format!("cannot read the file: {e}"),
+            )),
+        }
+    }
+}
+
+/// Maps paths in the merged schema to the file and position that set them.
+#[derive(Clone, Debug, Default)]
+pub struct Locator {
+    files: Vec<String>,
+    positions: BTreeMap<Path, (usize, Pos)>,
+}
+
+impl Locator {
+    /// Where the key at `path` was written; falls back to the nearest enclosing key, then
+    /// to the start of the first file.
+    pub fn locate(&self, path: &[PathSeg]) -> (usize, Pos) {
+        let mut p = path.to_vec();
+        loop {
+            if let Some(at) = self.positions.get(&p) {
+                return *at;
+            }
+            if p.pop().is_none() {
+                return (0, Pos { line: 1, col: 1 });
+            }
+        }
+    }
+
+    /// A diagnostic at `path`.
+    pub fn diag(&self, path: &[PathSeg], message: impl Into<String>) -> Diagnostic {
+        let (f, pos) = self.locate(path);
+        self.diag_at(f, pos, message)
+    }
+
+    fn diag_at(&self, file: usize, pos: Pos, message: impl Into<String>) -> Diagnostic {
+        let name = self.files.get(file).cloned().unwrap_or_default();
+        Diagnostic::new(name, pos, message)
+    }
+
+    fn where_(&self, file: usize, pos: Pos) -> String {
+        format!("{}:{}:{}", self.files[file], pos.line, pos.col)
+    }
+
+    /// The canonical index of a file name (for sorting diagnostics).
+    fn file_rank(&self, name: &str) -> usize {
+        self.files
+            .iter()
+            .position(|f| f == name)
+            .unwrap_or(usize::MAX)
+    }
+}
+
+/// A merged, validated schema and where each of its parts came from.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The IR: types sorted by name, unused types dropped, instances in merge order.
+    pub schema: Schema,
+    /// Positions, for codegen-level errors.
+    pub locator: Locator,
+    /// The inputs in canonical (merge) order.
+    pub files: Vec<String>,
+}
+
+/// Sorts diagnostics by file (canonical order), line and column, and drops repeats.
+pub(crate) fn finish(locator: &Locator, mut diags: Vec<Diagnostic>) -> Diagnostics {
+    diags.sort_by(|a, b| {
+        (locator.file_rank(&a.file), a.line, a.col, &a.message).cmp(&(
+            locator.file_rank(&b.file),
+            b.line,
+            b.col,
+            &b.message,
+        ))
+    });
+    diags.dedup();
+    Diagnostics(diags)
+}
+
+fn basename(name: &str) -> &str {
+    FsPath::new(name)
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or(name)
+}
+
+/// Parses, merges and validates schema sources.
+pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
+    let mut order: Vec<&Source> = sources.iter().collect();
+    order.sort_by(|a, b| (basename(&a.name), &a.name).cmp(&(basename(&b.name), &b.name)));
+    order.dedup_by(|a, b| a.name == b.name);
+
+    let mut locator = Locator {
+        files: order.iter().map(|s| s.name.clone()).collect(),
+        positions: BTreeMap::new(),
+    };
+    let mut diags: Vec<Diagnostic> = Vec::new();
+    let mut docs: Vec<FileDoc> = Vec::new();
+    let mut syntax_failed = false;
+    for (f, src) in order.iter().enumerate() {
+        let doc = match parse(&src.text) {
+            Ok(root) => convert(root.as_ref()),
+            Err(e) => {
+                diags.push(locator.diag_at(f, e.pos, e.message));
+                syntax_failed = true;
+                FileDoc::default()
+            }
+        };
+        for (pos, m) in &doc.errors {
+            diags.push(locator.diag_at(f, *pos, m.clone()));
+        }
+        docs.push(doc);
+    }
+    if order.is_empty() {
+        return Err(Diagnostics(vec![Diagnostic::new(
+            "<none>",
+            Pos { line: 1, col: 1 },
+            "no schema files given",
+        )]));
+    }
+
+    let mut tainted: Vec<Path> = Vec::new();
+
+    // Scalars: node, protocol, allocation, each limit.
+    fn scalar<T: Clone + PartialEq + std::fmt::Display>(
+        locator: &mut Locator,
+        diags: &mut Vec<Diagnostic>,
+        docs: &[FileDoc],
+        path: Path,
+        label: &str,
+        get: impl Fn(&FileDoc) -> Option<&At<T>>,
+    ) -> Option<T> {
+        let mut first: Option<(usize, &At<T>)> = None;
+        for (f, doc) in docs.iter().enumerate() {
+            let Some(v) = get(doc) else { continue };
+            match first {
+                None => {
+                    first = Some((f, v));
+                    locator.positions.insert(path.clone(), (f, v.pos));
+                }
+                Some((ff, fv)) if fv.value != v.value => {
+                    let msg = format!(
+                        "{label} is `{}` here but `{}` at {}; files may repeat a setting only with the same value",
+                        v.value,
+                        fv.value,
+                        locator.where_(ff, fv.pos)
+                    );
+                    diags.push(locator.diag_at(f, v.pos, msg));
+                }
+                Some(_) => {}
+            }
+        }
+        first.map(|(_, v)| v.value.clone())
+    }
+
+    let node = scalar(
+        &mut locator,
+        &mut diags,
+        &docs,
+        vec![key("node")],
+        "node",
+        |d| d.node.as_ref(),
+    );
+    let protocol = scalar(
+        &mut locator,
+        &mut diags,
+        &docs,
+        vec![key("protocol")],
+        "protocol",
+        |d| d.protocol.as_ref(),
+    );
+    let allocation = scalar(
+        &mut locator,
+        &mut diags,
+        &docs,
+        vec![key("options"), key("allocation")],
+        "options.allocation",
+        |d| d.allocation.as_ref(),
+    );
+    let mut limits = Limits::default();
+    for (k, slot) in [
+        ("max_frames", &mut limits.max_frames),
+        ("max_copy_entries", &mut limits.max_copy_entries),
+        ("service_buffer", &mut limits.service_buffer),
+        ("service_reassembly", &mut limits.service_reassembly),
+    ] {
+        let label = format!("limits.{k}");
+        if let Some(v) = scalar(
+            &mut locator,
+            &mut diags,
+            &docs,
+            vec![key("limits"), key(k)],
+            &label,
+            |d| d.limits.get(k),
+        ) {
+            *slot = v;
+        }
+    }
+    if node.is_none() && !syntax_failed {
+        tainted.push(vec![key("node")]);
+        diags.push(locator.diag_at(
+            0,
+            Pos { line: 1, col: 1 },
+            "no file sets `node:` (the node name, e.g. `md_controller{i}`)",
+        ));
+    }
+    if protocol.is_none() && !syntax_failed {
+        tainted.push(vec![key("protocol")]);
+        diags.push(locator.diag_at(
+            0,
+            Pos { line: 1, col: 1 },
+            format!(
+                "no file sets `protocol:` (this fcan speaks protocol {})",
+                fcan_core::ir::PROTOCOL_VERSION
+            ),
+        ));
+    }
+
+    // Types.
+    let mut types: BTreeMap<String, (usize, Pos, BlockType)> = BTreeMap::new();
+    for (f, doc) in docs.iter().enumerate() {
+        for At { value: ty, pos } in &doc.types {
+            if let Some((ff, fpos, _)) = types.get(&ty.name) {
+                let msg = format!(
+                    "type `{}` is already defined at {}",
+                    ty.name,
+                    locator.where_(*ff, *fpos)
+                );
+                diags.push(locator.diag_at(f, *pos, msg));
+                continue;
+            }
+            types.insert(ty.name.clone(), (f, *pos, ty.clone()));
+            let prefix = [key("types"), key(&ty.name)];
+            for (p, at) in doc.positions.range(prefix.to_vec()..) {
+                if !p.starts_with(&prefix) {
+                    break;
+                }
+                locator.positions.insert(p.clone(), (f, *at));
+            }
+        }
+        for t in &doc.tainted {
+            if !matches!(t.first(), Some(PathSeg::Key(k)) if k == "types") {
+                continue;
+            }
+            tainted.push(t.clone());
+        }
+    }
+
+    // Instances.
+    let mut instances: Vec<InstanceArray> = Vec::new();
+    for (f, doc) in docs.iter().enumerate() {
+        if let Some(pos) = doc.instances_pos {
+            locator
+                .positions
+                .entry(vec![key("instances")])
+                .or_insert((f, pos));
+        }
+        for (local, arr) in &doc.instances {
+            let global = instances.len();
+            let prefix = [key("instances"), PathSeg::Index(*local)];
+            for (p, at) in doc.positions.range(prefix.to_vec()..) {
+                if !p.starts_with(&prefix) {
+                    break;
+                }
+                let mut gp = vec![key("instances"), PathSeg::Index(global)];
+                gp.extend_from_slice(&p[2..]);
+                locator.positions.insert(gp, (f, *at));
+            }
+            instances.push(arr.clone());
+        }
+    }
+
+    let used: Vec<BlockType> = types
+        .into_values()
+        .filter(|(_, _, t)| instances.iter().any(|a| a.ty == t.name))
+        .map(|(_, _, t)| t)
+        .collect();
+    let schema = Schema {
+        protocol: protocol.unwrap_or(fcan_core::ir::PROTOCOL_VERSION),
+        node: node.unwrap_or_else(|| "node".into()),
+        allocation: allocation.unwrap_or_else(|| "static".into()),
+        limits,
+        types: used,
+        instances,
+    };
+
+    if !syntax_failed {
+        if schema.instances.is_empty() && docs.iter().all(|d| d.instances_pos.is_none()) {
+            diags.push(locator.diag_at(
+                0,
+                Pos { line: 1, col: 1 },
+                "no file declares `instances:`; a node needs at least one instance array",
+            ));
+        }
+        for e in validate(&schema) {
+            if tainted.iter().any(|t| e.path.starts_with(t)) {
+                continue;
+            }
+            // fcan-core reports an array whose ns lacks `{i}` twice: once for the missing
+            // `{i}` and once as colliding with itself. Keep the first, clearer one.
+            if let [PathSeg::Key(k), PathSeg::Index(i), ..] = e.path.as_slice() {
+                if k == "instances"
+                    && e.message
+                        .ends_with(&format!("is also produced by instances[{i}]"))
+                {
+                    continue;
+                }
+            }
+            diags.push(locator.diag(&e.path, e.message));
+        }
+    }
+
+    if !diags.is_empty() {
+        return Err(finish(&locator, diags));
+    }
+    let files = locator.files.clone();
+    Ok(Loaded {
+        schema,
+        locator,
+        files,
+    })
+}
+
+/// Reads, merges and validates schema files.
+pub fn load_files<P: AsRef<FsPath>>(paths: &[P]) -> Result<Loaded, Diagnostics> {
+    let mut sources = Vec::new();
+    let mut diags = Vec::new();
+    for p in paths {
+        match Source::read(p) {
+            Ok(s) => sources.push(s),
+            Err(d) => diags.push(d),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(Diagnostics(diags));
+    }
+    load_sources(&sources)
+}

@@ -1,0 +1,266 @@
+//! The outgoing queue of configuration-plane messages.
+//!
+//! Messages leave in the order they were queued, segment by segment; a frame the driver
+//! refuses is offered again on the next poll, so nothing is lost or reordered. Small
+//! messages are stored encoded; large ones (SCHEMA_DATA, OK service responses, big
+//! parameter values, ANNOUNCE) are referenced and cut into frames lazily from where their
+//! bytes already live (flash blob, service slot, param arena).
+
+use crate::api::{Transmit, TxRefused};
+use crate::counters::bump;
+use crate::desc::NodeDesc;
+use crate::services::{self, SlotState};
+use crate::storage::Parts;
+use crate::wired::Wired;
+use fcan_core::frame::{Frame, Mtu};
+use fcan_core::hash::HashPrefix;
+use fcan_core::id::{ConfigId, MAX_SEGMENTS};
+use fcan_core::msg::{Announce, ConfigMessage, Counters, NodeState};
+use fcan_core::segment::Segmenter;
+
+/// Messages the outgoing queue holds. A full queue holds back further requests in the
+/// receive queue until there is room.
+pub const OUT_QUEUE_LEN: usize = 8;
+/// Largest message stored encoded in the queue (STATS is 41 bytes).
+const INLINE: usize = 48;
+
+/// The bytes of one queued message, or where to find them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Body {
+    /// Encoded.
+    Inline { len: u8, data: [u8; INLINE] },
+    /// SCHEMA_DATA of `len` blob bytes from `offset`.
+    Schema { offset: u32, len: u16 },
+    /// OK response from service slot `slot`.
+    Service { slot: u8, block: u8, service: u8 },
+    /// PARAM_VALUE read from the param arena when sent.
+    Param {
+        block: u8,
+        param: u8,
+        start: u32,
+        len: u16,
+    },
+    /// ANNOUNCE; the counts come from the wired bitmap.
+    Announce {
+        state: NodeState,
+        caps: u8,
+        boot_id: u32,
+    },
+}
+
+/// One queued message.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OutMsg {
+    pub id: ConfigId,
+    pub mtu: Mtu,
+    pub brs: bool,
+    pub body: Body,
+    next: u8,
+}
+
+impl OutMsg {
+    /// A message of `body` under `id` (segment fields are set per frame).
+    pub(crate) fn new(id: ConfigId, mtu: Mtu, brs: bool, body: Body) -> OutMsg {
+        OutMsg {
+            id,
+            mtu,
+            brs,
+            body,
+            next: 0,
+        }
+    }
+
+    /// A message stored encoded; `None` when it does not fit inline.
+    pub(crate) fn inline(
+        id: ConfigId,
+        mtu: Mtu,
+        brs: bool,
+        msg: &ConfigMessage<'_>,
+    ) -> Option<OutMsg> {
+        let mut data = [0u8; INLINE];
+        let len = msg.encode(&mut data).ok()?;
+        Some(Self::new(
+            id,
+            mtu,
+            brs,
+            Body::Inline {
+                len: len as u8,
+                data,
+            },
+        ))
+    }
+}
+
+/// Where lazily referenced bodies are read from when their frames are built.
+pub(crate) struct Sources<'a, 'p> {
+    pub desc: &'a NodeDesc,
+    pub wired: &'a Wired,
+    pub parts: &'a mut Parts<'p>,
+}
+
+/// A fixed ring of [`OUT_QUEUE_LEN`] messages.
+pub(crate) struct OutQueue {
+    msgs: [Option<OutMsg>; OUT_QUEUE_LEN],
+    head: usize,
+    len: usize,
+}
+
+impl OutQueue {
+    pub(crate) const fn new() -> OutQueue {
+        OutQueue {
+            msgs: [None; OUT_QUEUE_LEN],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Free places.
+    pub(crate) fn free(&self) -> usize {
+        OUT_QUEUE_LEN - self.len
+    }
+
+    /// Appends; false (nothing queued) when full.
+    pub(crate) fn push(&mut self, m: OutMsg) -> bool {
+        if self.len >= OUT_QUEUE_LEN {
+            return false;
+        }
+        let at = (self.head + self.len) % OUT_QUEUE_LEN;
+        if let Some(slot) = self.msgs.get_mut(at) {
+            *slot = Some(m);
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Drops everything (FAULT: the node goes silent).
+    pub(crate) fn clear(&mut self) {
+        self.msgs = [None; OUT_QUEUE_LEN];
+        self.head = 0;
+        self.len = 0;
+    }
+
+    fn pop(&mut self) {
+        if let Some(slot) = self.msgs.get_mut(self.head) {
+            *slot = None;
+        }
+        self.head = (self.head + 1) % OUT_QUEUE_LEN;
+        self.len = self.len.saturating_sub(1);
+    }
+
+    /// Sends queued frames in order until the queue is empty or the driver refuses one.
+    /// Returns `Err` on a refusal (the frame stays first in line).
+    pub(crate) fn pump(
+        &mut self,
+        src: &mut Sources<'_, '_>,
+        counters: &mut Counters,
+        tx: &mut impl Transmit,
+    ) -> Result<(), TxRefused> {
+        // Each iteration sends a frame or drops a message: bounded by the queue's frames.
+        for _ in 0..OUT_QUEUE_LEN * MAX_SEGMENTS {
+            let Some(Some(m)) = self.msgs.get(self.head).copied() else {
+                return Ok(());
+            };
+            let (frame, last) = match build(&m, src) {
+                Some(x) => x,
+                None => {
+                    // What it referenced is gone (cannot happen with consistent tables):
+                    // drop the message rather than stall the queue.
+                    self.finish(&m, src);
+                    continue;
+                }
+            };
+            if tx.transmit(&frame).is_err() {
+                bump(&mut counters.tx_refused);
+                return Err(TxRefused);
+            }
+            bump(&mut counters.tx_frames);
+            if last {
+                self.finish(&m, src);
+            } else if let Some(Some(cur)) = self.msgs.get_mut(self.head) {
+                cur.next = cur.next.saturating_add(1);
+            }
+        }
+        Ok(())
+    }
+
+    /// The message at the head is fully sent (or abandoned): release what it held.
+    fn finish(&mut self, m: &OutMsg, src: &mut Sources<'_, '_>) {
+        if let Body::Service { slot, .. } = m.body {
+            if let Some(s) = src.parts.svc.get_mut(slot as usize) {
+                if s.state == SlotState::Responding {
+                    s.state = SlotState::Free;
+                }
+            }
+        }
+        self.pop();
+    }
+}
+
+/// Frame `m.next` of a message, and whether it is the last.
+fn build(m: &OutMsg, src: &Sources<'_, '_>) -> Option<(Frame, bool)> {
+    let k = m.next as usize;
+    let seg = |head: &[u8], body: &[u8]| -> Option<(Frame, bool)> {
+        let s = Segmenter::new(m.id, m.mtu, head, body).ok()?;
+        let f = s.frame(k)?;
+        let f = if m.brs { f } else { f.without_brs() };
+        Some((f, k + 1 >= s.segment_count()))
+    };
+    match m.body {
+        Body::Inline { len, data } => seg(data.get(..len as usize)?, &[]),
+        Body::Schema { offset, len } => {
+            let start = offset as usize;
+            // An empty chunk may name an offset past the end of the blob.
+            let body = match len {
+                0 => &[][..],
+                _ => src.desc.blob.get(start..start.checked_add(len as usize)?)?,
+            };
+            let mut head = [0u8; 6];
+            head.get_mut(..4)?.copy_from_slice(&offset.to_le_bytes());
+            head.get_mut(4..)?.copy_from_slice(&len.to_le_bytes());
+            seg(&head, body)
+        }
+        Body::Service {
+            slot,
+            block,
+            service,
+        } => {
+            let body = services::response(src.parts, slot as usize)?;
+            seg(&[block, service, 0], body)
+        }
+        Body::Param {
+            block,
+            param,
+            start,
+            len,
+        } => {
+            let s = start as usize;
+            let body = src.parts.params.get(s..s.checked_add(len as usize)?)?;
+            seg(&[block, param], body)
+        }
+        Body::Announce {
+            state,
+            caps,
+            boot_id,
+        } => {
+            let mut counts = [0u8; 255];
+            let n = src.desc.arrays.len().min(counts.len());
+            for (a, c) in counts.iter_mut().take(n).enumerate() {
+                *c = src.wired.count(src.desc, a as u8);
+            }
+            let msg = ConfigMessage::Announce(Announce {
+                protocol: crate::PROTOCOL_VERSION,
+                state,
+                caps,
+                boot_id,
+                blob_len: src.desc.blob.len() as u32,
+                hash: HashPrefix(src.desc.hash.0),
+                counts: counts.get(..n)?,
+            });
+            let mut buf = [0u8; Announce::FIXED_LEN + 255];
+            let len = msg.encode(&mut buf).ok()?;
+            seg(buf.get(..len)?, &[])
+        }
+    }
+}

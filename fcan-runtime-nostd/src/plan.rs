@@ -1,0 +1,330 @@
+//! The frame plan: FRAME_DEFINE validation against the node's own schema and limits,
+//! the START consistency check, and the sorted standard-ID index the data plane
+//! searches.
+//!
+//! Validation runs to completion before anything is written, so a NAKed FRAME_DEFINE
+//! leaves the plan exactly as it was.
+
+use crate::desc::NodeDesc;
+use crate::storage::Parts;
+use crate::wired::Wired;
+use fcan_core::id::DATA_ID_RANGE;
+use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
+
+/// `stage_base` of an entry whose topic has no staging area (s2m, or single-frame m2s).
+pub(crate) const NO_STAGE: u32 = u32::MAX;
+
+/// One copy entry, resolved to arena offsets at FRAME_DEFINE so the hot path only adds
+/// and copies. Opaque outside the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanEntry {
+    /// Offset of the topic's value in the topic arena.
+    pub(crate) topic_base: u32,
+    /// Offset of the topic's staging bytes in the staging arena, or [`NO_STAGE`].
+    pub(crate) stage_base: u32,
+    /// Offset within the topic value.
+    pub(crate) src: u16,
+    /// The topic's packed size.
+    pub(crate) topic_size: u16,
+    /// The topic's state slot.
+    pub(crate) slot: u16,
+    /// Bytes copied.
+    pub(crate) len: u8,
+    /// Offset within the frame payload.
+    pub(crate) dst: u8,
+}
+
+impl PlanEntry {
+    pub(crate) const EMPTY: PlanEntry = PlanEntry {
+        topic_base: 0,
+        stage_base: NO_STAGE,
+        src: 0,
+        topic_size: 0,
+        slot: 0,
+        len: 0,
+        dst: 0,
+    };
+
+    /// Where the entry's bytes live in the topic arena.
+    pub(crate) fn topic_abs(&self) -> usize {
+        (self.topic_base as usize).saturating_add(self.src as usize)
+    }
+
+    /// Where the entry's bytes live in the staging arena.
+    pub(crate) fn stage_abs(&self) -> usize {
+        (self.stage_base as usize).saturating_add(self.src as usize)
+    }
+}
+
+/// One data frame of the plan. Opaque outside the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanFrame {
+    pub(crate) std_id: u16,
+    pub(crate) s2m: bool,
+    pub(crate) sequenced: bool,
+    pub(crate) len: u8,
+    pub(crate) group_parts: u8,
+    pub(crate) group_index: u8,
+    pub(crate) period_us: u32,
+    pub(crate) first_entry: u16,
+    pub(crate) entry_count: u16,
+    /// s2m periodic: when the frame (group) is next due.
+    pub(crate) next_due: u32,
+    /// s2m on-commit: a topic in it was published since it was last sent.
+    pub(crate) dirty: bool,
+}
+
+impl PlanFrame {
+    pub(crate) const EMPTY: PlanFrame = PlanFrame {
+        std_id: 0,
+        s2m: false,
+        sequenced: false,
+        len: 0,
+        group_parts: 1,
+        group_index: 0,
+        period_us: 0,
+        first_entry: 0,
+        entry_count: 0,
+        next_due: 0,
+        dirty: false,
+    };
+
+    /// The range of this frame's entries in the entry table.
+    pub(crate) fn entries(&self) -> core::ops::Range<usize> {
+        let start = self.first_entry as usize;
+        start..start.saturating_add(self.entry_count as usize)
+    }
+}
+
+/// How much of the plan tables is in use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PlanCounts {
+    /// Frames defined (`0..frames`).
+    pub frames: u16,
+    /// Entries used (`0..entries`).
+    pub entries: u16,
+    /// m2s frames in the sorted index (valid while running).
+    pub m2s: u16,
+}
+
+/// A NAK: the result code and its detail.
+pub(crate) type Nak = (ResultCode, u16);
+
+/// Checks one copy entry and resolves it. `occupied` collects the frame bytes already
+/// claimed by earlier entries (a frame is at most 64 bytes, so one bit each).
+fn check_entry(
+    desc: &NodeDesc,
+    wired: &Wired,
+    d: &FrameDefine<'_>,
+    i: usize,
+    occupied: &mut u64,
+) -> Result<PlanEntry, Nak> {
+    let h = &d.header;
+    let detail = i as u16;
+    let bad = (ResultCode::BadEntry, detail);
+    let e = d.entries.get(i).ok_or(bad)?;
+    let (bd, td) = desc.block(e.block).ok_or(bad)?;
+    if !wired.get(e.block) {
+        return Err((ResultCode::NotWired, detail));
+    }
+    let topic = td.topics.get(e.topic as usize).ok_or(bad)?;
+    if topic.dir != h.dir || e.len == 0 {
+        return Err(bad);
+    }
+    let src_end = (e.src_offset as usize).saturating_add(e.len as usize);
+    let dst_end = (e.dst_offset as usize).saturating_add(e.len as usize);
+    if src_end > topic.size as usize || dst_end > h.len as usize {
+        return Err(bad);
+    }
+    if h.sequenced && e.dst_offset == 0 {
+        return Err(bad);
+    }
+    // dst_end <= len <= 64, so the shift stays within the word.
+    let bits = if e.len >= 64 {
+        u64::MAX
+    } else {
+        ((1u64 << e.len) - 1) << e.dst_offset
+    };
+    if *occupied & bits != 0 {
+        return Err(bad);
+    }
+    *occupied |= bits;
+    let stage_base = if h.dir == DataDirection::M2s && topic.stage_offset != u16::MAX {
+        bd.stage_offset as u32 + topic.stage_offset as u32
+    } else {
+        NO_STAGE
+    };
+    if h.group_parts > 1 {
+        // A group carries one topic, and an m2s group needs somewhere to stage it.
+        let first = d.entries.get(0).ok_or(bad)?;
+        if first.block != e.block || first.topic != e.topic {
+            return Err(bad);
+        }
+        if h.dir == DataDirection::M2s && stage_base == NO_STAGE {
+            return Err(bad);
+        }
+    }
+    Ok(PlanEntry {
+        topic_base: bd.topic_offset as u32 + topic.offset as u32,
+        stage_base,
+        src: e.src_offset,
+        topic_size: topic.size,
+        slot: bd.topic_slot.saturating_add(e.topic as u16),
+        len: e.len,
+        dst: e.dst_offset,
+    })
+}
+
+/// Validates a FRAME_DEFINE and, only when every check passes, writes it into the plan.
+/// The caller has checked the node's state; `mtu` is the payload size of the
+/// acknowledged bus mode.
+pub(crate) fn define(
+    desc: &NodeDesc,
+    wired: &Wired,
+    p: &mut Parts<'_>,
+    plan: &mut PlanCounts,
+    mtu: usize,
+    d: &FrameDefine<'_>,
+) -> Result<(), Nak> {
+    let h = &d.header;
+    let (base_frames, base_entries) = if h.index == 0 {
+        (0u16, 0u16)
+    } else if h.index as u16 == plan.frames {
+        (plan.frames, plan.entries)
+    } else {
+        return Err((ResultCode::BadPlan, 0));
+    };
+    let max_frames = desc.limits.max_frames;
+    if h.index as u16 >= max_frames || h.index as usize >= p.frames.len() {
+        return Err((ResultCode::LimitFrames, max_frames));
+    }
+    let others = p.frames.get(..base_frames as usize).unwrap_or(&[]);
+    if !DATA_ID_RANGE.contains(&h.std_id) || others.iter().any(|f| f.std_id == h.std_id) {
+        return Err((ResultCode::BadStdId, 0));
+    }
+    if h.len == 0 || h.len as usize > mtu {
+        return Err((ResultCode::BadLength, 0));
+    }
+    let group_ok = h.group_parts >= 1
+        && h.group_index < h.group_parts
+        && (h.group_parts == 1 || (h.sequenced && d.entries.len() > 0));
+    if !group_ok || (h.dir == DataDirection::M2s && h.period_us != 0) {
+        return Err((ResultCode::BadPlan, 0));
+    }
+    let n = d.entries.len();
+    let max_entries = desc.limits.max_copy_entries;
+    let total = base_entries as usize + n;
+    if total > max_entries as usize || total > p.entries.len() {
+        return Err((ResultCode::LimitEntries, max_entries));
+    }
+    // Pass 1: check everything, write nothing.
+    let mut occupied = 0u64;
+    for i in 0..n {
+        check_entry(desc, wired, d, i, &mut occupied)?;
+    }
+    // Pass 2: the same checks cannot fail now; write.
+    let mut occupied = 0u64;
+    for i in 0..n {
+        let e = check_entry(desc, wired, d, i, &mut occupied)?;
+        if let Some(slot) = p.entries.get_mut(base_entries as usize + i) {
+            *slot = e;
+        }
+    }
+    let frame = PlanFrame {
+        std_id: h.std_id,
+        s2m: h.dir == DataDirection::S2m,
+        sequenced: h.sequenced,
+        len: h.len,
+        group_parts: h.group_parts,
+        group_index: h.group_index,
+        period_us: h.period_us,
+        first_entry: base_entries,
+        entry_count: n as u16,
+        next_due: 0,
+        dirty: false,
+    };
+    if let Some(slot) = p.frames.get_mut(h.index as usize) {
+        *slot = frame;
+    }
+    plan.frames = base_frames + 1;
+    plan.entries = total as u16;
+    plan.m2s = 0;
+    Ok(())
+}
+
+/// The topic slot every entry of frame `f` names (groups carry one topic), if any.
+fn group_slot(p: &Parts<'_>, f: &PlanFrame) -> Option<u16> {
+    p.entries.get(f.entries())?.first().map(|e| e.slot)
+}
+
+/// START's check: exactly `frame_count` frames, and every group complete with its parts
+/// in order, one direction and one topic.
+pub(crate) fn check_start(p: &Parts<'_>, plan: &PlanCounts, frame_count: u8) -> Result<(), Nak> {
+    let bad = (ResultCode::BadPlan, 0);
+    if frame_count as u16 != plan.frames {
+        return Err(bad);
+    }
+    let frames = p.frames.get(..plan.frames as usize).ok_or(bad)?;
+    let mut i = 0usize;
+    // Every iteration advances by at least one frame.
+    while let Some(head) = frames.get(i) {
+        if head.group_index != 0 {
+            return Err(bad);
+        }
+        let parts = head.group_parts.max(1) as usize;
+        for k in 1..parts {
+            let part = frames.get(i + k).ok_or(bad)?;
+            let same = part.group_index as usize == k
+                && part.group_parts == head.group_parts
+                && part.s2m == head.s2m
+                && part.sequenced == head.sequenced
+                && group_slot(p, part) == group_slot(p, head);
+            if !same {
+                return Err(bad);
+            }
+        }
+        i += parts;
+    }
+    Ok(())
+}
+
+/// Sorts the m2s frames by standard ID for [`lookup`]; returns how many there are.
+pub(crate) fn build_index(p: &mut Parts<'_>, plan: &PlanCounts) -> u16 {
+    let mut n = 0usize;
+    for fi in 0..plan.frames {
+        let Some(f) = p.frames.get(fi as usize) else {
+            break;
+        };
+        if f.s2m {
+            continue;
+        }
+        let id = f.std_id;
+        // Insertion sort: plans are small and this runs once per START.
+        let mut at = n;
+        while at > 0 {
+            let prev = p.m2s_index.get(at - 1).copied().unwrap_or(0);
+            let prev_id = p.frames.get(prev as usize).map_or(0, |f| f.std_id);
+            if prev_id <= id {
+                break;
+            }
+            if let Some(slot) = p.m2s_index.get_mut(at) {
+                *slot = prev;
+            }
+            at -= 1;
+        }
+        if let Some(slot) = p.m2s_index.get_mut(at) {
+            *slot = fi;
+        }
+        n += 1;
+    }
+    n as u16
+}
+
+/// The m2s plan frame with standard ID `id`, by binary search over the sorted index.
+pub(crate) fn lookup(p: &Parts<'_>, m2s: u16, id: u16) -> Option<u16> {
+    let index = p.m2s_index.get(..m2s as usize)?;
+    let pos = index
+        .binary_search_by_key(&id, |&fi| p.frames.get(fi as usize).map_or(0, |f| f.std_id))
+        .ok()?;
+    index.get(pos).copied()
+}

@@ -1,0 +1,229 @@
+//! The s2m scheduler: periodic frames when due, on-commit frames after a publish, and
+//! multi-frame groups sent whole under one fresh sequence number.
+//!
+//! A refused frame stops data transmission for this poll. A group cut short by a refusal
+//! resumes with its next part and the same sequence number, unless one of its topics was
+//! published in between: then it restarts from part 0 with a new sequence number, so
+//! the master never assembles parts of two different values.
+
+use crate::api::{Transmit, TxRefused};
+use crate::counters::bump;
+use crate::plan::PlanFrame;
+use crate::state::Core;
+use crate::storage::Parts;
+use crate::topics::build_s2m;
+use fcan_core::frame::{CanId, Frame};
+use fcan_core::msg::BusMode;
+use fcan_core::timing::reached;
+
+/// A group partly sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// Plan index of the group's first frame.
+    pub head: u16,
+    /// Next part to send.
+    pub part: u8,
+    /// The group's sequence byte.
+    pub seq: u8,
+    /// False once a topic of the group was published since part 0 went out.
+    pub valid: bool,
+}
+
+/// Sends one plan frame.
+fn send(
+    core: &mut Core,
+    p: &Parts<'_>,
+    fi: u16,
+    seq: u8,
+    tx: &mut impl Transmit,
+) -> Result<(), TxRefused> {
+    let mut buf = [0u8; 64];
+    let (Some(len), Some(f)) = (build_s2m(p, fi, seq, &mut buf), p.frames.get(fi as usize)) else {
+        return Ok(());
+    };
+    let Some(data) = buf.get(..len) else {
+        return Ok(());
+    };
+    let Ok(frame) = Frame::padded(core.mode.mtu(), CanId::Standard(f.std_id), data) else {
+        return Ok(());
+    };
+    let frame = if core.mode == BusMode::FdBrs {
+        frame
+    } else {
+        frame.without_brs()
+    };
+    if tx.transmit(&frame).is_err() {
+        bump(&mut core.counters.tx_refused);
+        return Err(TxRefused);
+    }
+    bump(&mut core.counters.tx_frames);
+    Ok(())
+}
+
+/// Sends parts `from..` of the group starting at `head`.
+fn send_group(
+    core: &mut Core,
+    p: &Parts<'_>,
+    head: u16,
+    from: u8,
+    seq: u8,
+    tx: &mut impl Transmit,
+) -> Result<(), TxRefused> {
+    let parts = p
+        .frames
+        .get(head as usize)
+        .map_or(1, |f| f.group_parts.max(1));
+    for k in from..parts {
+        if let Err(e) = send(core, p, head.saturating_add(k as u16), seq, tx) {
+            core.resume = Some(Resume {
+                head,
+                part: k,
+                seq,
+                valid: true,
+            });
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The group at `head` went out: plan its next time.
+fn reschedule(p: &mut Parts<'_>, head: u16, now: u32) {
+    let Some(f) = p.frames.get_mut(head as usize) else {
+        return;
+    };
+    f.dirty = false;
+    if f.period_us > 0 {
+        let next = f.next_due.wrapping_add(f.period_us);
+        // Keep the period's grid, unless polling fell a whole period behind.
+        f.next_due = if reached(now, next) {
+            now.wrapping_add(f.period_us)
+        } else {
+            next
+        };
+    }
+}
+
+fn due(f: &PlanFrame, now: u32) -> bool {
+    f.s2m
+        && f.group_index == 0
+        && if f.period_us > 0 {
+            reached(now, f.next_due)
+        } else {
+            f.dirty
+        }
+}
+
+fn next_seq(core: &mut Core) -> u8 {
+    let s = core.tx_seq;
+    core.tx_seq = s.wrapping_add(1);
+    s
+}
+
+/// Sends every s2m frame that is due. `Err` when the driver refused a frame.
+pub(crate) fn transmit_due(
+    core: &mut Core,
+    p: &mut Parts<'_>,
+    now: u32,
+    tx: &mut impl Transmit,
+) -> Result<(), TxRefused> {
+    if let Some(r) = core.resume.take() {
+        if r.valid {
+            send_group(core, p, r.head, r.part, r.seq, tx)?;
+        } else {
+            let seq = next_seq(core);
+            send_group(core, p, r.head, 0, seq, tx)?;
+        }
+        reschedule(p, r.head, now);
+    }
+    let mut fi = 0u16;
+    // Each iteration moves past at least one frame.
+    while fi < core.plan.frames {
+        let Some(f) = p.frames.get(fi as usize).copied() else {
+            break;
+        };
+        if due(&f, now) {
+            let seq = if f.sequenced { next_seq(core) } else { 0 };
+            send_group(core, p, fi, 0, seq, tx)?;
+            reschedule(p, fi, now);
+        }
+        fi = fi.saturating_add(f.group_parts.max(1) as u16);
+    }
+    Ok(())
+}
+
+/// START: every periodic frame is due now, every on-commit frame whose topic was
+/// published before START goes out at the first chance.
+pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
+    core.resume = None;
+    for fi in 0..core.plan.frames as usize {
+        let Some(f) = p.frames.get(fi).copied() else {
+            break;
+        };
+        let unsent = p.entries.get(f.entries()).is_some_and(|es| {
+            es.iter()
+                .any(|e| p.topics.get(e.slot as usize).is_some_and(|t| t.unsent))
+        });
+        if let Some(fm) = p.frames.get_mut(fi) {
+            fm.next_due = now;
+            fm.dirty = fm.s2m && fm.period_us == 0 && unsent;
+        }
+    }
+    // Mark group heads dirty when any of their parts is.
+    for fi in 0..core.plan.frames as usize {
+        let Some(f) = p.frames.get(fi).copied() else {
+            break;
+        };
+        if f.dirty && f.group_index > 0 {
+            if let Some(h) = p.frames.get_mut(fi.saturating_sub(f.group_index as usize)) {
+                h.dirty = true;
+            }
+        }
+    }
+    for fi in 0..core.plan.frames as usize {
+        let Some(f) = p.frames.get(fi).copied() else {
+            break;
+        };
+        if !f.s2m {
+            continue;
+        }
+        if let Some(es) = p.entries.get(f.entries()) {
+            for e in es.iter() {
+                if let Some(t) = p.topics.get_mut(e.slot as usize) {
+                    t.unsent = false;
+                }
+            }
+        }
+    }
+}
+
+/// A topic was published while running: its on-commit frames become due and a group
+/// carrying it that is half sent must restart.
+pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
+    for fi in 0..core.plan.frames as usize {
+        let Some(f) = p.frames.get(fi).copied() else {
+            break;
+        };
+        if !f.s2m {
+            continue;
+        }
+        let carries = p
+            .entries
+            .get(f.entries())
+            .is_some_and(|es| es.iter().any(|e| e.slot == slot));
+        if !carries {
+            continue;
+        }
+        let head = fi.saturating_sub(f.group_index as usize);
+        if let Some(h) = p.frames.get_mut(head) {
+            if h.period_us == 0 {
+                h.dirty = true;
+            }
+        }
+        if let Some(r) = core.resume.as_mut() {
+            if r.head as usize == head {
+                r.valid = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! Service calls: reassembly of requests into the configured slots, the slot life cycle
+//! (receiving → ready → handled → responding, or deferred → completed → responding),
+//! and completion of deferred calls.
+//!
+//! A slot keeps the request at the front of its buffer and the response right after it,
+//! so the handler reads one while writing the other, and the response is sent straight
+//! from the slot (never copied) before the slot is freed.
+
+use crate::api::DeferredToken;
+use crate::counters::bump;
+use crate::desc::NodeDesc;
+use crate::error::CompleteError;
+use crate::storage::Parts;
+use crate::topics::copy;
+use crate::wired::Wired;
+use fcan_core::frame::{CLASSIC_MAX_LEN, FD_MAX_LEN};
+use fcan_core::id::{ConfigId, Direction, Opcode};
+use fcan_core::msg::{ConfigMessage, Counters, ServiceStatus};
+use fcan_core::segment::TRANSFER_TIMEOUT_US;
+
+/// Where a slot is in a call's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotState {
+    /// Unused.
+    Free,
+    /// Segments of a request are arriving.
+    Receiving,
+    /// The request is complete; the handler runs at the next poll.
+    Ready,
+    /// The handler answered ACCEPTED; waiting for `complete`.
+    Deferred,
+    /// `complete` delivered the response; it goes out at the next poll.
+    Completed,
+    /// The OK response is queued and being sent from the slot.
+    Responding,
+}
+
+/// One service slot. Opaque outside the runtime.
+#[derive(Clone, Copy, Debug)]
+pub struct SvcSlot {
+    pub(crate) state: SlotState,
+    pub(crate) transfer: u8,
+    pub(crate) block: u8,
+    pub(crate) service: u8,
+    next_seg: u8,
+    seg_len: u8,
+    /// Body bytes received so far (padding included), saturating.
+    received: u16,
+    last_us: u32,
+    pub(crate) req_size: u16,
+    pub(crate) resp_size: u16,
+    /// Length of the response body written after the request.
+    pub(crate) resp_len: u16,
+}
+
+impl SvcSlot {
+    pub(crate) const EMPTY: SvcSlot = SvcSlot {
+        state: SlotState::Free,
+        transfer: 0,
+        block: 0,
+        service: 0,
+        next_seg: 0,
+        seg_len: 0,
+        received: 0,
+        last_us: 0,
+        req_size: 0,
+        resp_size: 0,
+        resp_len: 0,
+    };
+}
+
+/// What the caller must send for a request frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SvcAction {
+    /// Nothing (a segment was taken, or dropped and counted).
+    None,
+    /// A status-only response, echoing the request's transfer id.
+    Reply {
+        block: u8,
+        service: u8,
+        status: ServiceStatus,
+    },
+}
+
+/// Slot `i`'s buffer.
+pub(crate) fn slot_buf<'a>(p: &'a mut Parts<'_>, i: usize) -> Option<&'a mut [u8]> {
+    let len = p.svc_buf_len;
+    let start = i.checked_mul(len)?;
+    p.svc_buf.get_mut(start..start.checked_add(len)?)
+}
+
+/// Slot `i`'s request and response regions.
+pub(crate) fn regions<'a>(p: &'a mut Parts<'_>, i: usize) -> Option<(&'a [u8], &'a mut [u8])> {
+    let s = *p.svc.get(i)?;
+    let buf = slot_buf(p, i)?;
+    let (req, rest) = buf.split_at_mut_checked(s.req_size as usize)?;
+    let resp = rest.get_mut(..s.resp_size as usize)?;
+    Some((req, resp))
+}
+
+/// Slot `i`'s response body as it will go out.
+pub(crate) fn response<'a>(p: &'a Parts<'_>, i: usize) -> Option<&'a [u8]> {
+    let s = p.svc.get(i)?;
+    let start = i
+        .checked_mul(p.svc_buf_len)?
+        .checked_add(s.req_size as usize)?;
+    p.svc_buf
+        .get(start..start.checked_add(s.resp_len as usize)?)
+}
+
+/// Whether a non-final segment has the length the segmentation rule demands.
+fn full(len: usize) -> bool {
+    len == CLASSIC_MAX_LEN || len == FD_MAX_LEN
+}
+
+/// Copies request body bytes into a slot, keeping only the first `req_size` (the rest
+/// is padding).
+fn absorb(p: &mut Parts<'_>, i: usize, data: &[u8]) {
+    let Some(s) = p.svc.get(i).copied() else {
+        return;
+    };
+    let at = s.received as usize;
+    let keep = (s.req_size as usize).saturating_sub(at).min(data.len());
+    if let Some(buf) = slot_buf(p, i) {
+        copy(buf, at, data, 0, keep);
+    }
+    if let Some(s) = p.svc.get_mut(i) {
+        s.received = s
+            .received
+            .saturating_add(data.len().min(u16::MAX as usize) as u16);
+    }
+}
+
+/// The last segment arrived: the call is ready, or too short (BAD_REQUEST).
+fn finish(p: &mut Parts<'_>, i: usize) -> SvcAction {
+    let Some(s) = p.svc.get_mut(i) else {
+        return SvcAction::None;
+    };
+    if s.received < s.req_size {
+        s.state = SlotState::Free;
+        return SvcAction::Reply {
+            block: s.block,
+            service: s.service,
+            status: ServiceStatus::BadRequest,
+        };
+    }
+    s.state = SlotState::Ready;
+    SvcAction::None
+}
+
+/// Everything a request frame needs to know about the node.
+pub(crate) struct Ctx<'d> {
+    pub desc: &'d NodeDesc,
+    pub wired: &'d Wired,
+    /// Services are served in the node's current state.
+    pub serving: bool,
+    /// Slots in use (≤ the storage's).
+    pub slots: usize,
+    pub now: u32,
+}
+
+/// Takes one service request frame addressed to this node.
+pub(crate) fn on_frame(
+    cx: &Ctx<'_>,
+    p: &mut Parts<'_>,
+    counters: &mut Counters,
+    discard: &mut Option<u8>,
+    id: ConfigId,
+    data: &[u8],
+) -> SvcAction {
+    let slots = cx.slots.min(p.svc.len());
+    if id.segment != 0 {
+        let found = p
+            .svc
+            .iter()
+            .take(slots)
+            .position(|s| s.state == SlotState::Receiving && s.transfer == id.transfer);
+        let Some(i) = found else {
+            if *discard == Some(id.transfer) {
+                // The rest of a request already answered (BUSY, BAD_INDEX, ...).
+                bump(&mut counters.rx_handled);
+                if id.eot {
+                    *discard = None;
+                }
+            } else {
+                bump(&mut counters.rx_malformed);
+            }
+            return SvcAction::None;
+        };
+        let Some(s) = p.svc.get_mut(i) else {
+            return SvcAction::None;
+        };
+        if id.segment != s.next_seg || (!id.eot && data.len() != s.seg_len as usize) {
+            s.state = SlotState::Free;
+            bump(&mut counters.reassembly_dropped);
+            return SvcAction::None;
+        }
+        s.next_seg = s.next_seg.saturating_add(1);
+        s.last_us = cx.now;
+        bump(&mut counters.rx_handled);
+        absorb(p, i, data);
+        return if id.eot {
+            finish(p, i)
+        } else {
+            SvcAction::None
+        };
+    }
+
+    // Segment 0: a new request (or a retry of one).
+    if !id.eot && !full(data.len()) {
+        bump(&mut counters.rx_malformed);
+        return SvcAction::None;
+    }
+    let Ok(ConfigMessage::ServiceRequest(req)) =
+        ConfigMessage::decode(Opcode::Service, Direction::ToNode, data)
+    else {
+        bump(&mut counters.rx_malformed);
+        return SvcAction::None;
+    };
+    bump(&mut counters.rx_handled);
+    *discard = None;
+    // A restarted transfer replaces its unfinished predecessor.
+    for s in p.svc.iter_mut().take(slots) {
+        if s.state == SlotState::Receiving && s.transfer == id.transfer {
+            s.state = SlotState::Free;
+            bump(&mut counters.reassembly_dropped);
+        }
+    }
+    let same_call =
+        |s: &SvcSlot| s.transfer == id.transfer && s.block == req.block && s.service == req.service;
+    let mut busy_with_it = None;
+    for s in p.svc.iter().take(slots) {
+        if same_call(s) && s.state != SlotState::Free {
+            busy_with_it = Some(s.state);
+        }
+    }
+    let mut reply = |status| {
+        if !id.eot {
+            *discard = Some(id.transfer);
+        }
+        SvcAction::Reply {
+            block: req.block,
+            service: req.service,
+            status,
+        }
+    };
+    match busy_with_it {
+        // The master retried a deferred call: remind it, do not run the handler again.
+        Some(SlotState::Deferred) => return reply(ServiceStatus::Accepted),
+        // Already being handled or answered: the answer is on its way.
+        Some(_) => {
+            if !id.eot {
+                *discard = Some(id.transfer);
+            }
+            return SvcAction::None;
+        }
+        None => {}
+    }
+    if !cx.serving {
+        return reply(ServiceStatus::BadState);
+    }
+    let Some((_, td)) = cx.desc.block(req.block) else {
+        return reply(ServiceStatus::BadIndex);
+    };
+    let Some(sd) = td.services.get(req.service as usize) else {
+        return reply(ServiceStatus::BadIndex);
+    };
+    if !cx.wired.get(req.block) {
+        return reply(ServiceStatus::BadIndex);
+    }
+    let free = p
+        .svc
+        .iter()
+        .take(slots)
+        .position(|s| s.state == SlotState::Free);
+    let Some(i) = free else {
+        bump(&mut counters.services_busy);
+        return reply(ServiceStatus::Busy);
+    };
+    if let Some(s) = p.svc.get_mut(i) {
+        *s = SvcSlot {
+            state: SlotState::Receiving,
+            transfer: id.transfer,
+            block: req.block,
+            service: req.service,
+            next_seg: 1,
+            seg_len: data.len() as u8,
+            received: 0,
+            last_us: cx.now,
+            req_size: sd.request_size,
+            resp_size: sd.response_size,
+            resp_len: 0,
+        };
+    }
+    absorb(p, i, req.body);
+    if id.eot {
+        finish(p, i)
+    } else {
+        SvcAction::None
+    }
+}
+
+/// Frees slots whose request stopped arriving.
+pub(crate) fn expire(p: &mut Parts<'_>, counters: &mut Counters, now: u32) {
+    for s in p.svc.iter_mut() {
+        if s.state == SlotState::Receiving && now.wrapping_sub(s.last_us) > TRANSFER_TIMEOUT_US {
+            s.state = SlotState::Free;
+            bump(&mut counters.reassembly_dropped);
+        }
+    }
+}
+
+/// The token of slot `i`.
+pub(crate) fn token(s: &SvcSlot, i: usize) -> DeferredToken {
+    DeferredToken {
+        slot: i as u8,
+        transfer: s.transfer,
+        block: s.block,
+        service: s.service,
+    }
+}
+
+/// Delivers the response of a deferred call; it goes out from the next poll.
+pub(crate) fn complete(
+    p: &mut Parts<'_>,
+    tok: DeferredToken,
+    response: &[u8],
+) -> Result<(), CompleteError> {
+    let i = tok.slot as usize;
+    let s = p.svc.get(i).copied().ok_or(CompleteError::UnknownToken)?;
+    if s.state != SlotState::Deferred || token(&s, i) != tok {
+        return Err(CompleteError::UnknownToken);
+    }
+    if response.len() > s.resp_size as usize {
+        return Err(CompleteError::TooLong);
+    }
+    let (_, resp) = regions(p, i).ok_or(CompleteError::UnknownToken)?;
+    copy(resp, 0, response, 0, response.len());
+    if let Some(s) = p.svc.get_mut(i) {
+        s.resp_len = response.len() as u16;
+        s.state = SlotState::Completed;
+    }
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! The node's life cycle: boot listen window, ANNOUNCE with back-off, acknowledgement,
+//! heartbeats, the master-lost watchdog and node-id collisions. Everything here runs from
+//! `poll`; nothing transmits directly, it queues.
+
+use crate::api::{Dispatch, Event};
+use crate::counters::bump;
+use crate::desc::NodeDesc;
+use crate::outq::{Body, OutMsg, OutQueue};
+use crate::plan::PlanCounts;
+use crate::sched::Resume;
+use crate::wired::Wired;
+use fcan_core::frame::Mtu;
+use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
+use fcan_core::msg::{
+    caps, BusMode, CommandResult, ConfigMessage, Counters, FaultCode, NodeHeartbeat, NodeState,
+    ResultCode,
+};
+use fcan_core::timing::{
+    reached, ANNOUNCE_BACKOFF_MAX_US, ANNOUNCE_BACKOFF_MIN_US, LISTEN_JITTER_US, LISTEN_WINDOW_US,
+    NODE_HEARTBEAT_PERIOD_US,
+};
+
+/// Everything of the node that is not a buffer: identity, state machine, timers,
+/// counters and the plan's bookkeeping.
+pub(crate) struct Core {
+    pub desc: &'static NodeDesc,
+    pub node_id: NodeId,
+    pub boot_id: u32,
+    pub fd_capable: bool,
+    pub wired: Wired,
+    /// Service slots in use.
+    pub svc_slots: usize,
+
+    pub state: NodeState,
+    pub fault: FaultCode,
+    /// The clock has been seen (first `receive` or `poll`).
+    pub clock_started: bool,
+    /// Latest time the application gave us.
+    pub now: u32,
+    /// In the boot listen window.
+    pub listening: bool,
+    pub listen_until: u32,
+
+    /// A master acknowledged this boot (and no other master took over since).
+    pub acknowledged: bool,
+    pub session: u32,
+    pub mode: BusMode,
+    pub announcing: bool,
+    pub announce_due: u32,
+    pub backoff: u32,
+    pub heartbeat_due: u32,
+    /// Master-lost timeout in µs; 0 = off.
+    pub watchdog_us: u32,
+    pub last_master_us: u32,
+    /// Transfer id of the next node-initiated message.
+    pub next_transfer: u8,
+
+    pub counters: Counters,
+    /// Receive-queue overflows (also counted in `rx_ignored`).
+    pub rx_overflow: u32,
+    pub plan: PlanCounts,
+    /// Sequence byte of the next s2m group.
+    pub tx_seq: u8,
+    /// A group whose parts were partly sent.
+    pub resume: Option<Resume>,
+    /// A PARAM_SET with the commit bit arrived.
+    pub commit_pending: bool,
+    /// Transfer id of a service request already answered whose later segments are
+    /// consumed silently.
+    pub svc_discard: Option<u8>,
+    /// Opcode and transfer id of a multi-frame node→master transfer recognised as our own
+    /// echo at segment 0 (its later segments are echoes too).
+    pub echo: Option<(Opcode, u8)>,
+}
+
+impl Core {
+    /// The frame kind and bit-rate switching for configuration messages: classic until a
+    /// master chose a mode.
+    pub(crate) fn tx_mode(&self) -> (Mtu, bool) {
+        if self.acknowledged {
+            (self.mode.mtu(), self.mode == BusMode::FdBrs)
+        } else {
+            (Mtu::Classic, false)
+        }
+    }
+
+    /// An identifier for a reply to `req` (same opcode unless `opcode` says otherwise,
+    /// same transfer id).
+    pub(crate) fn reply_id(&self, opcode: Opcode, req: &ConfigId) -> ConfigId {
+        ConfigId::single(opcode, Direction::ToMaster, self.node_id, req.transfer)
+    }
+
+    /// Queues a RESULT (ACK or NAK) answering `req`.
+    pub(crate) fn result(
+        &mut self,
+        q: &mut OutQueue,
+        req: &ConfigId,
+        code: ResultCode,
+        detail: u16,
+    ) {
+        let (mtu, brs) = self.tx_mode();
+        let msg = ConfigMessage::Result(CommandResult {
+            opcode: req.opcode,
+            code,
+            detail,
+        });
+        if let Some(m) = OutMsg::inline(self.reply_id(Opcode::Result, req), mtu, brs, &msg) {
+            if q.push(m) && code != ResultCode::Ok {
+                bump(&mut self.counters.naks_sent);
+            }
+        }
+    }
+
+    /// Queues a message stored inline.
+    pub(crate) fn reply(&mut self, q: &mut OutQueue, id: ConfigId, msg: &ConfigMessage<'_>) {
+        let (mtu, brs) = self.tx_mode();
+        if let Some(m) = OutMsg::inline(id, mtu, brs, msg) {
+            q.push(m);
+        }
+    }
+
+    fn take_transfer(&mut self) -> u8 {
+        let t = self.next_transfer;
+        self.next_transfer = t.wrapping_add(1);
+        t
+    }
+
+    /// Queues an ANNOUNCE (always Classical CAN: the master has not chosen a mode for
+    /// this announcement yet).
+    pub(crate) fn announce(&mut self, q: &mut OutQueue) -> bool {
+        if q.free() == 0 {
+            return false;
+        }
+        let id = ConfigId::single(
+            Opcode::Discover,
+            Direction::ToMaster,
+            self.node_id,
+            self.take_transfer(),
+        );
+        let body = Body::Announce {
+            state: self.state,
+            caps: if self.fd_capable {
+                caps::FD | caps::BRS
+            } else {
+                0
+            },
+            boot_id: self.boot_id,
+        };
+        q.push(OutMsg::new(id, Mtu::Classic, false, body))
+    }
+
+    /// Queues a HEARTBEAT.
+    pub(crate) fn heartbeat(&mut self, q: &mut OutQueue) -> bool {
+        if q.free() == 0 {
+            return false;
+        }
+        let id = ConfigId::single(
+            Opcode::Heartbeat,
+            Direction::ToMaster,
+            self.node_id,
+            self.take_transfer(),
+        );
+        let msg = ConfigMessage::NodeHeartbeat(NodeHeartbeat {
+            state: self.state,
+            fault: self.fault,
+            boot_id: self.boot_id,
+            errors: self.counters.error_summary(),
+        });
+        let (mtu, brs) = self.tx_mode();
+        match OutMsg::inline(id, mtu, brs, &msg) {
+            Some(m) => q.push(m),
+            None => false,
+        }
+    }
+
+    /// Starts the clock at the first time the application gives us: the listen window
+    /// opens then.
+    pub(crate) fn see_time(&mut self, now: u32) {
+        self.now = now;
+        if !self.clock_started {
+            self.clock_started = true;
+            self.listening = true;
+            self.listen_until = now
+                .wrapping_add(LISTEN_WINDOW_US)
+                .wrapping_add(self.boot_id % LISTEN_JITTER_US);
+        }
+    }
+
+    /// (Re)starts announcing with the shortest back-off, first one now.
+    pub(crate) fn start_announcing(&mut self, now: u32) {
+        self.announcing = true;
+        self.announce_due = now;
+        self.backoff = ANNOUNCE_BACKOFF_MIN_US;
+    }
+
+    /// FAULT for good: silent from now on.
+    pub(crate) fn enter_fault(
+        &mut self,
+        code: FaultCode,
+        q: &mut OutQueue,
+        app: &mut impl Dispatch,
+    ) {
+        self.state = NodeState::Fault;
+        self.fault = code;
+        self.announcing = false;
+        self.acknowledged = false;
+        self.resume = None;
+        q.clear();
+        app.event(Event::IdCollision);
+    }
+
+    /// Timers: end of the listen window, master-lost watchdog, ANNOUNCE retries and the
+    /// node heartbeat.
+    pub(crate) fn timers(&mut self, now: u32, q: &mut OutQueue, app: &mut impl Dispatch) {
+        if self.state == NodeState::Fault {
+            return;
+        }
+        if self.listening {
+            if !reached(now, self.listen_until) {
+                return;
+            }
+            self.listening = false;
+            if !self.acknowledged {
+                self.start_announcing(now);
+            }
+        }
+        if self.state == NodeState::Running
+            && self.watchdog_us != 0
+            && now.wrapping_sub(self.last_master_us) > self.watchdog_us
+        {
+            self.state = NodeState::Suspended;
+            self.resume = None;
+            bump(&mut self.counters.master_lost);
+            app.event(Event::MasterLost);
+            self.start_announcing(now);
+        }
+        if self.announcing && reached(now, self.announce_due) && self.announce(q) {
+            self.announce_due = now.wrapping_add(self.backoff);
+            self.backoff = self.backoff.saturating_mul(2).min(ANNOUNCE_BACKOFF_MAX_US);
+        }
+        if self.acknowledged && reached(now, self.heartbeat_due) && self.heartbeat(q) {
+            let next = self.heartbeat_due.wrapping_add(NODE_HEARTBEAT_PERIOD_US);
+            // Keep the grid, unless polling fell a whole period behind.
+            self.heartbeat_due = if reached(now, next) {
+                now.wrapping_add(NODE_HEARTBEAT_PERIOD_US)
+            } else {
+                next
+            };
+        }
+    }
+}

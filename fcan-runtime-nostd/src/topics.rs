@@ -1,0 +1,228 @@
+//! Topic values: the data plane. m2s frames are copied into the topic arena (through the
+//! staging arena for multi-frame groups, so a reader never sees a torn value); s2m
+//! frames are built from it.
+
+use crate::counters::bump;
+use crate::plan::{PlanEntry, PlanFrame, NO_STAGE};
+use crate::storage::Parts;
+use fcan_core::msg::Counters;
+
+/// Per-topic state: the generation counter and age of m2s values, the "published but not
+/// sent" flag of s2m values, and the progress of a multi-frame group being staged.
+/// Opaque outside the runtime.
+#[derive(Clone, Copy, Debug)]
+pub struct TopicState {
+    /// Bumped once per complete update (m2s: a frame or a whole group applied; s2m: a
+    /// publish). 0 = never written.
+    pub(crate) generation: u32,
+    /// When the current value arrived (m2s) or was published (s2m).
+    pub(crate) received_at_us: u32,
+    /// s2m: published and not sent yet (held until START).
+    pub(crate) unsent: bool,
+    /// m2s groups: a group is being staged.
+    pub(crate) staging: bool,
+    /// Sequence byte of the group being staged.
+    pub(crate) stage_seq: u8,
+    /// Next part expected.
+    pub(crate) stage_next: u8,
+    /// Plan index of the staged group's first frame.
+    pub(crate) stage_head: u16,
+}
+
+impl TopicState {
+    pub(crate) const EMPTY: TopicState = TopicState {
+        generation: 0,
+        received_at_us: 0,
+        unsent: false,
+        staging: false,
+        stage_seq: 0,
+        stage_next: 0,
+        stage_head: 0,
+    };
+}
+
+/// A read-only view of a topic's current value. Returned by [`crate::Node::topic`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopicRead<'a> {
+    /// The packed value (exactly the topic's size).
+    pub bytes: &'a [u8],
+    /// How many complete updates the value has seen; 0 means never written. Compare with
+    /// the previous read to know whether a command is new.
+    pub generation: u32,
+    /// The node clock when the value was last updated (received for m2s, published for
+    /// s2m).
+    pub received_at_us: u32,
+}
+
+impl TopicRead<'_> {
+    /// Microseconds since the last update, on the wrapping clock.
+    ///
+    /// ```
+    /// use fcan_runtime_nostd::TopicRead;
+    /// let r = TopicRead { bytes: &[], generation: 1, received_at_us: u32::MAX - 9 };
+    /// assert_eq!(r.age_us(10), 20);
+    /// ```
+    pub fn age_us(&self, now_us: u32) -> u32 {
+        now_us.wrapping_sub(self.received_at_us)
+    }
+}
+
+/// Copies `len` bytes from `src[from..]` to `dst[to..]`; false when either range is out
+/// of bounds (nothing copied).
+pub(crate) fn copy(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usize) -> bool {
+    let (Some(s), Some(d)) = (
+        src.get(from..from.saturating_add(len)),
+        dst.get_mut(to..to.saturating_add(len)),
+    ) else {
+        return false;
+    };
+    d.copy_from_slice(s);
+    true
+}
+
+/// Whether an entry before `i` in `entries` touches the same topic slot: the generation
+/// is bumped once per topic per frame.
+fn seen_before(entries: &[PlanEntry], i: usize) -> bool {
+    let Some(me) = entries.get(i) else {
+        return false;
+    };
+    entries
+        .get(..i)
+        .is_some_and(|before| before.iter().any(|e| e.slot == me.slot))
+}
+
+/// Marks every topic of `entries` updated at `now`.
+fn bump_topics(topics: &mut [TopicState], entries: &[PlanEntry], now: u32) {
+    for (i, e) in entries.iter().enumerate() {
+        if seen_before(entries, i) {
+            continue;
+        }
+        if let Some(t) = topics.get_mut(e.slot as usize) {
+            t.generation = t.generation.wrapping_add(1).max(1);
+            t.received_at_us = now;
+        }
+    }
+}
+
+/// Applies one m2s data frame (already matched to plan frame `fi`) to the topics.
+pub(crate) fn apply_m2s(
+    p: &mut Parts<'_>,
+    counters: &mut Counters,
+    fi: u16,
+    data: &[u8],
+    now: u32,
+) {
+    let Some(f) = p.frames.get(fi as usize).copied() else {
+        return;
+    };
+    if data.len() < f.len as usize {
+        bump(&mut counters.rx_malformed);
+        return;
+    }
+    let Some(entries) = p.entries.get(f.entries()) else {
+        return;
+    };
+    if f.group_parts <= 1 {
+        // One frame is one atomic update: copy and bump.
+        for e in entries.iter() {
+            copy(p.topic, e.topic_abs(), data, e.dst as usize, e.len as usize);
+        }
+        bump_topics(p.topics, entries, now);
+        bump(&mut counters.rx_handled);
+        return;
+    }
+    apply_group_part(p, counters, fi, &f, data, now);
+}
+
+/// One part of a sequenced multi-frame group: staged until the last part arrives in
+/// order with the same sequence byte, then copied to the live value in one go.
+fn apply_group_part(
+    p: &mut Parts<'_>,
+    counters: &mut Counters,
+    fi: u16,
+    f: &PlanFrame,
+    data: &[u8],
+    now: u32,
+) {
+    let Some(entries) = p.entries.get(f.entries()) else {
+        return;
+    };
+    // Validation guarantees every entry of a group frame is of one topic.
+    let Some(first) = entries.first().copied() else {
+        bump(&mut counters.rx_handled);
+        return;
+    };
+    let Some(seq) = data.first().copied() else {
+        bump(&mut counters.rx_malformed);
+        return;
+    };
+    let Some(ts) = p.topics.get_mut(first.slot as usize) else {
+        return;
+    };
+    let head = fi.saturating_sub(f.group_index as u16);
+    if f.group_index == 0 {
+        if ts.staging {
+            // A new publication overtook an unfinished one.
+            bump(&mut counters.reassembly_dropped);
+        }
+        // Start from the live value so bytes the group does not carry stay as they are.
+        copy(
+            p.stage,
+            first.stage_base as usize,
+            p.topic,
+            first.topic_base as usize,
+            first.topic_size as usize,
+        );
+        ts.staging = true;
+        ts.stage_seq = seq;
+        ts.stage_head = head;
+        ts.stage_next = 0;
+    } else if !ts.staging
+        || ts.stage_seq != seq
+        || ts.stage_next != f.group_index
+        || ts.stage_head != head
+    {
+        // Out of order, a lost part, or a part of another publication: drop the group.
+        if ts.staging {
+            ts.staging = false;
+            bump(&mut counters.reassembly_dropped);
+        } else {
+            bump(&mut counters.reassembly_dropped);
+        }
+        return;
+    }
+    for e in entries.iter() {
+        if e.stage_base == NO_STAGE {
+            continue;
+        }
+        copy(p.stage, e.stage_abs(), data, e.dst as usize, e.len as usize);
+    }
+    ts.stage_next = f.group_index.saturating_add(1);
+    bump(&mut counters.rx_handled);
+    if ts.stage_next >= f.group_parts {
+        ts.staging = false;
+        copy(
+            p.topic,
+            first.topic_base as usize,
+            p.stage,
+            first.stage_base as usize,
+            first.topic_size as usize,
+        );
+        ts.generation = ts.generation.wrapping_add(1).max(1);
+        ts.received_at_us = now;
+    }
+}
+
+/// Fills `buf` with s2m plan frame `fi`: the sequence byte (when sequenced) and every copy
+/// entry from the live topic values. Returns the meaningful length.
+pub(crate) fn build_s2m(p: &Parts<'_>, fi: u16, seq: u8, buf: &mut [u8; 64]) -> Option<usize> {
+    let f = p.frames.get(fi as usize)?;
+    *buf = [0; 64];
+    if f.sequenced {
+        *buf.first_mut()? = seq;
+    }
+    for e in p.entries.get(f.entries())?.iter() {
+        copy(buf, e.dst as usize, p.topic, e.topic_abs(), e.len as usize);
+    }
+    Some(f.len as usize)
+}
