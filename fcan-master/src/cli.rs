@@ -256,7 +256,7 @@ pub async fn run(cli: Cli, sim: Option<&SimBus>) -> Result<(), CliError> {
 /// Waits until discovery has settled: at least `wait` has passed with no node still
 /// being read or provisioned (at most 3 × `wait`).
 pub async fn settle(master: &Master, wait: Duration) -> Result<(), CliError> {
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     tokio::time::sleep(wait.min(Duration::from_millis(300))).await;
     loop {
         let nodes = master.nodes().await?;
@@ -315,7 +315,7 @@ pub async fn execute(
                     json_line(
                         out,
                         serde_json::json!({"id": n.id, "name": n.name, "phase": n.phase, "state": format!("{:?}", n.state),
-                            "boot_id": n.boot_id, "mode": format!("{:?}", n.mode), "frames": n.frames, "errors": n.errors, "schema": n.digest}),
+                            "boot_id": n.boot_id, "mode": format!("{:?}", n.mode), "frames": n.frames, "errors": n.errors, "schema": n.digest, "schema_source": n.schema_source}),
                     )?;
                 }
             } else {
@@ -325,10 +325,13 @@ pub async fn execute(
                     "ID", "NAME", "STATE", "PHASE", "MODE", "FRAMES", "ERRORS"
                 )?;
                 for n in nodes {
-                    let digest = n
+                    let mut digest = n
                         .digest
                         .as_deref()
                         .map_or("-".to_string(), |d| d[..16].to_string());
+                    if let Some(source) = n.schema_source {
+                        digest.push_str(&format!(" ({source})"));
+                    }
                     writeln!(
                         out,
                         "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
@@ -422,9 +425,10 @@ async fn topic(
             }
         }
         TopicCmd::Echo { name, stream } => {
+            // Times count from the request: samples can arrive before `subscribe` returns.
+            let start = crate::transport::now();
             let mut sub = master.subscribe(name).await?;
             let end = deadline(stream);
-            let start = Instant::now();
             let mut n = 0u64;
             while stream.count.is_none_or(|c| n < c) {
                 let next = match end {
@@ -671,7 +675,7 @@ async fn monitor(
 ) -> Result<(), CliError> {
     let mut events = master.events();
     let mut last = master.status().await?;
-    let mut last_t = Instant::now();
+    let mut last_t = tokio::time::Instant::now();
     let mut recent: Vec<String> = Vec::new();
     let tty = std::io::stdout().is_terminal() && !o.json;
     let mut n = 0u64;
@@ -687,7 +691,7 @@ async fn monitor(
         }
         let now = master.status().await?;
         let dt = last_t.elapsed().as_secs_f64().max(1e-6);
-        last_t = Instant::now();
+        last_t = tokio::time::Instant::now();
         if o.json {
             let rates: BTreeMap<&String, f64> = now
                 .samples

@@ -23,3 +23,4 @@ pub mod registry;
 pub mod value;
 pub use master::{Master, MasterError, MasterOptions, NodeInfo, Sample, Status};
 pub mod cli;
+pub mod dispatch;

@@ -23,7 +23,8 @@ use fcan_core::frame::Mtu;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::cache::{BlobStore, MemoryStore};
-use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase, SampleSink};
+pub use crate::dispatch::{Sample, SubscriberSink};
+use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase};
 use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
 use crate::transport::{Transport, TransportError};
 use crate::value::{pack_message, pack_param, unpack_message, unpack_param, Value, ValueError};
@@ -87,17 +88,6 @@ pub enum MasterError {
     Stopped,
 }
 
-/// One topic value.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-    /// Topic name.
-    pub name: Arc<str>,
-    /// The value.
-    pub value: Value,
-    /// When it arrived (for s2m) or was published (m2s).
-    pub at: Instant,
-}
-
 /// A node as the user sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeInfo {
@@ -113,6 +103,9 @@ pub struct NodeInfo {
     pub boot_id: u32,
     /// Schema digest, once known.
     pub digest: Option<String>,
+    /// Where this master got the schema: `"downloaded"` from the node, or `"cache"` (a
+    /// warm start: no schema transfer); `None` while unknown.
+    pub schema_source: Option<&'static str>,
     /// Error summary from its heartbeat.
     pub errors: u16,
     /// Bus mode.
@@ -180,7 +173,11 @@ impl Master {
         loop {
             tokio::select! {
                 r = transport.recv() => {
-                    if let Ok(rx) = r {
+                    // Only another master's heartbeat matters while listening. The engine
+                    // must not act on anything else yet (a node announcing now would be
+                    // acked before we know the bus is ours, and the events lost): the
+                    // DISCOVER sent at start makes every node announce again.
+                    if let Some(rx) = r.ok().filter(|rx| is_master_heartbeat(&rx.frame)) {
                         engine.handle_frame(&rx.frame, micros(base, rx.at), &mut crate::engine::NoSink);
                         while let Some(e) = engine.pop_event() {
                             if let Event::OtherMaster { session } = e {
@@ -200,7 +197,7 @@ impl Master {
             base,
             cmd_rx,
             events: events.clone(),
-            sink: Sink::default(),
+            sink: SubscriberSink::default(),
             waiting: BTreeMap::new(),
             registry: Registry::default(),
             registry_dirty: true,
@@ -263,7 +260,8 @@ impl Master {
         n: usize,
         timeout: Duration,
     ) -> Result<Vec<NodeInfo>, MasterError> {
-        let start = Instant::now();
+        // tokio's clock, so a paused (virtual) clock bounds the wait too.
+        let start = tokio::time::Instant::now();
         loop {
             let nodes = self.nodes().await?;
             let running = nodes.iter().filter(|x| x.phase == "running").count();
@@ -325,47 +323,15 @@ impl std::str::FromStr for Value {
     }
 }
 
+/// Whether `frame` is a master HEARTBEAT (ours or another master's).
+fn is_master_heartbeat(frame: &fcan_core::frame::Frame) -> bool {
+    use fcan_core::id::{ConfigId, Direction, Opcode};
+    ConfigId::from_can_id(frame.id())
+        .is_ok_and(|id| id.opcode == Opcode::Heartbeat && id.dir == Direction::ToNode)
+}
+
 fn micros(base: tokio::time::Instant, at: Instant) -> u64 {
     at.saturating_duration_since(base.into_std()).as_micros() as u64
-}
-
-/// The subscribers of one topic: its name, its fields, and their channels.
-struct Subscribers {
-    name: Arc<str>,
-    fields: Vec<fcan_core::ir::Field>,
-    senders: Vec<mpsc::UnboundedSender<Sample>>,
-}
-
-/// Routes samples to subscribers, decoding only topics someone listens to.
-#[derive(Default)]
-struct Sink {
-    subs: BTreeMap<(u8, u8, u8), Subscribers>,
-    counts: BTreeMap<(u8, u8, u8), u64>,
-    base: Option<tokio::time::Instant>,
-}
-
-impl SampleSink for Sink {
-    fn sample(&mut self, node: u8, block: u8, topic: u8, bytes: &[u8], at: u64) {
-        *self.counts.entry((node, block, topic)).or_default() += 1;
-        let Some(subs) = self.subs.get_mut(&(node, block, topic)) else {
-            return;
-        };
-        let Ok(value) = unpack_message(&subs.fields, bytes) else {
-            return;
-        };
-        let at = self
-            .base
-            .map_or_else(Instant::now, |b| b.into_std() + Duration::from_micros(at));
-        let name = subs.name.clone();
-        subs.senders.retain(|s| {
-            s.send(Sample {
-                name: name.clone(),
-                value: value.clone(),
-                at,
-            })
-            .is_ok()
-        });
-    }
 }
 
 enum Waiting {
@@ -387,7 +353,7 @@ struct Task<T> {
     base: tokio::time::Instant,
     cmd_rx: mpsc::Receiver<Command>,
     events: broadcast::Sender<Event>,
-    sink: Sink,
+    sink: SubscriberSink,
     waiting: BTreeMap<u64, Waiting>,
     registry: Registry,
     registry_dirty: bool,
@@ -399,7 +365,7 @@ impl<T: Transport> Task<T> {
     }
 
     async fn run(mut self) {
-        self.sink.base = Some(self.base);
+        self.sink.set_base(self.base);
         loop {
             let now = self.now();
             self.engine.poll(now);
@@ -505,7 +471,7 @@ impl<T: Transport> Task<T> {
                 let registry = self.registry().clone();
                 let samples = self
                     .sink
-                    .counts
+                    .counts()
                     .iter()
                     .filter_map(|((n, b, t), c)| {
                         Some((registry.topic_name(*n, *b, *t)?.name.clone(), *c))
@@ -523,16 +489,8 @@ impl<T: Transport> Task<T> {
             }
             Command::Subscribe(name, sub, tx) => {
                 let r = self.registry().topic(&name).cloned().map(|t| {
-                    let entry = self
-                        .sink
-                        .subs
-                        .entry((t.node, t.block, t.topic))
-                        .or_insert_with(|| Subscribers {
-                            name: Arc::from(t.name.as_str()),
-                            fields: t.fields.clone(),
-                            senders: Vec::new(),
-                        });
-                    entry.senders.push(sub);
+                    self.sink
+                        .subscribe((t.node, t.block, t.topic), &t.name, &t.fields, sub);
                 });
                 let _ = tx.send(r.map_err(MasterError::from));
             }
@@ -619,6 +577,9 @@ fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
         state: n.state,
         boot_id: n.announce.boot_id,
         digest: n.schema.as_ref().map(|s| s.digest.to_string()),
+        schema_source: n
+            .schema_cached
+            .map(|c| if c { "cache" } else { "downloaded" }),
         errors: n.errors,
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),

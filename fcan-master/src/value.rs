@@ -3,6 +3,8 @@
 //! rules of `fcan_core` (the master never restates them).
 
 use std::fmt;
+use std::mem::size_of;
+use std::sync::Arc;
 
 use fcan_core::ir::Field;
 use fcan_core::pack::{Reader, Writer};
@@ -22,8 +24,9 @@ pub enum Value {
     Float(f64),
     /// A fixed array.
     Array(Vec<Value>),
-    /// A message: fields in schema order.
-    Struct(Vec<(String, Value)>),
+    /// A message: fields in schema order. Names are shared (`Arc<str>`): decoding a
+    /// topic sample copies no strings.
+    Struct(Vec<(Arc<str>, Value)>),
 }
 
 /// A value that does not fit its type. Names the field.
@@ -129,6 +132,31 @@ impl Value {
         })
     }
 
+    /// A field of a [`Value::Struct`] by name.
+    ///
+    /// ```
+    /// use fcan_master::value::Value;
+    /// let v = Value::parse("{on: true}").unwrap();
+    /// assert_eq!(v.field("on"), Some(&Value::Bool(true)));
+    /// assert_eq!(v.field("off"), None);
+    /// ```
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        match self {
+            Value::Struct(fields) => fields.iter().find(|(n, _)| &**n == name).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The value as `f64`, for any number (`None` for bools, arrays and structs).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Float(f) => Some(f),
+            Value::Int(i) => Some(i as f64),
+            Value::UInt(u) => Some(u as f64),
+            _ => None,
+        }
+    }
+
     /// From JSON.
     pub fn from_json(j: &serde_json::Value) -> Result<Value, ValueError> {
         Ok(match j {
@@ -147,7 +175,7 @@ impl Value {
             }
             serde_json::Value::Object(o) => Value::Struct(
                 o.iter()
-                    .map(|(k, v)| Ok((k.clone(), Value::from_json(v)?)))
+                    .map(|(k, v)| Ok((Arc::from(k.as_str()), Value::from_json(v)?)))
                     .collect::<Result<_, _>>()?,
             ),
             serde_json::Value::String(s) => match s.as_str() {
@@ -176,9 +204,11 @@ impl Value {
             Value::Float(f) => serde_json::Number::from_f64(*f)
                 .map_or(serde_json::Value::Null, serde_json::Value::Number),
             Value::Array(a) => serde_json::Value::Array(a.iter().map(Value::to_json).collect()),
-            Value::Struct(s) => {
-                serde_json::Value::Object(s.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
-            }
+            Value::Struct(s) => serde_json::Value::Object(
+                s.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_json()))
+                    .collect(),
+            ),
         }
     }
 
@@ -221,7 +251,7 @@ impl Value {
                         let k = k
                             .as_str()
                             .ok_or_else(|| err("(value)", "field names must be strings"))?;
-                        Ok((k.to_string(), Value::from_yaml(v)?))
+                        Ok((Arc::from(k), Value::from_yaml(v)?))
                     })
                     .collect::<Result<_, _>>()?,
             ),
@@ -303,7 +333,7 @@ pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueErr
     let size = fcan_core::numbering::layout(fields).size;
     let mut buf = vec![0u8; size];
     let mut w = Writer::new(&mut buf);
-    let items: &[(String, Value)] = match value {
+    let items: &[(Arc<str>, Value)] = match value {
         Value::Struct(items) => items,
         _ if fields.is_empty() => &[],
         other => {
@@ -314,7 +344,7 @@ pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueErr
         }
     };
     for (name, _) in items {
-        if !fields.iter().any(|f| &f.name == name) {
+        if !fields.iter().any(|f| *f.name == **name) {
             let hint = did_you_mean(name, fields.iter().map(|f| f.name.as_str()))
                 .map(|c| format!("; did you mean `{c}`?"))
                 .unwrap_or_default();
@@ -328,7 +358,7 @@ pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueErr
     for f in fields {
         let v = items
             .iter()
-            .find(|(n, _)| n == &f.name)
+            .find(|(n, _)| **n == *f.name)
             .map(|(_, v)| v)
             .ok_or_else(|| err(&f.name, "missing"))?;
         pack_field(&mut w, f.ty, f.len, v, &f.name)?;
@@ -338,12 +368,70 @@ pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueErr
 
 /// Unpacks message bytes into a [`Value::Struct`].
 pub fn unpack_message(fields: &[Field], bytes: &[u8]) -> Result<Value, ValueError> {
-    let mut r = Reader::new(bytes);
+    let names: Vec<Arc<str>> = fields.iter().map(|f| Arc::from(f.name.as_str())).collect();
+    unpack_message_named(fields, &names, bytes)
+}
+
+/// [`unpack_message`] with the field names already shared: the hot path for topic
+/// samples, which decodes without allocating a string.
+pub fn unpack_message_named(
+    fields: &[Field],
+    names: &[Arc<str>],
+    bytes: &[u8],
+) -> Result<Value, ValueError> {
     let mut out = Vec::with_capacity(fields.len());
-    for f in fields {
-        out.push((f.name.clone(), unpack_field(&mut r, f.ty, f.len)?));
+    let mut at = 0;
+    for (f, name) in fields.iter().zip(names) {
+        let size = f.ty.size();
+        let value = match f.len {
+            None => read_value(f.ty, bytes.get(at..).unwrap_or(&[]), &f.name)?,
+            Some(n) => {
+                let mut items = Vec::with_capacity(n as usize);
+                for k in 0..n as usize {
+                    let b = bytes.get(at + k * size..).unwrap_or(&[]);
+                    items.push(read_value(f.ty, b, &f.name)?);
+                }
+                Value::Array(items)
+            }
+        };
+        at += size * f.len.unwrap_or(1) as usize;
+        out.push((name.clone(), value));
     }
     Ok(Value::Struct(out))
+}
+
+/// One scalar straight from bytes into a [`Value`] (the topic hot path: no intermediate
+/// [`Scalar`]).
+#[inline]
+fn read_value(ty: ScalarType, b: &[u8], field: &str) -> Result<Value, ValueError> {
+    let short = || err(field, "message truncated");
+    macro_rules! le {
+        ($t:ty) => {
+            <$t>::from_le_bytes(
+                b.get(..size_of::<$t>())
+                    .and_then(|x| x.try_into().ok())
+                    .ok_or_else(short)?,
+            )
+        };
+    }
+    Ok(match ty {
+        ScalarType::Bool => match b.first() {
+            Some(0) => Value::Bool(false),
+            Some(1) => Value::Bool(true),
+            Some(_) => return Err(err(field, "bool byte is neither 0 nor 1")),
+            None => return Err(short()),
+        },
+        ScalarType::U8 => Value::UInt(le!(u8) as u64),
+        ScalarType::I8 => Value::Int(le!(i8) as i64),
+        ScalarType::U16 => Value::UInt(le!(u16) as u64),
+        ScalarType::I16 => Value::Int(le!(i16) as i64),
+        ScalarType::U32 => Value::UInt(le!(u32) as u64),
+        ScalarType::I32 => Value::Int(le!(i32) as i64),
+        ScalarType::U64 => Value::UInt(le!(u64)),
+        ScalarType::I64 => Value::Int(le!(i64)),
+        ScalarType::F32 => Value::Float(le!(f32) as f64),
+        ScalarType::F64 => Value::Float(le!(f64)),
+    })
 }
 
 /// Packs a parameter value (a scalar, or an array for an array param).

@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use fcan_core::frame::{CanId, Frame, Mtu};
-use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
+use fcan_core::id::{ConfigId, NodeId};
 use fcan_core::msg::*;
 use fcan_core::segment::Segmenter;
 use fcan_router::{Link, Router, RouterConfig};
@@ -120,10 +120,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| r2.route(Link::Up, black_box(&unicast), black_box(1000)))
     });
     g.bench_function(
-        "FRAME_DEFINE, one FD frame (capture + decode + learn)",
+        "FRAME_DEFINE, one FD frame (capture + decode + learn; a retry)",
         |b| b.iter(|| r2.route(Link::Up, black_box(&define_fd), black_box(1000))),
     );
-    g.bench_function("FRAME_DEFINE, classic transfer (per frame)", |b| {
+    g.bench_function("FRAME_DEFINE, classic transfer (3 frames)", |b| {
         b.iter(|| {
             for f in &define_classic {
                 r2.route(Link::Up, black_box(f), black_box(1000));

@@ -288,7 +288,7 @@ async fn link_task<T: Transport>(
                 loop {
                     match t.send(&f).await {
                         Ok(()) => break,
-                        Err(TransportError::TxQueueFull { .. }) if Instant::now() < deadline => {
+                        Err(TransportError::TxQueueFull) if Instant::now() < deadline => {
                             tokio::time::sleep(Duration::from_micros(200)).await;
                         }
                         Err(e) => {

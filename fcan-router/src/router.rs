@@ -331,7 +331,7 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
     fn route_config(&mut self, from: Link, cid: ConfigId, frame: &Frame, now_us: u32) -> Route {
         match (from, cid.dir) {
             (Link::Down(i), Direction::ToMaster) => {
-                self.from_node(i, cid, frame, now_us);
+                self.heard_node(i, cid, frame, now_us);
                 Route::to(LinkSet::one(Link::Up))
             }
             (Link::Up, Direction::ToNode) => {
@@ -356,7 +356,7 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
     }
 
     /// Learns from a node → master frame heard on downlink `link`.
-    fn from_node(&mut self, link: u8, cid: ConfigId, frame: &Frame, now_us: u32) {
+    fn heard_node(&mut self, link: u8, cid: ConfigId, frame: &Frame, now_us: u32) {
         let node = cid.node;
         let claim = match cid.opcode {
             Opcode::Heartbeat => true,
@@ -474,7 +474,9 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
             Captured::Nothing => return None,
         }
         let want = crate::capture::wanted(&cid)?;
-        let (head, rest) = self.scratch.split_at_mut(want.min(SCRATCH));
+        // Only the prefix area is ever written: the rest of the scratch stays zero.
+        let area = self.scratch.get_mut(..PREFIX_MAX)?;
+        let (head, rest) = area.split_at_mut(want.min(PREFIX_MAX));
         head.copy_from_slice(self.prefix.get(..head.len())?);
         rest.fill(0);
         ConfigMessage::decode(cid.opcode, cid.dir, &self.scratch).ok()

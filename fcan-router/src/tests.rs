@@ -669,3 +669,12 @@ mod proptests {
         }
     }
 }
+
+#[test]
+fn ram_footprint_is_bounded() {
+    let two = core::mem::size_of::<Router<2>>();
+    let eight = core::mem::size_of::<Router<8>>();
+    let small = core::mem::size_of::<Router<4, 64>>();
+    std::println!("Router<2>: {two} B, Router<8>: {eight} B, Router<4, 64>: {small} B");
+    assert!(two < 12 * 1024 && eight < 12 * 1024 && small < 6 * 1024);
+}

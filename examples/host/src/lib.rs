@@ -3,6 +3,7 @@
 //! [`fcan_master::transport::Transport`] (the simulated bus or SocketCAN).
 #![warn(missing_docs)]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fcan_core::frame::Frame;
@@ -82,35 +83,126 @@ pub const POLL_PERIOD: Duration = Duration::from_micros(500);
 /// Runs a firmware on a transport until the task is aborted (or the transport closes).
 /// The node's clock is microseconds since the task started (as a board's timer would
 /// be since boot), wrapping.
-pub fn run_node<T: Transport + 'static, F: Firmware>(mut transport: T, mut fw: F) -> JoinHandle<F> {
+pub fn run_node<T: Transport + 'static, F: Firmware>(transport: T, mut fw: F) -> JoinHandle<F> {
     tokio::spawn(async move {
-        let base = tokio::time::Instant::now();
-        let now_us = move || base.elapsed().as_micros() as u32;
-        let mut tx = TxQueue::new(8);
-        loop {
-            fw.poll(now_us(), &mut tx);
-            for f in tx.frames.drain(..) {
-                match transport.send(&f).await {
-                    Ok(()) => {}
-                    Err(TransportError::Closed) => return fw,
-                    // Bus off, queue full: the frame is lost as on real hardware; the
-                    // protocol's retries recover.
-                    Err(_) => {}
-                }
-            }
-            tokio::select! {
-                r = transport.recv() => match r {
-                    Ok(rx) => {
-                        let at = rx.at.saturating_duration_since(base.into_std()).as_micros() as u32;
-                        fw.receive(&rx.frame, at);
-                    }
-                    Err(e) if e.is_fatal() => return fw,
-                    Err(_) => {}
-                },
-                _ = tokio::time::sleep(POLL_PERIOD) => {}
-            }
-        }
+        drive(transport, |step, tx| match step {
+            Step::Receive(frame, at) => fw.receive(frame, at),
+            Step::Poll(now) => fw.poll(now, tx),
+        })
+        .await;
+        fw
     })
+}
+
+/// A firmware run by [`run_node_shared`]: the task drives it while tests (or displays)
+/// look at it through [`SharedNode::with`]. Dropping the handle does not stop the node;
+/// [`SharedNode::stop`] does (like pulling the board's power).
+#[derive(Debug)]
+pub struct SharedNode<F> {
+    fw: Arc<Mutex<F>>,
+    task: JoinHandle<()>,
+}
+
+impl<F> SharedNode<F> {
+    /// Runs `f` on the firmware (between two steps of the node's main loop).
+    pub fn with<R>(&self, f: impl FnOnce(&mut F) -> R) -> R {
+        let mut fw = self.fw.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut fw)
+    }
+
+    /// The shared firmware.
+    pub fn firmware(&self) -> Arc<Mutex<F>> {
+        self.fw.clone()
+    }
+
+    /// Stops the node at once: its task ends and its transport is dropped (detached
+    /// from the bus). The firmware stays readable.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+
+    /// Whether the node's task has ended (stopped, or its transport closed).
+    pub fn is_stopped(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl<F> Drop for SharedNode<F> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Like [`run_node`], but the firmware stays reachable from the returned handle, so a
+/// test can read its state (motor duty, outputs, node state and counters) while it runs.
+/// To reboot a node, [`SharedNode::stop`] it and run a new firmware (same node id, new
+/// boot id) on a new transport.
+pub fn run_node_shared<T: Transport + 'static, F: Firmware>(transport: T, fw: F) -> SharedNode<F> {
+    let fw = Arc::new(Mutex::new(fw));
+    let shared = fw.clone();
+    let task = tokio::spawn(async move {
+        drive(transport, |step, tx| {
+            let mut fw = shared.lock().unwrap_or_else(|p| p.into_inner());
+            match step {
+                Step::Receive(frame, at) => fw.receive(frame, at),
+                Step::Poll(now) => fw.poll(now, tx),
+            }
+        })
+        .await;
+    });
+    SharedNode { fw, task }
+}
+
+/// One step of a board's main loop.
+enum Step<'a> {
+    /// A frame arrived at this time.
+    Receive(&'a Frame, u32),
+    /// Run the firmware at this time.
+    Poll(u32),
+}
+
+/// The host main loop of one board: poll, send what the firmware queued, wait for a frame
+/// or the next poll. Returns when the transport closes.
+async fn drive<T: Transport>(mut transport: T, mut step: impl FnMut(Step<'_>, &mut TxQueue)) {
+    let base = tokio::time::Instant::now();
+    let now_us = move || base.elapsed().as_micros() as u32;
+    let mut tx = TxQueue::new(8);
+    loop {
+        step(Step::Poll(now_us()), &mut tx);
+        if !flush(&mut transport, &mut tx).await {
+            return;
+        }
+        tokio::select! {
+            r = transport.recv() => match r {
+                Ok(rx) => {
+                    let at = rx.at.saturating_duration_since(base.into_std()).as_micros() as u32;
+                    step(Step::Receive(&rx.frame, at), &mut tx);
+                }
+                Err(e) if e.is_fatal() => return,
+                Err(_) => {}
+            },
+            _ = tokio::time::sleep(POLL_PERIOD) => {}
+        }
+    }
+}
+
+/// Hands the queued frames to the transport, in order. A full transmit queue keeps
+/// them (and so makes [`TxQueue`] refuse new ones: the runtime holds its frames and
+/// retries at a later poll, as with a controller's mailboxes); a frame the bus refuses
+/// otherwise (bus off) is lost as on real hardware, and the protocol's retries recover.
+/// Returns `false` once the transport is closed.
+async fn flush<T: Transport>(transport: &mut T, tx: &mut TxQueue) -> bool {
+    let mut sent = 0;
+    for f in &tx.frames {
+        match transport.send(f).await {
+            Ok(()) => sent += 1,
+            Err(TransportError::TxQueueFull) => break,
+            Err(TransportError::Closed) => return false,
+            Err(_) => sent += 1,
+        }
+    }
+    tx.frames.drain(..sent);
+    true
 }
 
 /// A random boot id, as a board draws one from its RNG or ADC noise at boot.

@@ -603,6 +603,34 @@ impl Engine {
             }
             BusMode::Classic
         };
+        if let Some(rec) = self.nodes.get_mut(&node) {
+            let busy = rec.in_flight.is_some() || rec.download.is_some();
+            if rec.announce == ann
+                && busy
+                && matches!(rec.phase, Phase::Reading | Phase::Provisioning)
+            {
+                // The boot we are reading or provisioning announced again: an answer to
+                // DISCOVER or a back-off repeat sent before our ack arrived (possibly
+                // queued before the provisioning we already did). Ack again and carry
+                // on: starting over would abandon the steps in flight, and the state in
+                // a stale announcement could even make us send START to a half-defined
+                // plan.
+                rec.last_seen = at;
+                let ack = ConfigMessage::AnnounceAck(AnnounceAck {
+                    boot_id: a.boot_id,
+                    session: self.cfg.session,
+                    mode: rec.mode,
+                });
+                let t = rec.transfer();
+                self.send(
+                    NodeId::new(node).unwrap_or(NodeId::BROADCAST),
+                    t,
+                    &ack,
+                    Mtu::Classic,
+                );
+                return;
+            }
+        }
         let resume = match self.nodes.get_mut(&node) {
             Some(rec) => {
                 rec.last_seen = at;
@@ -641,6 +669,7 @@ impl Engine {
         });
         if schema_changed {
             rec.schema = None;
+            rec.schema_cached = None;
             if let Some(plan) = rec.plan.take() {
                 self.release_plan(node, &plan);
             }
@@ -691,6 +720,7 @@ impl Engine {
                 });
                 if let Some(rec) = self.nodes.get_mut(&node) {
                     rec.schema = Some(s);
+                    rec.schema_cached = Some(true);
                 }
                 self.begin_provisioning(node, at);
             }
@@ -813,6 +843,7 @@ impl Engine {
                 });
                 if let Some(rec) = self.nodes.get_mut(&node) {
                     rec.schema = Some(s);
+                    rec.schema_cached = Some(false);
                 }
                 self.begin_provisioning(node, at);
             }

@@ -109,6 +109,9 @@ pub struct NodeRecord {
     pub announce: Announcement,
     /// The schema, once known.
     pub schema: Option<Arc<NodeSchema>>,
+    /// Whether this master took the schema from its blob cache (`Some(true)`) or
+    /// downloaded it from the node (`Some(false)`); `None` while unknown.
+    pub schema_cached: Option<bool>,
     /// The plan, once made.
     pub plan: Option<Plan>,
     /// Frame kind the node was told to use.
@@ -141,6 +144,7 @@ impl NodeRecord {
             id,
             announce,
             schema: None,
+            schema_cached: None,
             plan: None,
             mode: BusMode::Classic,
             state: NodeState::Unprovisioned,

@@ -425,17 +425,17 @@ impl<T: Transport> ScriptedNode<T> {
         let tr = cid.transfer;
         match msg {
             ConfigMessage::Discover(_) => self.announce().await,
-            ConfigMessage::MasterHeartbeat(hb) => {
-                if self.acked && self.session.is_some_and(|s| s != hb.session) {
-                    // A new master: announce again.
-                    self.acked = false;
-                    self.state = NodeState::Unprovisioned;
-                    self.mode = BusMode::Classic;
-                    self.backoff = Duration::from_micros(timing::ANNOUNCE_BACKOFF_MIN_US as u64);
-                    self.next_announce = Some(Instant::now());
-                    self.next_heartbeat = None;
-                    self.update_log(|_| {});
-                }
+            ConfigMessage::MasterHeartbeat(hb)
+                if self.acked && self.session.is_some_and(|s| s != hb.session) =>
+            {
+                // A new master: announce again.
+                self.acked = false;
+                self.state = NodeState::Unprovisioned;
+                self.mode = BusMode::Classic;
+                self.backoff = Duration::from_micros(timing::ANNOUNCE_BACKOFF_MIN_US as u64);
+                self.next_announce = Some(Instant::now());
+                self.next_heartbeat = None;
+                self.update_log(|_| {});
             }
             ConfigMessage::AnnounceAck(ack) => {
                 if ack.boot_id != self.spec.boot_id {

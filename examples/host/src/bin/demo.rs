@@ -156,14 +156,12 @@ async fn live(
             vel = field_f64(&s.value, "velocity");
         }
         while let Ok(s) = samples.try_recv() {
-            if let Value::Struct(f) = &s.value {
-                if let Some((_, Value::Array(raw))) = f.iter().find(|(n, _)| n == "raw") {
-                    ana = raw.first().map_or(0, |v| field_i64(v));
-                }
+            if let Some(Value::Array(raw)) = s.value.field("raw") {
+                ana = raw.first().and_then(Value::as_f64).unwrap_or(0.0) as i64;
             }
         }
         while let Ok(s) = edges.try_recv() {
-            in0 = matches!(&s.value, Value::Struct(f) if f.iter().any(|(n, v)| n == "level" && *v == Value::Bool(true)));
+            in0 = s.value.field("level") == Some(&Value::Bool(true));
         }
         if last_print.elapsed() >= Duration::from_millis(250) {
             last_print = tokio::time::Instant::now();
@@ -181,26 +179,7 @@ async fn live(
 }
 
 fn field_f64(v: &Value, name: &str) -> f64 {
-    match v {
-        Value::Struct(f) => f
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(f64::NAN, |(_, v)| match v {
-                Value::Float(x) => *x,
-                Value::Int(i) => *i as f64,
-                Value::UInt(u) => *u as f64,
-                _ => f64::NAN,
-            }),
-        _ => f64::NAN,
-    }
-}
-
-fn field_i64(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        Value::UInt(u) => *u as i64,
-        _ => 0,
-    }
+    v.field(name).and_then(Value::as_f64).unwrap_or(f64::NAN)
 }
 
 /// `fcan>` prompt: every `fcan` subcommand, run by the CLI library against this master.

@@ -1,0 +1,162 @@
+//! The eight-motor driver (`examples/motor-driver`) as a real Cortex-M4F firmware for the
+//! Arm MPS2-AN386 board, which QEMU emulates (`qemu-system-arm -machine mps2-an386`).
+//!
+//! - The node and its application live in one `static` ([`DRIVER`]), so their RAM shows
+//!   up in `.bss` and the size report counts it as static RAM.
+//! - Frames come from and go to the mailbox rings of [`mailbox`] (a CAN controller's
+//!   message RAM stand-in; the board has no CAN controller).
+//! - Time is SysTick ([`clock`]).
+//! - Feature `selftest` (default): a master on the same chip drives the node over the
+//!   in-RAM loopback bus through discovery, schema download, planning, START, commands and
+//!   master loss, checks what comes back, and exits QEMU through semihosting.
+//! - Without it (`--no-default-features`, the size build): the endless node loop, with the
+//!   motor duties written to PWM compare registers (stand-ins in RAM).
+//!
+//! `unsafe` is used only here, in the firmware binary, and every block says why it is
+//! sound: the static node ([`boot`]), the mailbox rings ([`mailbox`]), the PWM
+//! registers, and (self-test) stack painting.
+#![no_std]
+#![no_main]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod clock;
+mod mailbox;
+#[cfg(feature = "selftest")]
+mod selftest;
+
+use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
+
+use cortex_m_rt::entry;
+use fcan_example_motor_driver::{MotorDriver, MOTORS};
+use fcan_runtime_nostd::fcan_core::id::NodeId;
+
+/// This board's node id (on a real board: address switches).
+pub const NODE_ID: u8 = 5;
+
+/// The whole node: fcan runtime buffers, generated wrapper and the motor application.
+/// Written once by [`boot`].
+static mut DRIVER: MaybeUninit<MotorDriver> = MaybeUninit::uninit();
+
+/// Boots the node into [`DRIVER`] and hands out the only reference to it.
+///
+/// Returns `None` when the generated buffers do not fit the schema (cannot happen with
+/// generated code; checked anyway, and reported by the caller).
+fn boot(boot_id: u32) -> Option<&'static mut MotorDriver> {
+    static mut BOOTED: bool = false;
+    let node_id = NodeId::new(NODE_ID)?;
+    let fw = MotorDriver::new(node_id, boot_id, MOTORS as u8, true).ok()?;
+    // SAFETY: single-threaded, and `BOOTED` makes this run at most once, so the `&mut`
+    // handed out is the only reference to `DRIVER` that ever exists.
+    unsafe {
+        let booted = &mut *addr_of_mut!(BOOTED);
+        if *booted {
+            return None;
+        }
+        *booted = true;
+        Some((*addr_of_mut!(DRIVER)).write(fw))
+    }
+}
+
+/// A boot id: random per boot on a real board (TRNG); here SysTick's phase after the
+/// clock check, mixed with a constant.
+fn boot_id() -> u32 {
+    let t = cortex_m::peripheral::SYST::get_current();
+    0x9E37_79B9u32.wrapping_mul(t ^ 0xA5A5_5A5A) ^ 0x1234_5678
+}
+
+#[cfg(not(feature = "selftest"))]
+mod pwm {
+    use core::ptr::{addr_of_mut, write_volatile};
+
+    /// PWM compare registers of the eight motor bridges (stand-ins in RAM on this board).
+    static mut DUTY: [f32; super::MOTORS] = [0.0; super::MOTORS];
+
+    /// Writes one motor's duty.
+    pub fn set(i: usize, duty: f32) {
+        if i < super::MOTORS {
+            // SAFETY: index checked; single-threaded, nothing else references `DUTY`; a
+            // volatile write, as to a peripheral register.
+            unsafe { write_volatile(addr_of_mut!(DUTY[i]), duty) }
+        }
+    }
+}
+
+#[cfg(not(feature = "selftest"))]
+#[entry]
+fn main() -> ! {
+    let Some(p) = cortex_m::Peripherals::take() else {
+        halt()
+    };
+    let mut clock = clock::Clock::new(p.SYST);
+    let Some(fw) = boot(boot_id()) else { halt() };
+    let mut tx = mailbox::TxMailbox;
+    loop {
+        let now = clock.now_us();
+        while let Some(frame) = mailbox::rx_pop() {
+            fw.receive(&frame, now);
+        }
+        fw.poll(now, &mut tx);
+        for i in 0..MOTORS {
+            if let Some(a) = fw.axis(i) {
+                pwm::set(i, a.duty);
+            }
+        }
+    }
+}
+
+#[cfg(feature = "selftest")]
+#[entry]
+fn main() -> ! {
+    use cortex_m_semihosting::debug::{exit, EXIT_FAILURE, EXIT_SUCCESS};
+    use cortex_m_semihosting::hprintln;
+
+    selftest::paint_stack();
+    let Some(p) = cortex_m::Peripherals::take() else {
+        halt()
+    };
+    let clock = clock::Clock::new(p.SYST);
+    let id = boot_id();
+    let Some(fw) = boot(id) else {
+        hprintln!("FAIL: node did not boot");
+        exit(EXIT_FAILURE);
+        halt()
+    };
+    match selftest::run(fw, clock) {
+        Ok(()) => {
+            hprintln!("fcan firmware self-test: PASS");
+            exit(EXIT_SUCCESS);
+        }
+        Err(e) => {
+            hprintln!("FAIL: {}", e);
+            exit(EXIT_FAILURE);
+        }
+    }
+    halt()
+}
+
+fn halt() -> ! {
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+/// A panic cannot come from bus input (the runtime never panics on input); if anything
+/// panics anyway: report and exit QEMU with failure in the self-test, stop otherwise.
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    #[cfg(feature = "selftest")]
+    {
+        cortex_m_semihosting::hprintln!("FAIL: panic: {}", _info);
+        cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
+    }
+    halt()
+}
+
+#[cfg(feature = "selftest")]
+#[cortex_m_rt::exception]
+unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
+    cortex_m_semihosting::hprintln!("FAIL: HardFault at {:#x}", _frame.pc());
+    cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
+    halt()
+}
