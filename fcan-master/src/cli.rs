@@ -706,13 +706,14 @@ async fn monitor(
             json_line(
                 out,
                 serde_json::json!({"nodes": now.nodes.iter().map(|n| serde_json::json!({"id": n.id, "name": n.name, "phase": n.phase, "errors": n.errors})).collect::<Vec<_>>(),
-                "rates_hz": rates, "rx_frames": now.stats.rx_frames, "tx_frames": now.stats.tx_frames}),
+                "rates_hz": rates, "bus_load": (now.bus_busy.saturating_sub(last.bus_busy)).as_secs_f64() / dt, "rx_frames": now.stats.rx_frames, "tx_frames": now.stats.tx_frames}),
             )?;
         } else {
             if tty {
                 write!(out, "\x1b[2J\x1b[H")?;
             }
-            writeln!(out, "fcan monitor — {} node(s), rx {} frames ({:.0}/s), tx {} frames ({:.0}/s), retries {}, malformed {}",
+            let load = (now.bus_busy.saturating_sub(last.bus_busy)).as_secs_f64() / dt * 100.0;
+            writeln!(out, "fcan monitor — {} node(s), bus load {load:.1} % (at 1/5 Mbit/s), rx {} frames ({:.0}/s), tx {} frames ({:.0}/s), retries {}, malformed {}",
                 now.nodes.len(), now.stats.rx_frames, (now.stats.rx_frames - last.stats.rx_frames) as f64 / dt,
                 now.stats.tx_frames, (now.stats.tx_frames - last.stats.tx_frames) as f64 / dt, now.stats.retries, now.stats.rx_malformed)?;
             writeln!(

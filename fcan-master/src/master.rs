@@ -26,6 +26,7 @@ use crate::cache::{BlobStore, MemoryStore};
 pub use crate::dispatch::{Sample, SubscriberSink};
 use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase};
 use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
+use crate::transport::sim::BitRates;
 use crate::transport::{Transport, TransportError};
 use crate::value::{pack_message, pack_param, unpack_message, unpack_param, Value, ValueError};
 
@@ -38,6 +39,9 @@ pub struct MasterOptions {
     pub store: Box<dyn BlobStore>,
     /// How long to listen for another master before transmitting.
     pub listen_for_other_master: Duration,
+    /// The bus's bit rates, for the bus load the master reports (SocketCAN does not
+    /// tell; default 1 Mbit/s arbitration, 5 Mbit/s data).
+    pub rates: BitRates,
     /// Override engine settings (the session id and MTU are filled in by `start`).
     pub tune: Option<Tune>,
 }
@@ -48,6 +52,7 @@ impl Default for MasterOptions {
             store: Box::new(MemoryStore::new()),
             listen_for_other_master: Duration::from_millis(300),
             tune: None,
+            rates: BitRates::default(),
         }
     }
 }
@@ -123,6 +128,9 @@ pub struct Status {
     pub samples: BTreeMap<String, u64>,
     /// Engine counters.
     pub stats: EngineStats,
+    /// Wire time of every frame seen or sent since start, at [`MasterOptions::rates`]:
+    /// its growth over an interval divided by the interval is the bus load.
+    pub bus_busy: Duration,
 }
 
 enum Command {
@@ -167,6 +175,7 @@ impl Master {
         if let Some(tune) = opts.tune {
             tune(&mut cfg);
         }
+        let rates = opts.rates;
         let mut engine = Engine::new(cfg, opts.store);
         let base = tokio::time::Instant::now();
         // One master per bus: listen before saying anything.
@@ -201,6 +210,8 @@ impl Master {
             waiting: BTreeMap::new(),
             registry: Registry::default(),
             registry_dirty: true,
+            rates,
+            bus_busy: Duration::ZERO,
         };
         tokio::spawn(task.run());
         let m = Master { cmd, events };
@@ -357,6 +368,8 @@ struct Task<T> {
     waiting: BTreeMap<u64, Waiting>,
     registry: Registry,
     registry_dirty: bool,
+    rates: BitRates,
+    bus_busy: Duration,
 }
 
 impl<T: Transport> Task<T> {
@@ -377,6 +390,7 @@ impl<T: Transport> Task<T> {
                 r = self.transport.recv() => match r {
                     Ok(rx) => {
                         let at = micros(self.base, rx.at);
+                        self.bus_busy += self.rates.frame_time(&rx.frame);
                         self.engine.handle_frame(&rx.frame, at, &mut self.sink);
                     }
                     Err(e) if e.is_bus_event() => {}
@@ -399,7 +413,10 @@ impl<T: Transport> Task<T> {
             let mut tries = 0;
             loop {
                 match self.transport.send(&f).await {
-                    Ok(()) => break,
+                    Ok(()) => {
+                        self.bus_busy += self.rates.frame_time(&f);
+                        break;
+                    }
                     Err(TransportError::TxQueueFull) if tries < 50 => {
                         tries += 1;
                         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -482,6 +499,7 @@ impl<T: Transport> Task<T> {
                     nodes,
                     samples,
                     stats: self.engine.stats(),
+                    bus_busy: self.bus_busy,
                 });
             }
             Command::Schema(node, tx) => {
@@ -546,9 +564,14 @@ impl<T: Transport> Task<T> {
                             path: name.clone(),
                             ..e
                         })?;
-                    Ok(self
-                        .engine
-                        .set_param(p.node, p.block, p.param, &bytes, now)?)
+                    // Name the parameter as the user did, not as the schema does.
+                    self.engine
+                        .set_param(p.node, p.block, p.param, &bytes, now)
+                        .map_err(|e| match e {
+                            CallError::BadValue(m) => CallError::BadValue(format!("{name}: {m}")),
+                            e => e,
+                        })
+                        .map_err(MasterError::from)
                 })();
                 match r {
                     Ok(id) => {

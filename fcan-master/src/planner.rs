@@ -160,9 +160,13 @@ pub fn plan_node(
         .iter()
         .map(|(_, _, it)| topic_frames(mtu, it.size))
         .sum();
-    let mut packed = pack_classes(&classes, mtu);
-    // Merge s2m classes (periodic ones into the fastest; on-commit ones stay apart, since
-    // they have no period to merge into) until the plan fits.
+    // On-commit topics get a frame each, so every frame that arrives is one commit of one
+    // topic. Only when that does not fit the node's frames do they share.
+    let mut packed = pack_classes(&classes, mtu, true);
+    if group_frames + packed_frames(&packed) > schema.limits.max_frames as usize {
+        packed = pack_classes(&classes, mtu, false);
+    }
+    // Merge periodic s2m classes into the fastest until the plan fits.
     while group_frames + packed_frames(&packed) > schema.limits.max_frames as usize {
         let periodic: Vec<u32> = classes
             .keys()
@@ -184,7 +188,7 @@ pub fn plan_node(
             .entry((DataDirection::S2m, fast))
             .or_default()
             .extend(moved);
-        packed = pack_classes(&classes, mtu);
+        packed = pack_classes(&classes, mtu, false);
     }
 
     let mut frames: Vec<(DataDirection, u32, Bin, (u8, u8))> = Vec::new();
@@ -259,20 +263,27 @@ fn packed_frames(packed: &BTreeMap<(DataDirection, u32), Vec<Bin>>) -> usize {
     packed.values().map(Vec::len).sum()
 }
 
-/// First-fit decreasing per class.
+/// First-fit decreasing per class; with `solo_on_commit`, on-commit s2m topics each get
+/// a frame of their own.
 fn pack_classes(
     classes: &BTreeMap<(DataDirection, u32), Vec<Item>>,
     mtu: Mtu,
+    solo_on_commit: bool,
 ) -> BTreeMap<(DataDirection, u32), Vec<Bin>> {
     classes
         .iter()
         .map(|(key, items)| {
+            let capacity = if solo_on_commit && *key == (DataDirection::S2m, 0) {
+                0 // nothing fits beside a topic: one frame each
+            } else {
+                mtu.payload()
+            };
             let mut sorted = items.clone();
             // Stable: equal sizes keep block/topic order, so plans are reproducible.
             sorted.sort_by_key(|it| std::cmp::Reverse(it.size));
             let mut bins: Vec<Bin> = Vec::new();
             for it in sorted {
-                let fits = bins.iter().position(|b| b.used + it.size <= mtu.payload());
+                let fits = bins.iter().position(|b| b.used + it.size <= capacity);
                 let at = fits.unwrap_or_else(|| {
                     bins.push(Bin {
                         used: 0,
@@ -499,8 +510,18 @@ mod tests {
         let counts = [8];
         let plan = plan_node(&s, &counts, Mtu::Fd, &mut IdAllocator::new()).unwrap();
         check_invariants(&s, &counts, Mtu::Fd, &plan);
-        // 40 topics; one frame per topic would be 40.
-        assert!(plan.frames.len() < 16, "{} frames", plan.frames.len());
+        // 40 topics; one frame per topic would be 40. The 8 on-commit `state` topics get
+        // a frame each; the other 32 topics pack into 8.
+        let packed = plan
+            .frames
+            .iter()
+            .filter(|f| !(f.header.dir == DataDirection::S2m && f.header.period_us == 0))
+            .count();
+        assert!(
+            packed <= 8,
+            "{packed} frames for the periodic and m2s topics"
+        );
+        assert_eq!(plan.frames.len(), packed + 8);
     }
 
     #[test]
@@ -514,6 +535,28 @@ mod tests {
         assert!(f.header.sequenced);
         let parts: Vec<_> = plan.frames_of(0, 1).map(|(f, _)| f.header.index).collect();
         assert_eq!(parts[1], parts[0] + 1, "group parts are contiguous");
+    }
+
+    #[test]
+    fn on_commit_topics_get_a_frame_each_unless_frames_run_short() {
+        // 4 motors on FD: the 1-byte on-commit `state` topics would fit one frame.
+        let s = motor_schema(4, 48);
+        let plan = plan_node(&s, &[4], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        let state_frames: Vec<u8> = (0..4)
+            .map(|b| plan.frames_of(b, 4).next().unwrap().0.header.index)
+            .collect();
+        let mut distinct = state_frames.clone();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            4,
+            "one frame per on-commit topic: {state_frames:?}"
+        );
+        // With 8 frames allowed (m2s 2, feedback 1, diag 2, state 4 = 9) they share.
+        let s = motor_schema(4, 8);
+        let plan = plan_node(&s, &[4], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        assert!(plan.frames.len() <= 8);
+        check_invariants(&s, &[4], Mtu::Fd, &plan);
     }
 
     #[test]

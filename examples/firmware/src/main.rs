@@ -122,6 +122,11 @@ fn main() -> ! {
         exit(EXIT_FAILURE);
         halt()
     };
+    let (boot_stack, _) = selftest::stack_used();
+    hprintln!(
+        "  stack used by boot (MotorDriver::new, built on the stack then moved into its static): {} B",
+        boot_stack
+    );
     match selftest::run(fw, clock) {
         Ok(()) => {
             hprintln!("fcan firmware self-test: PASS");

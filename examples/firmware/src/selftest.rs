@@ -743,7 +743,7 @@ pub fn paint_stack() {
 
 /// Bytes of stack used so far (top of stack down to the deepest overwritten word), and
 /// whether that lies inside the painted range (else the figure is a lower bound).
-fn stack_used() -> (u32, bool) {
+pub fn stack_used() -> (u32, bool) {
     // SAFETY: single-threaded; plain integers written once by `paint_stack`.
     let (low, high) = unsafe {
         (

@@ -136,6 +136,9 @@ pub struct NodeRecord {
     pub(crate) next_transfer: u8,
     /// ANNOUNCE_ACKs re-sent because the node answered BAD_STATE (the ack was lost).
     pub(crate) reacks: u8,
+    /// The boot id before the last one announced: if that boot is heard again, the
+    /// "reboot" was a second node claiming this id (protocol §5.3).
+    pub(crate) prev_boot: Option<u32>,
 }
 
 impl NodeRecord {
@@ -159,6 +162,7 @@ impl NodeRecord {
             calls: BTreeMap::new(),
             next_transfer: 0,
             reacks: 0,
+            prev_boot: None,
         }
     }
 

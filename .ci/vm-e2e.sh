@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The README's "Quickstart on vcan (Linux)", end to end over real kernel SocketCAN.
+#
+# Builds the release binaries the README builds (`fcan`, `motor-node`, `io-node`) and the
+# `vm_quickstart` test of fcan-examples, then runs that test in the throw-away Linux VM of
+# ../shared/tools/run-in-vm.sh, with the binaries on the guest's PATH, twice: vcan0 at
+# MTU 72 (CAN FD) and at MTU 16 (Classical CAN). The test starts the two example nodes
+# and runs every `fcan` command of the quickstart as separate processes, checking exit
+# codes and output.
+# Exits non-zero if a build or either run fails, or if the test did not really run (it
+# prints "skipped: …" without FCAN_VM=1, which --nocapture lets through).
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+runner="$root/../shared/tools/run-in-vm.sh"
+[[ -f $runner ]] || { echo "vm-e2e: $runner not found" >&2; exit 1; }
+
+echo "==> building fcan, motor-node and io-node (release)"
+build=(cargo build --release -p fcan-examples -p fcan-master --bin fcan --bin motor-node --bin io-node)
+"${build[@]}"
+bins=$("${build[@]}" --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
+with=()
+for name in fcan motor-node io-node; do
+  exe=$(grep -E "/$name\$" <<<"$bins" | tail -1 || true)
+  [[ -n $exe && -x $exe ]] || { echo "vm-e2e: $name not built" >&2; exit 1; }
+  with+=(--with "$exe")
+done
+
+echo "==> building the vm_quickstart test binary"
+cargo test -p fcan-examples --test vm_quickstart --no-run
+test_bin=$(cargo test -p fcan-examples --test vm_quickstart --no-run --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*vm_quickstart[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
+[[ -n $test_bin && -x $test_bin ]] || { echo "vm-e2e: test binary not found" >&2; exit 1; }
+
+status=0
+for mtu in 72 16; do
+  echo "==> README quickstart in the VM, vcan0 MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_VM=1 "${with[@]}" \
+      "$test_bin" quickstart_on_vcan0 --exact --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if grep -q 'skipped: set FCAN_VM' "$log" || ! grep -q '^test result: ok\. 1 passed' "$log"; then
+      echo "vm-e2e: MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-e2e: MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+exit $status

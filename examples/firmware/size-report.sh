@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Size report of the eight-motor firmware (thumbv7em-none-eabihf, release: opt-level "s",
+# fat LTO, codegen-units 1, panic abort), built WITHOUT the self-test master
+# (`--no-default-features`): node + application + mailbox driver + startup.
+#
+#   examples/firmware/size-report.sh            # print the report
+#   examples/firmware/size-report.sh --write    # and append it to docs/performance.md
+#
+# Needs: rustup's llvm-tools (llvm-size), python3 with pyelftools (installed if missing).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$here"
+# The firmware has its own workspace and target dir (examples/firmware/target).
+unset CARGO_TARGET_DIR
+
+rustup component add llvm-tools >/dev/null 2>&1 || true
+bin="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+size="$bin/llvm-size"
+[ -x "$size" ] || { echo "llvm-size not found in $bin (rustup component add llvm-tools)" >&2; exit 1; }
+python3 -c 'import elftools' 2>/dev/null || python3 -m pip install --quiet pyelftools
+
+cargo build --release --no-default-features
+elf="$here/target/thumbv7em-none-eabihf/release/fcan-example-firmware"
+
+echo
+echo "== llvm-size -A (sections, bytes)"
+"$size" -A "$elf" | grep -E '^(section|\.vector_table|\.text|\.rodata|\.data|\.bss|\.uninit) '
+echo
+echo "== llvm-size (Berkeley)"
+"$size" "$elf"
+echo
+md="$(mktemp)"
+python3 "$here/size_breakdown.py" "$elf" "$md"
+
+if [ "${1:-}" = "--write" ]; then
+  # Replaces the generated block of the "## Firmware size" section of docs/performance.md
+  # (between the size-report markers); creates the section at the end if it is missing.
+  doc="$root/docs/performance.md"
+  tools="$(rustc --version)"
+  python3 - "$doc" "$md" "$tools" <<'PY'
+import sys
+doc, md, tools = sys.argv[1], sys.argv[2], sys.argv[3]
+text = open(doc).read()
+head = "## Firmware size (thumbv7em-none-eabihf)"
+begin, end = "<!-- size-report:begin -->", "<!-- size-report:end -->"
+block = (begin + "\n\nMeasured with " + tools + ".\n\n" + open(md).read() + "\n" + end)
+if begin in text and end in text:
+    a = text.index(begin)
+    b = text.index(end) + len(end)
+    text = text[:a] + block + text[b:]
+else:
+    if head not in text:
+        text = text.rstrip("\n") + "\n\n" + head + "\n"
+    text = text.rstrip("\n") + "\n\n" + block + "\n"
+open(doc, "w").write(text)
+PY
+  echo "updated $doc"
+fi
+rm -f "$md"

@@ -1,0 +1,526 @@
+//! The README's "Quickstart on vcan (Linux)", run for real over kernel SocketCAN.
+//!
+//! **This file mirrors the README.** [`QUICKSTART`] holds the quickstart's command lines
+//! verbatim and in order; `readme_quickstart_is_what_the_vm_test_runs` (which runs in
+//! every `cargo test`) fails when the README and this list drift apart. Change both.
+//!
+//! `quickstart_on_vcan0` needs real SocketCAN with `vcan0` up, which the host here does
+//! not have: it runs inside the VM of `../shared/tools/run-in-vm.sh`, started by
+//! `.ci/vm-e2e.sh` with `FCAN_VM=1` (otherwise it prints "skipped" and passes). There it
+//! spawns the example nodes and runs every `fcan` command as separate processes, exactly
+//! as a user types them (binaries found on `PATH`, or in `$FCAN_BIN_DIR`), and checks
+//! their exit codes and output. It adapts to the interface: at MTU 72 (CAN FD) the nodes
+//! run in an FD mode, at MTU 16 in `Classic`.
+//!
+//! The only difference from the README: the schema cache lives in a fresh temporary
+//! directory (`FCAN_CACHE_DIR`, the default of `--cache-dir`), so the first command is a
+//! cold start (schemas downloaded) and every later one a warm start (none downloaded).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value as Json;
+
+/// The interface the quickstart uses.
+const IFACE: &str = "vcan0";
+
+/// One command line of the quickstart and what must come of it.
+struct Step {
+    /// The line as the README has it (a trailing `&` starts it in the background).
+    line: &'static str,
+    /// Checks a foreground command's result (background lines have none).
+    check: Option<fn(&mut Ctx, &Run)>,
+}
+
+/// The quickstart's command lines, verbatim and in the README's order.
+const QUICKSTART: &[Step] = &[
+    Step {
+        line: "motor-node --bus socketcan:vcan0 --node-id 1 &",
+        check: None,
+    },
+    Step {
+        line: "io-node --bus socketcan:vcan0 --node-id 2 &",
+        check: None,
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 nodes",
+        check: Some(check_nodes_cold),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 topic echo /motor_driver1/motor0/feedback --count 3 --json",
+        check: Some(check_feedback_at_rest),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 param set motor_driver1.motor0.velocity.kp 0.5",
+        check: Some(check_param_set),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 param get motor_driver1.motor0.velocity.kp",
+        check: Some(check_param_get),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 service call /io_board2/out0/set '{on: true}'",
+        check: Some(check_service_call),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 topic pub /motor_driver1/motor0/target '{type: 1, value: 5}' --count 20 --rate 100",
+        check: Some(check_pub),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 topic echo /motor_driver1/motor0/feedback --count 1 --json",
+        check: Some(check_feedback_moved),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 param set motor_driver1.motor0.velocity.kp 500",
+        check: Some(check_param_out_of_range),
+    },
+    Step {
+        line: "fcan --bus socketcan:vcan0 --json nodes",
+        check: Some(check_nodes_warm),
+    },
+];
+
+/// The words a quickstart command line starts with.
+const PROGRAMS: &[&str] = &["fcan", "motor-node", "io-node"];
+
+/// What a foreground command did.
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(&self) -> bool {
+        self.status.success()
+    }
+
+    /// stdout as JSON lines.
+    fn json_lines(&self) -> Vec<Json> {
+        self.stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
+            })
+            .collect()
+    }
+}
+
+/// State carried between steps.
+struct Ctx {
+    /// The interface is CAN FD capable (MTU 72).
+    fd: bool,
+    /// The schema cache directory.
+    cache: PathBuf,
+    /// The cache's files after the first (cold) command: name → (length, mtime).
+    cache_after_cold: Option<BTreeMap<String, (u64, SystemTime)>>,
+    /// motor0's position before it was commanded.
+    position_before: Option<f64>,
+    /// Foreground commands run so far.
+    steps_run: usize,
+}
+
+fn mtu_of(iface: &str) -> u32 {
+    let p = format!("/sys/class/net/{iface}/mtu");
+    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e} (is {iface} up?)"));
+    s.trim().parse().unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn cache_files(dir: &Path) -> BTreeMap<String, (u64, SystemTime)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return BTreeMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                (m.len(), m.modified().ok()?),
+            ))
+        })
+        .collect()
+}
+
+/// Splits a README line into argv and whether it runs in the background.
+fn parse_line(line: &str) -> (Vec<String>, bool) {
+    let (cmd, background) = match line.trim().strip_suffix('&') {
+        Some(c) => (c.trim(), true),
+        None => (line.trim(), false),
+    };
+    let argv = shlex::split(cmd).unwrap_or_else(|| panic!("bad shell quoting: {line}"));
+    assert!(
+        argv.first().is_some_and(|p| PROGRAMS.contains(&p.as_str())),
+        "not a quickstart command: {line}"
+    );
+    (argv, background)
+}
+
+fn command(argv: &[String], cache: &Path) -> Command {
+    let program = match std::env::var_os("FCAN_BIN_DIR") {
+        Some(dir) => Path::new(&dir).join(&argv[0]),
+        None => PathBuf::from(&argv[0]),
+    };
+    let mut c = Command::new(program);
+    c.args(&argv[1..])
+        .env("FCAN_CACHE_DIR", cache)
+        .env_remove("FCAN_BUS")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Background processes, killed when the test ends however it ends.
+struct Background(Vec<(String, Child, PathBuf)>);
+
+impl Background {
+    /// Fails if a node process has exited.
+    fn check_alive(&mut self) {
+        for (line, child, log) in &mut self.0 {
+            if let Ok(Some(status)) = child.try_wait() {
+                let out = std::fs::read_to_string(&*log).unwrap_or_default();
+                panic!("`{line}` exited ({status}):\n{out}");
+            }
+        }
+    }
+
+    fn print_logs(&self) {
+        for (line, _, log) in &self.0 {
+            let out = std::fs::read_to_string(log).unwrap_or_default();
+            println!("--- output of `{line}`:\n{}", out.trim_end());
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        for (_, child, _) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs a foreground command with a time limit, output captured through files (no pipe
+/// can fill up and stall it).
+fn run_foreground(argv: &[String], cache: &Path, dir: &Path, n: usize) -> Run {
+    let out_path = dir.join(format!("step{n}.out"));
+    let err_path = dir.join(format!("step{n}.err"));
+    let mut child = command(argv, cache)
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
+    let limit = Duration::from_secs(60);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`{}` did not finish in {limit:?}", argv.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status,
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    }
+}
+
+/// A row of the `fcan nodes` table: ID NAME STATE PHASE MODE FRAMES ERRORS SCHEMA (SOURCE).
+fn table_rows(stdout: &str) -> Vec<Vec<String>> {
+    let mut lines = stdout.lines();
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.split_whitespace().next() == Some("ID") && header.contains("SCHEMA"),
+        "no `fcan nodes` table header:\n{stdout}"
+    );
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+fn mode_ok(ctx: &Ctx, mode: &str) -> bool {
+    if ctx.fd {
+        mode == "Fd" || mode == "FdBrs"
+    } else {
+        mode == "Classic"
+    }
+}
+
+/// The expected nodes: id → name.
+const NODES: &[(u8, &str)] = &[(1, "motor_driver1"), (2, "io_board2")];
+
+fn check_nodes_cold(ctx: &mut Ctx, r: &Run) {
+    assert!(r.ok(), "fcan nodes failed: {}", r.stderr);
+    let rows = table_rows(&r.stdout);
+    assert_eq!(rows.len(), NODES.len(), "two nodes expected:\n{}", r.stdout);
+    for ((id, name), row) in NODES.iter().zip(&rows) {
+        // ID NAME STATE PHASE MODE FRAMES ERRORS DIGEST (SOURCE)
+        assert_eq!(row.len(), 9, "unexpected row: {row:?}");
+        assert_eq!(row[0], id.to_string(), "{row:?}");
+        assert_eq!(row[1], *name, "{row:?}");
+        assert_eq!(row[2], "Running", "{row:?}");
+        assert_eq!(row[3], "running", "{row:?}");
+        assert!(mode_ok(ctx, &row[4]), "mode {} at fd={}", row[4], ctx.fd);
+        assert!(row[5].parse::<u32>().unwrap_or(0) > 0, "no frames: {row:?}");
+        // A cold cache: this master downloaded both schemas…
+        assert_eq!(row[8], "(downloaded)", "{row:?}");
+    }
+    // …and kept them, one verified blob per schema, named by its SHA-256.
+    let files = cache_files(&ctx.cache);
+    assert_eq!(files.len(), 2, "two cached blobs expected: {files:?}");
+    for row in &rows {
+        assert!(
+            files
+                .keys()
+                .any(|f| f.starts_with(&row[7]) && f.ends_with(".bin") && f.len() == 64 + 4),
+            "no cached blob for schema {}: {files:?}",
+            row[7]
+        );
+    }
+    ctx.cache_after_cold = Some(files);
+}
+
+fn feedback(r: &Run, count: usize) -> Vec<Json> {
+    assert!(r.ok(), "topic echo failed: {}", r.stderr);
+    let lines = r.json_lines();
+    assert_eq!(lines.len(), count, "{count} samples expected:\n{}", r.stdout);
+    let mut last_t = 0.0;
+    for l in &lines {
+        assert_eq!(l["topic"], "/motor_driver1/motor0/feedback", "{l}");
+        let t = l["t"].as_f64().expect("t");
+        assert!(t >= last_t, "times go back: {t} after {last_t}");
+        last_t = t;
+        let v = &l["value"];
+        assert!(v["ready"].is_boolean(), "{l}");
+        for f in ["position", "velocity", "current"] {
+            assert!(v[f].as_f64().is_some_and(f64::is_finite), "{f} in {l}");
+        }
+    }
+    lines
+}
+
+fn check_feedback_at_rest(ctx: &mut Ctx, r: &Run) {
+    let lines = feedback(r, 3);
+    let v = &lines[2]["value"];
+    // Nothing commanded yet: the motor is stopped and says so.
+    assert_eq!(v["ready"], false, "{v}");
+    assert!(v["velocity"].as_f64().unwrap().abs() < 0.01, "{v}");
+    ctx.position_before = v["position"].as_f64();
+}
+
+fn check_param_set(_: &mut Ctx, r: &Run) {
+    assert!(r.ok(), "param set failed: {}", r.stderr);
+    assert_eq!(r.stdout.trim(), "motor_driver1.motor0.velocity.kp = 0.5");
+}
+
+fn check_param_get(_: &mut Ctx, r: &Run) {
+    // Another master process: the node kept the value the previous one set.
+    assert!(r.ok(), "param get failed: {}", r.stderr);
+    let v: f64 = r.stdout.trim().parse().expect("a number");
+    assert_eq!(v, 0.5);
+}
+
+fn check_service_call(_: &mut Ctx, r: &Run) {
+    assert!(r.ok(), "service call failed: {}", r.stderr);
+    let resp: Json = serde_json::from_str(r.stdout.trim()).expect("JSON response");
+    assert_eq!(resp["success"], true, "{resp}");
+    assert!(resp["settle_ms"].is_u64(), "{resp}");
+}
+
+fn check_pub(_: &mut Ctx, r: &Run) {
+    assert!(r.ok(), "topic pub failed: {}", r.stderr);
+    assert!(
+        r.stdout.starts_with("published 20 × /motor_driver1/motor0/target"),
+        "{}",
+        r.stdout
+    );
+}
+
+fn check_feedback_moved(ctx: &mut Ctx, r: &Run) {
+    let lines = feedback(r, 1);
+    let v = &lines[0]["value"];
+    let before = ctx.position_before.expect("position before");
+    let after = v["position"].as_f64().unwrap();
+    // 200 ms of "velocity 5 rev/s" with kp 0.5 turned the shaft (about 0.4 rev)…
+    assert!(after - before > 0.1, "the motor did not turn: {before} → {after}");
+    // …and it stopped once commands ended (command_timeout_ms) and its master left.
+    assert_eq!(v["ready"], false, "{v}");
+    assert!(v["velocity"].as_f64().unwrap().abs() < 0.5, "{v}");
+}
+
+fn check_param_out_of_range(_: &mut Ctx, r: &Run) {
+    assert!(!r.ok(), "an out-of-range value was accepted: {}", r.stdout);
+    assert!(
+        r.stderr.contains("500") && r.stderr.contains("max 100"),
+        "the error must name the value and the bound: {}",
+        r.stderr
+    );
+}
+
+fn check_nodes_warm(ctx: &mut Ctx, r: &Run) {
+    assert!(r.ok(), "fcan --json nodes failed: {}", r.stderr);
+    let lines = r.json_lines();
+    assert_eq!(lines.len(), NODES.len(), "{}", r.stdout);
+    for ((id, name), n) in NODES.iter().zip(&lines) {
+        assert_eq!(n["id"], *id, "{n}");
+        assert_eq!(n["name"], *name, "{n}");
+        assert_eq!(n["state"], "Running", "{n}");
+        assert_eq!(n["phase"], "running", "{n}");
+        assert!(mode_ok(ctx, n["mode"].as_str().unwrap_or("")), "{n}");
+        // A warm start: the schema came from the cache, nothing was downloaded.
+        assert_eq!(n["schema_source"], "cache", "{n}");
+        let digest = n["schema"].as_str().expect("digest");
+        assert!(
+            ctx.cache
+                .join(format!("{digest}.bin"))
+                .is_file(),
+            "{n}"
+        );
+    }
+}
+
+#[test]
+fn quickstart_on_vcan0() {
+    if std::env::var("FCAN_VM").as_deref() != Ok("1") {
+        println!("skipped: set FCAN_VM=1 (run through .ci/vm-e2e.sh)");
+        return;
+    }
+    let mtu = mtu_of(IFACE);
+    let fd = match mtu {
+        72 => true,
+        16 => false,
+        other => panic!("{IFACE} has MTU {other}: expected 72 (CAN FD) or 16 (Classical CAN)"),
+    };
+    println!(
+        "vm quickstart: {IFACE} MTU {mtu} ({})",
+        if fd { "CAN FD" } else { "Classical CAN" }
+    );
+    let dir = std::env::temp_dir().join(format!("fcan-vm-quickstart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut ctx = Ctx {
+        fd,
+        cache: cache.clone(),
+        cache_after_cold: None,
+        position_before: None,
+        steps_run: 0,
+    };
+    let mut bg = Background(Vec::new());
+    for (n, step) in QUICKSTART.iter().enumerate() {
+        let (argv, background) = parse_line(step.line);
+        println!("\n$ {}", step.line);
+        if background {
+            assert!(step.check.is_none(), "a background line has no check");
+            let log = dir.join(format!("step{n}.log"));
+            let f = std::fs::File::create(&log).expect("log file");
+            let child = command(&argv, &cache)
+                .stdout(f.try_clone().expect("log file"))
+                .stderr(f)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
+            bg.0.push((step.line.to_string(), child, log));
+            continue;
+        }
+        let t = Instant::now();
+        let r = run_foreground(&argv, &cache, &dir, n);
+        print!("{}", r.stdout);
+        eprint!("{}", r.stderr);
+        println!("[{}, {:.1} s]", r.status, t.elapsed().as_secs_f64());
+        let check = step.check.expect("a foreground line has a check");
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check(&mut ctx, &r);
+            if let Some(cold) = &ctx.cache_after_cold {
+                if ctx.steps_run > 0 {
+                    // Warm starts read the cache and never write it.
+                    assert_eq!(
+                        &cache_files(&cache),
+                        cold,
+                        "the schema cache changed: something was downloaded again"
+                    );
+                }
+            }
+            bg.check_alive();
+        }));
+        if let Err(e) = result {
+            bg.print_logs();
+            std::panic::resume_unwind(e);
+        }
+        ctx.steps_run += 1;
+    }
+    bg.check_alive();
+    bg.print_logs();
+    println!(
+        "\nvm quickstart: all {} commands behaved as the README says (MTU {mtu})",
+        QUICKSTART.len()
+    );
+    drop(bg);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `fcan` / `motor-node` / `io-node` lines of the README's quickstart section, with
+/// trailing comments (`  # …`) removed.
+fn readme_quickstart_lines(readme: &str) -> Vec<String> {
+    let start = readme
+        .find("## Quickstart on vcan (Linux)")
+        .expect("README has a `## Quickstart on vcan (Linux)` section");
+    let section = &readme[start..];
+    let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+    let mut in_code = false;
+    let mut lines = Vec::new();
+    for l in section[..end].lines() {
+        if l.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            continue;
+        }
+        let l = l.split("  #").next().unwrap_or("").trim();
+        if PROGRAMS
+            .iter()
+            .any(|p| l.split_whitespace().next() == Some(p))
+        {
+            lines.push(l.to_string());
+        }
+    }
+    lines
+}
+
+#[test]
+fn readme_quickstart_is_what_the_vm_test_runs() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let ours: Vec<&str> = QUICKSTART.iter().map(|s| s.line).collect();
+    assert_eq!(
+        readme_quickstart_lines(&readme),
+        ours,
+        "README.md's quickstart and examples/host/tests/vm_quickstart.rs differ: keep them in sync"
+    );
+    // The interface set-up the VM does for us, in the README for people.
+    let start = readme.find("## Quickstart on vcan (Linux)").unwrap_or(0);
+    for setup in [
+        "sudo modprobe vcan",
+        "sudo ip link add dev vcan0 type vcan",
+        "sudo ip link set vcan0 mtu 72 && sudo ip link set up vcan0",
+        "sudo ip link set vcan0 mtu 16 && sudo ip link set up vcan0",
+        "cargo build --release -p fcan-examples -p fcan-master",
+    ] {
+        assert!(
+            readme[start..].contains(setup),
+            "README quickstart lacks `{setup}`"
+        );
+    }
+    for step in QUICKSTART {
+        parse_line(step.line);
+    }
+}
