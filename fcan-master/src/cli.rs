@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use fcan_core::msg::DataDirection;

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use clap::Parser;
 use fcan_core::frame::Mtu;
 use fcan_e2e::*;
 use fcan_master::cli::{execute, Cli, CliError, Output};
-use clap::Parser;
 use fcan_master::Master;
 
 async fn run(m: &Master, args: &[&str]) -> Result<String, CliError> {
@@ -31,12 +31,25 @@ async fn cli_end_to_end(mtu: Mtu) {
     assert!(nodes.iter().all(|n| n["phase"] == "running"));
     assert_eq!(nodes[0]["name"], "motor_driver1");
     let text = run(&m, &["nodes"]).await.unwrap();
-    assert!(text.contains("io_board3") && text.contains("running"), "{text}");
+    assert!(
+        text.contains("io_board3") && text.contains("running"),
+        "{text}"
+    );
 
     // topic echo -n 3 --json: three JSON lines of the topic.
-    let echo = run(&m, &["topic", "echo", "/motor_driver1/motor0/feedback", "-n", "3", "--json"])
-        .await
-        .unwrap();
+    let echo = run(
+        &m,
+        &[
+            "topic",
+            "echo",
+            "/motor_driver1/motor0/feedback",
+            "-n",
+            "3",
+            "--json",
+        ],
+    )
+    .await
+    .unwrap();
     let lines = json_lines(&echo);
     assert_eq!(lines.len(), 3, "{echo}");
     for l in &lines {
@@ -48,46 +61,88 @@ async fn cli_end_to_end(mtu: Mtu) {
     assert!(ts.windows(2).all(|p| p[1] > p[0]), "{ts:?}");
 
     // topic pub reaches the firmware.
-    run(&m, &["topic", "pub", "/motor_driver2/motor1/target", "{type: 0, value: 0.25}"])
-        .await
-        .unwrap();
-    eventually("pub reaches the motor", Duration::from_millis(5), || async {
-        (w.motor(MD2).with(|f| f.axis(1).unwrap().duty) == 0.25).then_some(())
-    })
+    run(
+        &m,
+        &[
+            "topic",
+            "pub",
+            "/motor_driver2/motor1/target",
+            "{type: 0, value: 0.25}",
+        ],
+    )
+    .await
+    .unwrap();
+    eventually(
+        "pub reaches the motor",
+        Duration::from_millis(5),
+        || async { (w.motor(MD2).with(|f| f.axis(1).unwrap().duty) == 0.25).then_some(()) },
+    )
     .await;
 
     // param set out of range: an error naming the param and the bound.
-    let e = run(&m, &["param", "set", "motor_driver1.motor0.velocity.kp", "200"])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = run(
+        &m,
+        &["param", "set", "motor_driver1.motor0.velocity.kp", "200"],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("kp") && e.contains("100"), "{e}");
-    let e = run(&m, &["param", "set", "motor_driver1.motor0.velocity.kp", ".nan"])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = run(
+        &m,
+        &["param", "set", "motor_driver1.motor0.velocity.kp", ".nan"],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("finite"), "{e}");
-    let out = run(&m, &["param", "set", "motor_driver1.motor0.velocity.kp", "0.5"])
-        .await
-        .unwrap();
-    assert!(out.contains("motor_driver1.motor0.velocity.kp = 0.5"), "{out}");
-    let out = run(&m, &["param", "get", "motor_driver1.motor0.velocity.kp", "--json"])
-        .await
-        .unwrap();
+    let out = run(
+        &m,
+        &["param", "set", "motor_driver1.motor0.velocity.kp", "0.5"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.contains("motor_driver1.motor0.velocity.kp = 0.5"),
+        "{out}"
+    );
+    let out = run(
+        &m,
+        &["param", "get", "motor_driver1.motor0.velocity.kp", "--json"],
+    )
+    .await
+    .unwrap();
     assert_eq!(json_lines(&out)[0]["value"], 0.5);
     let e = run(&m, &["param", "get", "motor_driver1.motor0.velocity.kpp"])
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("did you mean `motor_driver1.motor0.velocity.kp`"), "{e}");
-    let dump = run(&m, &["param", "dump", "motor_driver1.motor0."]).await.unwrap();
-    assert_eq!(dump.lines().count(), 12, "{dump}");
-    assert!(dump.contains("motor_driver1.motor0.velocity.kp: 0.5"), "{dump}");
-
-    // service call, deferred, JSON.
-    let out = run(&m, &["service", "call", "/io_board3/out0/set", "{on: true}", "--json"])
+    assert!(
+        e.contains("did you mean `motor_driver1.motor0.velocity.kp`"),
+        "{e}"
+    );
+    let dump = run(&m, &["param", "dump", "motor_driver1.motor0."])
         .await
         .unwrap();
+    assert_eq!(dump.lines().count(), 12, "{dump}");
+    assert!(
+        dump.contains("motor_driver1.motor0.velocity.kp: 0.5"),
+        "{dump}"
+    );
+
+    // service call, deferred, JSON.
+    let out = run(
+        &m,
+        &[
+            "service",
+            "call",
+            "/io_board3/out0/set",
+            "{on: true}",
+            "--json",
+        ],
+    )
+    .await
+    .unwrap();
     let r = &json_lines(&out)[0];
     assert_eq!(r["response"]["success"], true);
     assert_eq!(r["response"]["settle_ms"], 20);
@@ -101,9 +156,19 @@ async fn cli_end_to_end(mtu: Mtu) {
     let schema = run(&m, &["schema", "show", "motor_driver1"]).await.unwrap();
     assert!(schema.contains("node: motor_driver{i}"), "{schema}");
     // topic hz: the feedback period is 5 ms.
-    let hz = run(&m, &["topic", "hz", "/motor_driver1/motor0/feedback", "-w", "1", "--json"])
-        .await
-        .unwrap();
+    let hz = run(
+        &m,
+        &[
+            "topic",
+            "hz",
+            "/motor_driver1/motor0/feedback",
+            "-w",
+            "1",
+            "--json",
+        ],
+    )
+    .await
+    .unwrap();
     let rate = json_lines(&hz)[0]["rate_hz"].as_f64().unwrap();
     assert!((rate - 200.0).abs() < 2.0, "{rate}");
 }

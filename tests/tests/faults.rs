@@ -59,10 +59,15 @@ async fn one_percent_drop_converges_without_storm(mtu: Mtu) {
         .await
         .unwrap();
     assert_eq!(
-        m.param_get("motor_driver1.motor0.velocity.kp").await.unwrap(),
+        m.param_get("motor_driver1.motor0.velocity.kp")
+            .await
+            .unwrap(),
         Value::Float(0.5)
     );
-    let r = m.call("/io_board3/out0/set", val("{on: true}")).await.unwrap();
+    let r = m
+        .call("/io_board3/out0/set", val("{on: true}"))
+        .await
+        .unwrap();
     assert_eq!(r, val("{success: true, settle_ms: 20}"));
     // And it stays converged: 5 s of 1 % loss take no node offline (heartbeats 1 s, data
     // frames every 5 ms, offline after 3 s of silence).
@@ -91,8 +96,9 @@ impl<T: Transport> Transport for Tamper<T> {
     }
     async fn recv(&mut self) -> Result<Received, TransportError> {
         let mut rx = self.inner.recv().await?;
-        let is_schema = ConfigId::from_can_id(rx.frame.id())
-            .is_ok_and(|id| id.opcode == Opcode::Schema && id.dir == Direction::ToMaster && id.segment == 2);
+        let is_schema = ConfigId::from_can_id(rx.frame.id()).is_ok_and(|id| {
+            id.opcode == Opcode::Schema && id.dir == Direction::ToMaster && id.segment == 2
+        });
         if is_schema && self.left > 0 {
             self.left -= 1;
             let mut data = rx.frame.data().to_vec();
@@ -102,7 +108,11 @@ impl<T: Transport> Transport for Tamper<T> {
             } else {
                 Frame::classic(rx.frame.id(), &data).unwrap()
             };
-            rx.frame = if rx.frame.is_fd() && !rx.frame.is_brs() { f.without_brs() } else { f };
+            rx.frame = if rx.frame.is_fd() && !rx.frame.is_brs() {
+                f.without_brs()
+            } else {
+                f
+            };
         }
         Ok(rx)
     }
@@ -122,7 +132,12 @@ async fn bad_blob_is_reread_not_trusted(mtu: Mtu) {
     wait_running(&m, &[IO3], Duration::from_secs(3)).await;
     let mut ready = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if let Event::SchemaReady { node, digest, cached } = e {
+        if let Event::SchemaReady {
+            node,
+            digest,
+            cached,
+        } = e
+        {
             ready.push((node, digest, cached));
         }
     }
@@ -135,4 +150,7 @@ async fn bad_blob_is_reread_not_trusted(mtu: Mtu) {
     assert_eq!(node.digest, Some(SchemaDigest::of(blob).to_string()));
 }
 
-both_links!(one_percent_drop_converges_without_storm, bad_blob_is_reread_not_trusted);
+both_links!(
+    one_percent_drop_converges_without_storm,
+    bad_blob_is_reread_not_trusted
+);

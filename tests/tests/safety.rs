@@ -27,13 +27,19 @@ async fn master_lost_stops_the_motor(mtu: Mtu) {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(duty(&w, MD1, 0), 0.5, "still driven while the master is there");
+    assert_eq!(
+        duty(&w, MD1, 0),
+        0.5,
+        "still driven while the master is there"
+    );
 
     let t0 = Instant::now();
     drop(m);
-    let (_, took) = eventually("duty 0 after master loss", Duration::from_millis(400), || async {
-        (duty(&w, MD1, 0) == 0.0).then_some(())
-    })
+    let (_, took) = eventually(
+        "duty 0 after master loss",
+        Duration::from_millis(400),
+        || async { (duty(&w, MD1, 0) == 0.0).then_some(()) },
+    )
     .await;
     // The last master heartbeat came ≤ 100 ms before t0; the watchdog is 300 ms.
     assert!(
@@ -54,9 +60,12 @@ async fn master_lost_stops_the_motor(mtu: Mtu) {
 async fn stale_command_stops_the_motor(mtu: Mtu) {
     let (w, m) = World::standard(mtu).await;
     // command_timeout_ms defaults to 100.
-    m.publish("/motor_driver2/motor2/target", val("{type: 0, value: -0.7}"))
-        .await
-        .unwrap();
+    m.publish(
+        "/motor_driver2/motor2/target",
+        val("{type: 0, value: -0.7}"),
+    )
+    .await
+    .unwrap();
     let (_, on) = eventually("driven", Duration::from_millis(5), || async {
         (duty(&w, MD2, 2) == -0.7).then_some(())
     })
@@ -90,10 +99,8 @@ async fn node_id_collision(mtu: Mtu) {
     let first = w.motor(MD2).with(|f| f.node.boot_id());
     let mut events = m.events();
     // A second board with id 2 powers up.
-    let second = fcan_examples::run_node_shared(
-        w.endpoint(),
-        fcan_examples::motor_driver(MD2, 3, w.fd()),
-    );
+    let second =
+        fcan_examples::run_node_shared(w.endpoint(), fcan_examples::motor_driver(MD2, 3, w.fd()));
     let second_boot = second.with(|f| f.node.boot_id());
     eventually("newcomer in FAULT", Duration::from_secs(2), || async {
         (second.with(|f| f.node.state()) == NodeState::Fault).then_some(())
@@ -103,15 +110,23 @@ async fn node_id_collision(mtu: Mtu) {
         assert_eq!(f.node.fault(), FaultCode::IdCollision);
         assert_eq!(f.app.events.collisions, 1);
     });
-    let (boot_ids, _) = eventually("master reports the collision", Duration::from_secs(2), || {
-        let mut found = None;
-        while let Ok(e) = events.try_recv() {
-            if let Event::Collision { node: MD2, boot_ids } = e {
-                found = Some(boot_ids);
+    let (boot_ids, _) = eventually(
+        "master reports the collision",
+        Duration::from_secs(2),
+        || {
+            let mut found = None;
+            while let Ok(e) = events.try_recv() {
+                if let Event::Collision {
+                    node: MD2,
+                    boot_ids,
+                } = e
+                {
+                    found = Some(boot_ids);
+                }
             }
-        }
-        async move { found }
-    })
+            async move { found }
+        },
+    )
     .await;
     let mut seen = [boot_ids.0, boot_ids.1];
     seen.sort();
@@ -127,9 +142,11 @@ async fn node_id_collision(mtu: Mtu) {
     m.publish("/motor_driver2/motor0/target", val("{type: 0, value: 0.3}"))
         .await
         .unwrap();
-    eventually("first board still driven", Duration::from_millis(5), || async {
-        (duty(&w, MD2, 0) == 0.3).then_some(())
-    })
+    eventually(
+        "first board still driven",
+        Duration::from_millis(5),
+        || async { (duty(&w, MD2, 0) == 0.3).then_some(()) },
+    )
     .await;
     // The newcomer is silent: it sent nothing after its fault.
     let tx = second.with(|f| f.node.counters().tx_frames);
@@ -191,7 +208,10 @@ async fn silent_node_offline_and_back(mtu: Mtu) {
     }
     assert_eq!(seen, vec![("offline", IO3), ("online", IO3)]);
     // Service works again.
-    let r = m.call("/io_board3/out3/set", val("{on: true}")).await.unwrap();
+    let r = m
+        .call("/io_board3/out3/set", val("{on: true}"))
+        .await
+        .unwrap();
     assert_eq!(r, val("{success: true, settle_ms: 20}"));
 }
 

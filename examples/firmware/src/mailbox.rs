@@ -139,7 +139,11 @@ fn to_frame(m: &RawMsg) -> Option<Frame> {
     };
     if m.ctrl & FDF != 0 {
         let f = Frame::fd(id, data).ok()?;
-        Some(if m.ctrl & BRS != 0 { f } else { f.without_brs() })
+        Some(if m.ctrl & BRS != 0 {
+            f
+        } else {
+            f.without_brs()
+        })
     } else {
         Frame::classic(id, data).ok()
     }

@@ -42,6 +42,11 @@ static mut DRIVER: MaybeUninit<MotorDriver> = MaybeUninit::uninit();
 ///
 /// Returns `None` when the generated buffers do not fit the schema (cannot happen with
 /// generated code; checked anyway, and reported by the caller).
+///
+/// Not inlined: `MotorDriver::new` returns the ~7 KB node by value, and LLVM gives each
+/// temporary copy its own stack slot (~38 KB in all); kept out of `main`, that frame is
+/// released after boot instead of staying allocated for the life of the main loop.
+#[inline(never)]
 fn boot(boot_id: u32) -> Option<&'static mut MotorDriver> {
     static mut BOOTED: bool = false;
     let node_id = NodeId::new(NODE_ID)?;

@@ -22,9 +22,9 @@ use fcan_runtime_nostd::fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_runtime_nostd::fcan_core::hash::{HashPrefix, SchemaDigest};
 use fcan_runtime_nostd::fcan_core::id::{ConfigId, Direction, NodeId};
 use fcan_runtime_nostd::fcan_core::msg::{
-    caps, AnnounceAck, BusMode, CommandResult, ConfigMessage, CopyEntry, DataDirection,
-    Entries, FrameDefine, FrameHeader, MasterHeartbeat, NodeHeartbeat, NodeState, ParamSet,
-    ResultCode, SchemaRead, Start,
+    caps, AnnounceAck, BusMode, CommandResult, ConfigMessage, CopyEntry, DataDirection, Entries,
+    FrameDefine, FrameHeader, MasterHeartbeat, NodeHeartbeat, NodeState, ParamSet, ResultCode,
+    SchemaRead, Start,
 };
 use fcan_runtime_nostd::fcan_core::segment::{ReassemblyPool, Segmenter};
 
@@ -117,7 +117,9 @@ impl Master {
     /// transfer id.
     fn send(&mut self, to: NodeId, msg: &ConfigMessage<'_>) -> Res<u8> {
         let mut buf = [0u8; 64];
-        let n = msg.encode(&mut buf).map_err(|_| "encode a master message")?;
+        let n = msg
+            .encode(&mut buf)
+            .map_err(|_| "encode a master message")?;
         let t = self.next_transfer;
         self.next_transfer = t.wrapping_add(1);
         let id = ConfigId::single(msg.opcode(), Direction::ToNode, to, t);
@@ -298,9 +300,11 @@ impl Bench<'_> {
         self.m.seen.result = None;
         let node = self.m.node;
         let t = self.m.send(node, msg)?;
-        self.until(what, 500_000, |m, _| {
-            matches!(m.seen.result, Some((tt, _)) if tt == t)
-        })?;
+        self.until(
+            what,
+            500_000,
+            |m, _| matches!(m.seen.result, Some((tt, _)) if tt == t),
+        )?;
         self.m.seen.result.map(|(_, r)| r).ok_or(what)
     }
 
@@ -382,9 +386,11 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
         });
         b.m.send(node, &rd)?;
         let want = offset as u32;
-        b.until("SCHEMA_DATA", 500_000, |m, _| {
-            matches!(m.seen.chunk, Some((o, _)) if o == want)
-        })?;
+        b.until(
+            "SCHEMA_DATA",
+            500_000,
+            |m, _| matches!(m.seen.chunk, Some((o, _)) if o == want),
+        )?;
         let (_, n) = b.m.seen.chunk.ok_or("SCHEMA_DATA")?;
         if n == 0 {
             return Err("empty SCHEMA_DATA before the end of the blob");
@@ -413,9 +419,11 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
     });
     b.m.seen.heartbeat = None;
     b.m.send(node, &ack)?;
-    b.until("PROVISIONED heartbeat", 500_000, |m, _| {
-        matches!(m.seen.heartbeat, Some(h) if h.state == NodeState::Provisioned)
-    })?;
+    b.until(
+        "PROVISIONED heartbeat",
+        500_000,
+        |m, _| matches!(m.seen.heartbeat, Some(h) if h.state == NodeState::Provisioned),
+    )?;
     hprintln!(
         "[{:5} ms] ANNOUNCE_ACK (Classic) -> heartbeat: Provisioned",
         b.ms()
@@ -619,9 +627,11 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
     // 9. The master comes back: acknowledge again, START (plan kept), feedback resumes.
     b.m.seen.heartbeat = None;
     b.m.send(node, &ack)?;
-    b.until("PROVISIONED heartbeat after re-ack", 500_000, |m, _| {
-        matches!(m.seen.heartbeat, Some(h) if h.state == NodeState::Provisioned)
-    })?;
+    b.until(
+        "PROVISIONED heartbeat after re-ack",
+        500_000,
+        |m, _| matches!(m.seen.heartbeat, Some(h) if h.state == NodeState::Provisioned),
+    )?;
     start(&mut b)?;
     let count_back = b.m.seen.feedback_count;
     b.run_for(500_000)?;

@@ -292,7 +292,12 @@ fn check_nodes_cold(ctx: &mut Ctx, r: &Run) {
 fn feedback(r: &Run, count: usize) -> Vec<Json> {
     assert!(r.ok(), "topic echo failed: {}", r.stderr);
     let lines = r.json_lines();
-    assert_eq!(lines.len(), count, "{count} samples expected:\n{}", r.stdout);
+    assert_eq!(
+        lines.len(),
+        count,
+        "{count} samples expected:\n{}",
+        r.stdout
+    );
     let mut last_t = 0.0;
     for l in &lines {
         assert_eq!(l["topic"], "/motor_driver1/motor0/feedback", "{l}");
@@ -339,7 +344,8 @@ fn check_service_call(_: &mut Ctx, r: &Run) {
 fn check_pub(_: &mut Ctx, r: &Run) {
     assert!(r.ok(), "topic pub failed: {}", r.stderr);
     assert!(
-        r.stdout.starts_with("published 20 × /motor_driver1/motor0/target"),
+        r.stdout
+            .starts_with("published 20 × /motor_driver1/motor0/target"),
         "{}",
         r.stdout
     );
@@ -351,7 +357,10 @@ fn check_feedback_moved(ctx: &mut Ctx, r: &Run) {
     let before = ctx.position_before.expect("position before");
     let after = v["position"].as_f64().unwrap();
     // 200 ms of "velocity 5 rev/s" with kp 0.5 turned the shaft (about 0.4 rev)…
-    assert!(after - before > 0.1, "the motor did not turn: {before} → {after}");
+    assert!(
+        after - before > 0.1,
+        "the motor did not turn: {before} → {after}"
+    );
     // …and it stopped once commands ended (command_timeout_ms) and its master left.
     assert_eq!(v["ready"], false, "{v}");
     assert!(v["velocity"].as_f64().unwrap().abs() < 0.5, "{v}");
@@ -379,12 +388,7 @@ fn check_nodes_warm(ctx: &mut Ctx, r: &Run) {
         // A warm start: the schema came from the cache, nothing was downloaded.
         assert_eq!(n["schema_source"], "cache", "{n}");
         let digest = n["schema"].as_str().expect("digest");
-        assert!(
-            ctx.cache
-                .join(format!("{digest}.bin"))
-                .is_file(),
-            "{n}"
-        );
+        assert!(ctx.cache.join(format!("{digest}.bin")).is_file(), "{n}");
     }
 }
 
