@@ -142,7 +142,10 @@ enum Command {
         mpsc::UnboundedSender<Sample>,
         oneshot::Sender<Result<(), MasterError>>,
     ),
-    Publish(String, Value, oneshot::Sender<Result<(), MasterError>>),
+    Publish(
+        Vec<(String, Value)>,
+        oneshot::Sender<Result<(), MasterError>>,
+    ),
     Call(String, Value, oneshot::Sender<Result<Value, MasterError>>),
     ParamGet(String, oneshot::Sender<Result<Value, MasterError>>),
     ParamSet(String, Value, oneshot::Sender<Result<(), MasterError>>),
@@ -303,8 +306,15 @@ impl Master {
 
     /// Publishes an m2s topic.
     pub async fn publish(&self, topic: &str, value: Value) -> Result<(), MasterError> {
-        self.ask(|r| Command::Publish(topic.to_string(), value, r))
+        self.ask(|r| Command::Publish(vec![(topic.to_string(), value)], r))
             .await?
+    }
+
+    /// Publishes several m2s topics at once: all are checked before any is sent, and a
+    /// frame that carries several of them (the targets of eight motors packed into one
+    /// CAN FD frame) goes out once, not once per topic.
+    pub async fn publish_many(&self, items: Vec<(String, Value)>) -> Result<(), MasterError> {
+        self.ask(|r| Command::Publish(items, r)).await?
     }
 
     /// Calls a service and waits for its response (ACCEPTED restarts the timeout).
@@ -400,7 +410,17 @@ impl<T: Transport> Task<T> {
                     }
                 },
                 c = self.cmd_rx.recv() => match c {
-                    Some(c) => self.command(c),
+                    Some(c) => {
+                        self.command(c);
+                        // Take what else is waiting too, so publications from several
+                        // callers share their frames (flushed by the next poll).
+                        for _ in 0..64 {
+                            match self.cmd_rx.try_recv() {
+                                Ok(c) => self.command(c),
+                                Err(_) => break,
+                            }
+                        }
+                    }
                     None => return,
                 },
                 _ = tokio::time::sleep_until(deadline) => {}
@@ -512,12 +532,26 @@ impl<T: Transport> Task<T> {
                 });
                 let _ = tx.send(r.map_err(MasterError::from));
             }
-            Command::Publish(name, value, tx) => {
+            Command::Publish(items, tx) => {
+                // Check everything first, so a batch is published whole or not at all.
                 let r = (|| -> Result<(), MasterError> {
-                    let t: TopicInfo = self.registry().topic(&name)?.clone();
-                    let bytes = pack_message(&t.fields, &value)?;
-                    self.engine
-                        .publish(t.node, t.block, t.topic, &bytes, now, &mut self.sink)?;
+                    let mut staged = Vec::with_capacity(items.len());
+                    for (name, value) in &items {
+                        let t: TopicInfo = self.registry().topic(name)?.clone();
+                        staged.push((pack_message(&t.fields, value)?, t));
+                    }
+                    for (bytes, t) in staged {
+                        // Staged, not sent: the frames go out once the commands waiting
+                        // now are handled, so topics sharing a frame send it once.
+                        self.engine.stage_publish(
+                            t.node,
+                            t.block,
+                            t.topic,
+                            &bytes,
+                            now,
+                            &mut self.sink,
+                        )?;
+                    }
                     Ok(())
                 })();
                 let _ = tx.send(r);

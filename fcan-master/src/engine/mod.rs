@@ -240,6 +240,8 @@ pub struct Engine {
     next_heartbeat: u64,
     next_request: u64,
     pending_user: BTreeMap<u64, u8>,
+    /// m2s frames (node, plan index) with a staged publication not sent yet.
+    dirty_m2s: std::collections::BTreeSet<(u8, usize)>,
     stats: EngineStats,
     scratch: Vec<u8>,
 }
@@ -264,6 +266,7 @@ impl Engine {
             next_heartbeat: 0,
             next_request: 1,
             pending_user: BTreeMap::new(),
+            dirty_m2s: Default::default(),
             stats: EngineStats::default(),
             scratch: vec![0; 8192],
         }
@@ -334,6 +337,7 @@ impl Engine {
 
     /// Runs timers: heartbeat, retries, timeouts, offline detection.
     pub fn poll(&mut self, now: u64) {
+        self.flush_published();
         if now >= self.next_heartbeat {
             let msg = ConfigMessage::MasterHeartbeat(MasterHeartbeat {
                 session: self.cfg.session,
@@ -1302,6 +1306,24 @@ impl Engine {
         now: u64,
         sink: &mut impl SampleSink,
     ) -> Result<(), CallError> {
+        self.stage_publish(node, block, topic, bytes, now, sink)?;
+        self.flush_published();
+        Ok(())
+    }
+
+    /// Stores a new value of an m2s topic and marks the frames that carry it, without
+    /// sending them yet: publishing the targets of eight motors that share one frame,
+    /// then [`Engine::flush_published`], sends that frame once, not eight times.
+    /// [`Engine::poll`] flushes too.
+    pub fn stage_publish(
+        &mut self,
+        node: u8,
+        block: u8,
+        topic: u8,
+        bytes: &[u8],
+        now: u64,
+        sink: &mut impl SampleSink,
+    ) -> Result<(), CallError> {
         let rec = self
             .nodes
             .get(&node)
@@ -1325,7 +1347,6 @@ impl Engine {
                 t.name
             )));
         }
-        let mtu = rec.mode.mtu();
         let Some(plan) = rec.plan.clone() else {
             return Err(CallError::NodeNotOnline(node));
         };
@@ -1348,25 +1369,38 @@ impl Engine {
         }
         buf.copy_from_slice(bytes);
         sink.sample(node, block, topic, bytes, now);
-        let frames: Vec<usize> = plan
-            .frames
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| {
-                f.entries
-                    .iter()
-                    .any(|e| e.block == block && e.topic == topic)
-            })
-            .map(|(i, _)| i)
-            .collect();
         let seq = self.group_seq.entry((node, block, topic)).or_insert(0);
         *seq = seq.wrapping_add(1);
-        let seq = *seq;
-        for i in frames {
-            let f = &plan.frames[i];
+        for (i, f) in plan.frames.iter().enumerate() {
+            if f.entries
+                .iter()
+                .any(|e| e.block == block && e.topic == topic)
+            {
+                self.dirty_m2s.insert((node, i));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends every frame [`Engine::stage_publish`] marked, once each, in plan order.
+    pub fn flush_published(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty_m2s);
+        for (node, i) in dirty {
+            let Some(rec) = self.nodes.get(&node) else {
+                continue;
+            };
+            let mtu = rec.mode.mtu();
+            let Some(f) = rec.plan.as_ref().and_then(|p| p.frames.get(i)) else {
+                continue;
+            };
             let mut payload = vec![0u8; f.header.len as usize];
             if f.header.sequenced {
-                payload[0] = seq;
+                // A group carries one topic; all its parts carry that publication's number.
+                let seq = f
+                    .entries
+                    .first()
+                    .and_then(|e| self.group_seq.get(&(node, e.block, e.topic)));
+                payload[0] = seq.copied().unwrap_or(0);
             }
             for e in &f.entries {
                 let Some(src) = rec.topics.get(&(e.block, e.topic)) else {
@@ -1387,7 +1421,6 @@ impl Engine {
                 self.stats.tx_frames += 1;
             }
         }
-        Ok(())
     }
 
     fn handle_data(&mut self, id: u16, data: &[u8], at: u64, sink: &mut impl SampleSink) {
