@@ -417,7 +417,77 @@ async fn node_side_param_checks(mtu: Mtu) {
     assert_eq!(node_info(&m, MD1).await.unwrap().phase, "running");
 }
 
+/// Data frames the master sent in a window: m2s frames use the fast identifier band
+/// (below 0x200), where this schema has no s2m topic.
+fn m2s_frames(w: &World, from: Duration) -> usize {
+    w.bus
+        .history()
+        .iter()
+        .filter(|r| r.start >= from)
+        .filter(|r| matches!(r.frame.id(), fcan_core::frame::CanId::Standard(id) if id < 0x200))
+        .count()
+}
+
+async fn batched_publish_sends_shared_frames_once(mtu: Mtu) {
+    let (w, m) = World::standard(mtu).await;
+    let targets = |duty: f64| -> Vec<(String, Value)> {
+        (0..8)
+            .map(|i| {
+                (
+                    format!("/motor_driver1/motor{i}/target"),
+                    val(&format!("{{type: 0, value: {duty}}}")),
+                )
+            })
+            .collect()
+    };
+    // One publish per motor: every publish sends the frame(s) carrying that target.
+    let from = w.bus.now();
+    for (name, v) in targets(0.25) {
+        m.publish(&name, v).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    let one_by_one = m2s_frames(&w, from);
+    assert_eq!(one_by_one, 8, "eight publishes, eight frames");
+    // One batch: a frame carrying several targets goes out once.
+    let from = w.bus.now();
+    m.publish_many(targets(0.5)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    let batched = m2s_frames(&w, from);
+    if mtu == Mtu::Fd {
+        // The 8 five-byte targets share at most two 64-byte frames.
+        assert!(
+            (1..=2).contains(&batched),
+            "{batched} frames for a batch of 8 on CAN FD"
+        );
+    } else {
+        // Nothing shares an 8-byte frame with a 5-byte target.
+        assert_eq!(batched, 8);
+    }
+    // And every motor got its command.
+    eventually(
+        "all 8 motors at duty 0.5",
+        Duration::from_millis(5),
+        || async {
+            (0..8)
+                .all(|i| (w.motor(MD1).with(|f| f.axis(i).unwrap().duty) - 0.5).abs() < 1e-6)
+                .then_some(())
+        },
+    )
+    .await;
+    // A batch with one bad item publishes nothing.
+    let mut bad = targets(0.75);
+    bad.push((
+        "/motor_driver1/motor0/targt".into(),
+        val("{type: 0, value: 0.1}"),
+    ));
+    let err = m.publish_many(bad).await.unwrap_err();
+    assert!(err.to_string().contains("did you mean"), "{err}");
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    assert!((w.motor(MD1).with(|f| f.axis(0).unwrap().duty) - 0.5).abs() < 1e-6);
+}
+
 both_links!(
+    batched_publish_sends_shared_frames_once,
     topics_both_ways,
     services,
     service_timeout_and_others_keep_working,
