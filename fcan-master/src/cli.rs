@@ -232,6 +232,12 @@ pub struct Output {
 /// Runs `fcan` as the binary does: opens the bus, starts a master, waits for discovery,
 /// runs the command. `sim` is the simulated bus `--bus sim` attaches to.
 pub async fn run(cli: Cli, sim: Option<&SimBus>) -> Result<(), CliError> {
+    run_to(cli, sim, &mut std::io::stdout().lock()).await
+}
+
+/// [`run`], writing the command's output to `out` (for tests that run `fcan` command
+/// lines in-process).
+pub async fn run_to(cli: Cli, sim: Option<&SimBus>, out: &mut dyn Write) -> Result<(), CliError> {
     let transport = crate::transport::open(&cli.bus, sim).map_err(MasterError::from)?;
     let store: Box<dyn BlobStore> = if cli.no_cache {
         Box::new(MemoryStore::new())
@@ -249,8 +255,7 @@ pub async fn run(cli: Cli, sim: Option<&SimBus>) -> Result<(), CliError> {
     )
     .await?;
     settle(&master, Duration::from_millis(cli.discover_ms)).await?;
-    let mut out = std::io::stdout().lock();
-    execute(&master, &cli.command, Output { json: cli.json }, &mut out).await
+    execute(&master, &cli.command, Output { json: cli.json }, out).await
 }
 
 /// Waits until discovery has settled: at least `wait` has passed with no node still

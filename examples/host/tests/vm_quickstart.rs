@@ -17,10 +17,16 @@
 //! cold start (schemas downloaded) and every later one a warm start (none downloaded).
 
 use std::collections::BTreeMap;
+
+use clap::Parser;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use fcan_core::frame::Mtu;
+use fcan_examples::{io_board, motor_driver, run_node};
+use fcan_master::cli::{self, Cli};
+use fcan_master::transport::sim::{SimBus, SimConfig};
 use serde_json::Value as Json;
 
 /// The interface the quickstart uses.
@@ -87,14 +93,15 @@ const PROGRAMS: &[&str] = &["fcan", "motor-node", "io-node"];
 
 /// What a foreground command did.
 struct Run {
-    status: ExitStatus,
+    /// Exit code (-1: killed by a signal).
+    code: i32,
     stdout: String,
     stderr: String,
 }
 
 impl Run {
     fn ok(&self) -> bool {
-        self.status.success()
+        self.code == 0
     }
 
     /// stdout as JSON lines.
@@ -227,7 +234,7 @@ fn run_foreground(argv: &[String], cache: &Path, dir: &Path, n: usize) -> Run {
         std::thread::sleep(Duration::from_millis(20));
     };
     Run {
-        status,
+        code: status.code().unwrap_or(-1),
         stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
         stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
     }
@@ -392,6 +399,23 @@ fn check_nodes_warm(ctx: &mut Ctx, r: &Run) {
     }
 }
 
+/// Runs a step's check, then checks that warm starts left the cache alone.
+fn check_step(ctx: &mut Ctx, step: &Step, r: &Run) {
+    let check = step.check.expect("a foreground line has a check");
+    check(ctx, r);
+    if let Some(cold) = &ctx.cache_after_cold {
+        if ctx.steps_run > 0 {
+            // Warm starts read the cache and never write it.
+            assert_eq!(
+                &cache_files(&ctx.cache),
+                cold,
+                "the schema cache changed: something was downloaded again"
+            );
+        }
+    }
+    ctx.steps_run += 1;
+}
+
 #[test]
 fn quickstart_on_vcan0() {
     if std::env::var("FCAN_VM").as_deref() != Ok("1") {
@@ -439,27 +463,15 @@ fn quickstart_on_vcan0() {
         let r = run_foreground(&argv, &cache, &dir, n);
         print!("{}", r.stdout);
         eprint!("{}", r.stderr);
-        println!("[{}, {:.1} s]", r.status, t.elapsed().as_secs_f64());
-        let check = step.check.expect("a foreground line has a check");
+        println!("[exit {}, {:.1} s]", r.code, t.elapsed().as_secs_f64());
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check(&mut ctx, &r);
-            if let Some(cold) = &ctx.cache_after_cold {
-                if ctx.steps_run > 0 {
-                    // Warm starts read the cache and never write it.
-                    assert_eq!(
-                        &cache_files(&cache),
-                        cold,
-                        "the schema cache changed: something was downloaded again"
-                    );
-                }
-            }
+            check_step(&mut ctx, step, &r);
             bg.check_alive();
         }));
         if let Err(e) = result {
             bg.print_logs();
             std::panic::resume_unwind(e);
         }
-        ctx.steps_run += 1;
     }
     bg.check_alive();
     bg.print_logs();
@@ -469,6 +481,95 @@ fn quickstart_on_vcan0() {
     );
     drop(bg);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs one `fcan` command line in-process as the binary does (`fcan_master::cli::run`:
+/// a new master that discovers, runs the command and stops), on the simulated bus.
+async fn fcan_in_process(argv: &[String], bus: &SimBus) -> Run {
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            return Run {
+                code: 2,
+                stdout: String::new(),
+                stderr: e.to_string(),
+            }
+        }
+    };
+    let mut out = Vec::new();
+    let r = cli::run_to(cli, Some(bus), &mut out).await;
+    Run {
+        code: if r.is_ok() { 0 } else { 1 },
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: r
+            .err()
+            .map_or(String::new(), |e| format!("fcan: error: {e}\n")),
+    }
+}
+
+/// The quickstart on the in-process simulated bus, in every `cargo test` (no VM needed):
+/// the nodes run as tasks; each `fcan` line goes through the real `fcan` argument parser
+/// and runs as a new master, one after another, with `--bus socketcan:vcan0` swapped for
+/// the simulated bus and `--cache-dir` added. Same checks as over SocketCAN.
+async fn quickstart_on_the_simulated_bus(mtu: Mtu) {
+    let fd = mtu == Mtu::Fd;
+    let kind = if fd { "fd" } else { "classic" };
+    let bus = SimBus::new(SimConfig::default());
+    let dir =
+        std::env::temp_dir().join(format!("fcan-sim-quickstart-{}-{kind}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = dir.join("cache");
+    let mut ctx = Ctx {
+        fd,
+        cache: cache.clone(),
+        cache_after_cold: None,
+        position_before: None,
+        steps_run: 0,
+    };
+    let mut nodes = Vec::new();
+    for step in QUICKSTART {
+        let (mut argv, background) = parse_line(step.line);
+        for a in &mut argv {
+            if a == "socketcan:vcan0" {
+                *a = format!("sim:{kind}");
+            }
+        }
+        if background {
+            let id: u8 = argv
+                .iter()
+                .position(|a| a == "--node-id")
+                .and_then(|i| argv.get(i + 1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no --node-id in `{}`", step.line));
+            let task = match argv[0].as_str() {
+                "motor-node" => run_node(bus.endpoint(mtu), motor_driver(id, 8, fd)).abort_handle(),
+                "io-node" => run_node(bus.endpoint(mtu), io_board(id, fd)).abort_handle(),
+                other => panic!("unknown node program {other}"),
+            };
+            nodes.push(task);
+            continue;
+        }
+        argv.insert(1, format!("--cache-dir={}", cache.display()));
+        let r = fcan_in_process(&argv, &bus).await;
+        println!("\n[{kind}] $ {}\n{}{}", step.line, r.stdout, r.stderr);
+        check_step(&mut ctx, step, &r);
+        // The next command is another process: it starts a little later.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for n in nodes {
+        n.abort();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(start_paused = true)]
+async fn quickstart_on_the_simulated_bus_fd() {
+    quickstart_on_the_simulated_bus(Mtu::Fd).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn quickstart_on_the_simulated_bus_classic() {
+    quickstart_on_the_simulated_bus(Mtu::Classic).await;
 }
 
 /// The `fcan` / `motor-node` / `io-node` lines of the README's quickstart section, with

@@ -110,14 +110,14 @@ impl Counters {
     }
 
     /// The sum of the counters that mean trouble, truncated to 16 bits: the heartbeat's
-    /// `errors` field. Not counted: frames handled or sent, and `rx_ignored` — on a
-    /// shared bus most frames are for other nodes, which is normal.
+    /// `errors` field. Not counted: frames handled or sent; `rx_ignored` — on a shared
+    /// bus most frames are for other nodes; and `tx_refused` — a full transmit mailbox is
+    /// the driver's flow control on a busy bus, and the frame is sent later.
     pub fn error_summary(&self) -> u16 {
         let trouble = [
             self.rx_malformed,
             self.rx_bad_state,
             self.reassembly_dropped,
-            self.tx_refused,
             self.naks_sent,
             self.services_busy,
             self.master_lost,
