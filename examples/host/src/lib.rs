@@ -226,3 +226,31 @@ pub fn io_board(node_id: u8, fd: bool) -> IoBoard {
     let id = NodeId::new(node_id).expect("node id 0..=126");
     IoBoard::new(id, boot_id(), 8, 8, 1, fd).expect("counts fit the schema")
 }
+
+/// The main of a node binary: opens `bus` (`socketcan:IFACE`, FD when the interface MTU
+/// is 72), builds the firmware for that frame kind with `build(fd)`, and runs it until the
+/// bus closes or Ctrl-C. `name` prefixes its messages.
+pub async fn node_main<F: Firmware>(
+    name: &str,
+    bus: &str,
+    build: impl FnOnce(bool) -> F,
+) -> std::process::ExitCode {
+    let transport = match fcan_master::transport::open(bus, None) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let fd = transport.mtu() == fcan_core::frame::Mtu::Fd;
+    eprintln!(
+        "{name}: on {bus} ({})",
+        if fd { "CAN FD" } else { "Classical CAN" }
+    );
+    let task = run_node(transport, build(fd));
+    tokio::select! {
+        _ = task => eprintln!("{name}: bus closed"),
+        _ = tokio::signal::ctrl_c() => eprintln!("{name}: stopped"),
+    }
+    std::process::ExitCode::SUCCESS
+}

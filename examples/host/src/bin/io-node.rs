@@ -5,7 +5,7 @@
 //! ```
 
 use clap::Parser;
-use fcan_examples::{io_board, run_node};
+use fcan_examples::{io_board, node_main};
 
 /// Runs the I/O board example node on a CAN bus.
 #[derive(Parser)]
@@ -25,24 +25,5 @@ struct Args {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let transport = match fcan_master::transport::open(&args.bus, None) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("io-node: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let fd = fcan_master::transport::Transport::mtu(&transport) == fcan_core::frame::Mtu::Fd;
-    eprintln!(
-        "io-node: node {} on {} ({})",
-        args.node_id,
-        args.bus,
-        if fd { "CAN FD" } else { "Classical CAN" }
-    );
-    let task = run_node(transport, io_board(args.node_id, fd));
-    tokio::select! {
-        _ = task => eprintln!("io-node: bus closed"),
-        _ = tokio::signal::ctrl_c() => eprintln!("io-node: stopped"),
-    }
-    std::process::ExitCode::SUCCESS
+    node_main("io-node", &args.bus, |fd| io_board(args.node_id, fd)).await
 }

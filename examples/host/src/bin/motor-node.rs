@@ -5,7 +5,7 @@
 //! ```
 
 use clap::Parser;
-use fcan_examples::{motor_driver, run_node};
+use fcan_examples::{motor_driver, node_main};
 
 /// Runs the eight-motor driver example node on a CAN bus.
 #[derive(Parser)]
@@ -28,25 +28,8 @@ struct Args {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let transport = match fcan_master::transport::open(&args.bus, None) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("motor-node: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let fd = fcan_master::transport::Transport::mtu(&transport) == fcan_core::frame::Mtu::Fd;
-    eprintln!(
-        "motor-node: node {} with {} motors on {} ({})",
-        args.node_id,
-        args.motors,
-        args.bus,
-        if fd { "CAN FD" } else { "Classical CAN" }
-    );
-    let task = run_node(transport, motor_driver(args.node_id, args.motors, fd));
-    tokio::select! {
-        _ = task => eprintln!("motor-node: bus closed"),
-        _ = tokio::signal::ctrl_c() => eprintln!("motor-node: stopped"),
-    }
-    std::process::ExitCode::SUCCESS
+    node_main("motor-node", &args.bus, |fd| {
+        motor_driver(args.node_id, args.motors, fd)
+    })
+    .await
 }
