@@ -4,6 +4,7 @@
 //!
 //! `cargo bench -p fcan-master --bench dispatch`
 
+#[path = "../tests/support/mod.rs"]
 mod common;
 
 use std::hint::black_box;

@@ -3,6 +3,7 @@
 //!
 //! `cargo bench -p fcan-master --bench latency`
 
+#[path = "../tests/support/mod.rs"]
 mod common;
 
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! A synchronous world for benchmarks: the master's engine and real example firmwares
+//! A synchronous world for engine tests and benchmarks: the master's engine and real example firmwares
 //! (the no_std node code) exchanging frames in one thread, with a stepped clock and no
 //! bus timing. Used to provision a realistic system and record its traffic.
 
@@ -49,6 +49,8 @@ pub struct World {
     pub engine: Engine,
     pub nodes: Vec<Fw>,
     pub now_us: u64,
+    /// Every frame the master sent, in order.
+    pub master_sent: Vec<Frame>,
 }
 
 impl World {
@@ -73,6 +75,7 @@ impl World {
             engine,
             nodes,
             now_us: 0,
+            master_sent: Vec::new(),
         }
     }
 
@@ -91,6 +94,7 @@ impl World {
                 n.receive(f, now as u32);
             }
         }
+        self.master_sent.extend(from_master);
         let mut sent = Vec::new();
         for i in 0..self.nodes.len() {
             let mut tx = Collect::default();

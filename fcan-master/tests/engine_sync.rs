@@ -1,0 +1,118 @@
+//! The engine against real example firmwares in one thread (no bus timing): unit-level
+//! checks of provisioning behaviours the end-to-end suite found broken once.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use fcan_core::frame::{CanId, Mtu};
+use fcan_core::id::{ConfigId, Opcode};
+use fcan_core::msg::{ConfigMessage, SchemaData};
+use fcan_core::segment::ReassemblyPool;
+use fcan_master::engine::{NoSink, Phase};
+use support::World;
+
+/// Decodes every configuration message the master sent.
+fn master_messages(w: &World) -> Vec<(ConfigId, Vec<u8>)> {
+    let mut pool: Box<ReassemblyPool<8, 8192>> = Box::new(ReassemblyPool::new());
+    let mut out = Vec::new();
+    for f in &w.master_sent {
+        let Ok(id) = ConfigId::from_can_id(f.id()) else {
+            continue;
+        };
+        if let Ok(Some(p)) = pool.push(id, f.data(), 0) {
+            out.push((id, p.to_vec()));
+        }
+    }
+    out
+}
+
+fn running(w: &World) -> usize {
+    w.engine
+        .nodes()
+        .filter(|n| n.phase == Phase::Running)
+        .count()
+}
+
+#[test]
+fn a_repeated_announce_does_not_restart_provisioning() {
+    for mtu in [Mtu::Fd, Mtu::Classic] {
+        let mut w = World::new(mtu, 1, 0);
+        w.engine.discover();
+        // Step until the first FRAME_DEFINE went out, then make the node announce again
+        // (as it does when it answers DISCOVER while its back-off also fires).
+        while !master_messages(&w)
+            .iter()
+            .any(|(id, _)| id.opcode == Opcode::FrameDefine)
+        {
+            w.step(100, &mut NoSink);
+            assert!(w.now_us < 2_000_000);
+        }
+        w.engine.discover();
+        while running(&w) < 1 {
+            w.step(100, &mut NoSink);
+            assert!(w.now_us < 5_000_000, "{mtu:?}: node never ran");
+        }
+        // Plan index 0 (which clears the node's plan) was sent once, not once per announce.
+        let index0 = master_messages(&w)
+            .iter()
+            .filter(|(id, p)| id.opcode == Opcode::FrameDefine && p.first() == Some(&0))
+            .count();
+        assert_eq!(index0, 1, "{mtu:?}");
+    }
+}
+
+#[test]
+fn schema_reads_ask_for_small_chunks() {
+    // A lost frame costs a whole transfer: the master asks for at most 16 frames' worth.
+    let mut w = World::new(Mtu::Classic, 1, 0);
+    w.provision();
+    let reads: Vec<u16> = master_messages(&w)
+        .iter()
+        .filter_map(
+            |(id, p)| match ConfigMessage::decode(id.opcode, id.dir, p) {
+                Ok(ConfigMessage::SchemaRead(r)) => Some(r.len),
+                _ => None,
+            },
+        )
+        .collect();
+    assert!(
+        reads.len() > 1,
+        "the 979-byte blob takes several chunks on Classical CAN"
+    );
+    let max = 16 * Mtu::Classic.payload() - SchemaData::HEADER_LEN;
+    assert!(reads.iter().all(|&l| l as usize <= max), "{reads:?}");
+}
+
+#[test]
+fn staged_publications_share_their_frame() {
+    let mut w = World::new(Mtu::Fd, 1, 0);
+    w.provision();
+    let sent_before = w.master_sent.len();
+    // Stage the target of all 8 motors (block b, topic 0), then flush once.
+    for block in 0..8u8 {
+        let bytes = [1u8, 0, 0, 0, 0];
+        w.engine
+            .stage_publish(1, block, 0, &bytes, w.now_us, &mut NoSink)
+            .unwrap();
+    }
+    w.engine.flush_published();
+    while let Some(f) = w.engine.pop_frame() {
+        w.master_sent.push(f);
+    }
+    let data: Vec<_> = w.master_sent[sent_before..]
+        .iter()
+        .filter(|f| matches!(f.id(), CanId::Standard(_)))
+        .collect();
+    // Eight 5-byte targets share (at most two) 64-byte frames with the trajectories.
+    assert!((1..=2).contains(&data.len()), "{} frames", data.len());
+    let plan_frames = w
+        .engine
+        .node(1)
+        .unwrap()
+        .plan
+        .as_ref()
+        .unwrap()
+        .frames
+        .len();
+    assert!(data.len() < plan_frames);
+}
