@@ -200,6 +200,10 @@ fn agree_test(module: &str, schema: &Schema) -> String {
     }
     let _ = writeln!(
         s,
+        "    static UNCONFIGURED: g::Node = g::Node::unconfigured();\n    assert!(!UNCONFIGURED.is_configured());\n    let mut late = g::Node::unconfigured();\n    late.configure(fcan_core::id::NodeId::new(5).unwrap(), 0x1234_5678, &g::MAX_COUNTS, true).expect(\"configures in place\");\n    assert!(late.is_configured());\n    assert_eq!(late.state(), node.state());\n    assert_eq!(late.counters(), node.counters());\n"
+    );
+    let _ = writeln!(
+        s,
         "    let mut app = gen::{module}_app::TestApp::default();\n    let mut tx = Sink(0);\n    for t in 0..50u32 {{ node.poll(t * 10_000, &mut tx, &mut app); }}\n    assert!(tx.0 > 0, \"the node announces itself\");\n    assert_eq!(app.calls, 0);\n}}\n"
     );
     s

@@ -261,6 +261,19 @@ impl<const SLOTS: usize, const N: usize> ReassemblyPool<SLOTS, N> {
         }
     }
 
+    /// Back to empty, in place (no pool-sized temporary): frees every slot and zeroes
+    /// [`ReassemblyPool::dropped`].
+    pub fn clear(&mut self) {
+        for s in self.slots.iter_mut() {
+            s.key = None;
+            s.next = 0;
+            s.seg_len = 0;
+            s.len = 0;
+            s.last_us = 0;
+        }
+        self.dropped = 0;
+    }
+
     /// Transfers abandoned so far (gaps, overflows, short segments, timeouts).
     pub fn dropped(&self) -> u32 {
         self.dropped

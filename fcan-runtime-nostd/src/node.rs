@@ -6,12 +6,12 @@ use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::error::{CompleteError, ConfigError, PublishError};
 use crate::outq::{Body, OutMsg, OutQueue, Sources};
-use crate::plan::{self, PlanCounts};
+use crate::plan::{self, PlanCounts, PlanEntry, PlanFrame};
 use crate::rxq::{RxQueue, RX_QUEUE_LEN};
-use crate::services::{self, Ctx, SlotState, SvcAction};
+use crate::services::{self, Ctx, SlotState, SvcAction, SvcSlot};
 use crate::state::Core;
 use crate::storage::{Parts, Storage};
-use crate::topics::{self, TopicRead};
+use crate::topics::{self, TopicRead, TopicState};
 use crate::wired::Wired;
 use crate::{params, sched, CONFIG_REASSEMBLY_BYTES};
 use fcan_core::frame::{CanId, Frame};
@@ -96,18 +96,69 @@ pub struct Node<B> {
     pool: ReassemblyPool<2, CONFIG_REASSEMBLY_BYTES>,
     pool_dropped: u32,
     outq: OutQueue,
+    /// [`Node::configure`] succeeded: until then `receive` and `poll` do nothing.
+    configured: bool,
+}
+
+impl<B> Node<B> {
+    /// A node for `desc` in `buffers`, not yet configured: `const`, so a whole node can
+    /// initialise a `static` (and live in `.bss`/`.data`, never built on the stack).
+    /// Configure it in place with [`Node::configure`] at boot.
+    ///
+    /// Until configured the node is inert: [`Node::receive`] and [`Node::poll`] return at
+    /// once without touching state or counters (a frame is dropped uncounted, nothing is
+    /// sent), its state reads `Unprovisioned`, no block is wired (so `publish` answers
+    /// `NotWired` and `topic`/`param` `None`), and [`Node::node_id`] is the broadcast id.
+    pub const fn unconfigured(desc: &'static NodeDesc, buffers: B) -> Self {
+        Node {
+            core: Core::new(desc, NodeId::BROADCAST, 0, false, Wired::EMPTY, 0),
+            buffers,
+            rx: RxQueue::new(),
+            pool: ReassemblyPool::new(),
+            pool_dropped: 0,
+            outq: OutQueue::new(),
+            configured: false,
+        }
+    }
+
+    /// Whether [`Node::configure`] (or [`Node::new`]) succeeded on this node.
+    pub fn is_configured(&self) -> bool {
+        self.configured
+    }
 }
 
 impl<B: Storage> Node<B> {
-    /// A node for `desc` in `buffers`, configured by `config`. Checks the buffers are
-    /// large enough and the descriptor is consistent, writes every parameter's default,
-    /// and starts in `Unprovisioned`; the listen window opens at the first
-    /// `receive`/`poll`.
+    /// A node for `desc` in `buffers`, configured by `config`: [`Node::unconfigured`]
+    /// then [`Node::configure`]. Returns the node by value; to build a large node without
+    /// a copy on the stack, put an unconfigured node in a `static` and configure it there.
     pub fn new(
         desc: &'static NodeDesc,
-        mut buffers: B,
+        buffers: B,
         config: NodeConfig<'_>,
     ) -> Result<Self, ConfigError> {
+        let mut node = Self::unconfigured(desc, buffers);
+        node.configure(config)?;
+        Ok(node)
+    }
+
+    /// Configures the node in place, as a fresh boot: checks the buffers are large
+    /// enough and the descriptor is consistent, clears every buffer, queue, counter and
+    /// timer, writes every parameter's default, wires the instances of `config.counts`,
+    /// and starts in `Unprovisioned`; the listen window opens at the next
+    /// `receive`/`poll`.
+    ///
+    /// May be called again (a reboot of the node without the board). On error the node
+    /// is left unconfigured (inert, as [`Node::unconfigured`] describes).
+    pub fn configure(&mut self, config: NodeConfig<'_>) -> Result<(), ConfigError> {
+        let desc = self.core.desc;
+        self.configured = false;
+        // Back to the unconfigured state first, so an error leaves nothing half set.
+        self.core = Core::new(desc, NodeId::BROADCAST, 0, false, Wired::EMPTY, 0);
+        self.rx.clear();
+        self.pool.clear();
+        self.pool_dropped = 0;
+        self.outq.clear();
+
         check_desc(desc)?;
         if config.counts.len() != desc.arrays.len() {
             return Err(ConfigError::CountsLength);
@@ -117,65 +168,35 @@ impl<B: Storage> Node<B> {
                 return Err(ConfigError::CountTooLarge { array: i as u8 });
             }
         }
-        let svc_slots = {
-            let p = buffers.parts();
-            check_sizes(desc, &p)?;
-            if desc.has_services() {
-                (desc.limits.service_reassembly.max(1) as usize).min(p.svc.len())
-            } else {
-                0
-            }
+        let mut p = self.buffers.parts();
+        check_sizes(desc, &p)?;
+        let svc_slots = if desc.has_services() {
+            (desc.limits.service_reassembly.max(1) as usize).min(p.svc.len())
+        } else {
+            0
         };
-        {
-            let mut p = buffers.parts();
-            params::write_defaults(desc, &mut p)?;
-        }
-        let core = Core {
+        wipe(&mut p);
+        params::write_defaults(desc, &mut p)?;
+        self.core = Core::new(
             desc,
-            node_id: config.node_id,
-            boot_id: config.boot_id,
-            fd_capable: config.fd_capable,
-            wired: Wired::from_counts(desc, config.counts),
+            config.node_id,
+            config.boot_id,
+            config.fd_capable,
+            Wired::from_counts(desc, config.counts),
             svc_slots,
-            state: NodeState::Unprovisioned,
-            fault: FaultCode::None,
-            clock_started: false,
-            now: 0,
-            listening: false,
-            listen_until: 0,
-            acknowledged: false,
-            session: 0,
-            mode: BusMode::Classic,
-            announcing: false,
-            announce_due: 0,
-            backoff: fcan_core::timing::ANNOUNCE_BACKOFF_MIN_US,
-            heartbeat_due: 0,
-            watchdog_us: 0,
-            last_master_us: 0,
-            next_transfer: 0,
-            counters: Counters::default(),
-            rx_overflow: 0,
-            plan: PlanCounts::default(),
-            tx_seq: 0,
-            resume: None,
-            commit_pending: false,
-            svc_discard: None,
-            echo: None,
-        };
-        Ok(Node {
-            core,
-            buffers,
-            rx: RxQueue::new(),
-            pool: ReassemblyPool::new(),
-            pool_dropped: 0,
-            outq: OutQueue::new(),
-        })
+        );
+        self.configured = true;
+        Ok(())
     }
 
     /// Takes one received frame. Data frames are applied to the topics at once (that is
     /// only copying); configuration frames are queued for [`Node::poll`]. Frames for
-    /// other nodes, unknown IDs and a full queue are counted and dropped.
+    /// other nodes, unknown IDs and a full queue are counted and dropped. Does nothing
+    /// (counts nothing) until the node is configured.
     pub fn receive(&mut self, frame: &Frame, now_us: u32) {
+        if !self.configured {
+            return;
+        }
         let core = &mut self.core;
         core.see_time(now_us);
         if core.state == NodeState::Fault {
@@ -221,7 +242,8 @@ impl<B: Storage> Node<B> {
     /// Does the node's work: handles queued configuration frames, runs service handlers
     /// and parameter commits, fires timers, sends due data frames and then queued
     /// configuration frames until `tx` refuses one. Call it often (every millisecond or
-    /// on every received frame) with the current wrapping microsecond clock.
+    /// on every received frame) with the current wrapping microsecond clock. Does
+    /// nothing until the node is configured.
     pub fn poll(&mut self, now_us: u32, tx: &mut impl Transmit, app: &mut impl Dispatch) {
         let Node {
             core,
@@ -230,7 +252,11 @@ impl<B: Storage> Node<B> {
             pool,
             pool_dropped,
             outq,
+            configured,
         } = self;
+        if !*configured {
+            return;
+        }
         core.see_time(now_us);
         if core.state == NodeState::Fault {
             rx.clear();
@@ -408,6 +434,20 @@ impl<B: Storage> Node<B> {
     pub fn desc(&self) -> &'static NodeDesc {
         self.core.desc
     }
+}
+
+/// Clears every buffer to what `Buffers::new` holds (parameters are written next).
+fn wipe(p: &mut Parts<'_>) {
+    p.topic.fill(0);
+    p.stage.fill(0);
+    p.params.fill(0);
+    p.param_changed.fill(false);
+    p.topics.fill(TopicState::EMPTY);
+    p.frames.fill(PlanFrame::EMPTY);
+    p.m2s_index.fill(0);
+    p.entries.fill(PlanEntry::EMPTY);
+    p.svc.fill(SvcSlot::EMPTY);
+    p.svc_buf.fill(0);
 }
 
 /// Checks the descriptor's tables against each other, so later lookups can only miss
@@ -777,7 +817,7 @@ fn on_ack(
 }
 
 fn reset_plan(core: &mut Core, p: &mut Parts<'_>) {
-    core.plan = PlanCounts::default();
+    core.plan = PlanCounts::EMPTY;
     core.resume = None;
     for t in p.topics.iter_mut() {
         t.staging = false;

@@ -107,6 +107,15 @@ pub(crate) struct PlanCounts {
     pub m2s: u16,
 }
 
+impl PlanCounts {
+    /// No plan.
+    pub(crate) const EMPTY: PlanCounts = PlanCounts {
+        frames: 0,
+        entries: 0,
+        m2s: 0,
+    };
+}
+
 /// A NAK: the result code and its detail.
 pub(crate) type Nak = (ResultCode, u16);
 

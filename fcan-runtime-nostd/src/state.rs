@@ -74,6 +74,50 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// A core at boot: `Unprovisioned`, not yet listening (the window opens at the first
+    /// `receive`/`poll`), every timer, counter and plan count at zero.
+    pub(crate) const fn new(
+        desc: &'static NodeDesc,
+        node_id: NodeId,
+        boot_id: u32,
+        fd_capable: bool,
+        wired: Wired,
+        svc_slots: usize,
+    ) -> Core {
+        Core {
+            desc,
+            node_id,
+            boot_id,
+            fd_capable,
+            wired,
+            svc_slots,
+            state: NodeState::Unprovisioned,
+            fault: FaultCode::None,
+            clock_started: false,
+            now: 0,
+            listening: false,
+            listen_until: 0,
+            acknowledged: false,
+            session: 0,
+            mode: BusMode::Classic,
+            announcing: false,
+            announce_due: 0,
+            backoff: ANNOUNCE_BACKOFF_MIN_US,
+            heartbeat_due: 0,
+            watchdog_us: 0,
+            last_master_us: 0,
+            next_transfer: 0,
+            counters: crate::counters::ZERO,
+            rx_overflow: 0,
+            plan: PlanCounts::EMPTY,
+            tx_seq: 0,
+            resume: None,
+            commit_pending: false,
+            svc_discard: None,
+            echo: None,
+        }
+    }
+
     /// The frame kind and bit-rate switching for configuration messages: classic until a
     /// master chose a mode.
     pub(crate) fn tx_mode(&self) -> (Mtu, bool) {

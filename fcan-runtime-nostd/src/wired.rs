@@ -8,10 +8,13 @@ use crate::desc::NodeDesc;
 pub(crate) struct Wired([u32; 8]);
 
 impl Wired {
+    /// Nothing wired (an unconfigured node).
+    pub(crate) const EMPTY: Wired = Wired([0; 8]);
+
     /// Wires instance `i` of array `a` when `i < counts[a]`. The caller has checked
     /// `counts` against the descriptor.
     pub(crate) fn from_counts(desc: &NodeDesc, counts: &[u8]) -> Wired {
-        let mut w = Wired::default();
+        let mut w = Wired::EMPTY;
         for (number, b) in desc.blocks.iter().enumerate().take(256) {
             let count = counts.get(b.array as usize).copied().unwrap_or(0);
             if b.index < count {

@@ -2,7 +2,8 @@
 //! Arm MPS2-AN386 board, which QEMU emulates (`qemu-system-arm -machine mps2-an386`).
 //!
 //! - The node and its application live in one `static` ([`DRIVER`]), so their RAM shows
-//!   up in `.bss` and the size report counts it as static RAM.
+//!   up in static RAM; it is initialised by a constant (`MotorDriver::unconfigured`) and
+//!   configured in place at boot, so it is never built on the stack.
 //! - Frames come from and go to the mailbox rings of [`mailbox`] (a CAN controller's
 //!   message RAM stand-in; the board has no CAN controller).
 //! - Time is SysTick ([`clock`]).
@@ -24,7 +25,6 @@ mod mailbox;
 #[cfg(feature = "selftest")]
 mod selftest;
 
-use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 
 use cortex_m_rt::entry;
@@ -35,32 +35,33 @@ use fcan_runtime_nostd::fcan_core::id::NodeId;
 pub const NODE_ID: u8 = 5;
 
 /// The whole node: fcan runtime buffers, generated wrapper and the motor application.
-/// Written once by [`boot`].
-static mut DRIVER: MaybeUninit<MotorDriver> = MaybeUninit::uninit();
+/// Initialised by a constant (never built on the stack), configured in place by [`boot`].
+static mut DRIVER: MotorDriver = MotorDriver::unconfigured();
 
-/// Boots the node into [`DRIVER`] and hands out the only reference to it.
+/// Boots the node in [`DRIVER`] (configured in place) and hands out the only reference
+/// to it.
 ///
 /// Returns `None` when the generated buffers do not fit the schema (cannot happen with
 /// generated code; checked anyway, and reported by the caller).
 ///
-/// Not inlined: `MotorDriver::new` returns the ~7 KB node by value, and LLVM gives each
-/// temporary copy its own stack slot (~38 KB in all); kept out of `main`, that frame is
-/// released after boot instead of staying allocated for the life of the main loop.
+/// Not inlined, so its frame (a few hundred bytes: `configure` writes through `&mut`,
+/// the node is never moved) is released before the main loop.
 #[inline(never)]
 fn boot(boot_id: u32) -> Option<&'static mut MotorDriver> {
     static mut BOOTED: bool = false;
     let node_id = NodeId::new(NODE_ID)?;
-    let fw = MotorDriver::new(node_id, boot_id, MOTORS as u8, true).ok()?;
     // SAFETY: single-threaded, and `BOOTED` makes this run at most once, so the `&mut`
     // handed out is the only reference to `DRIVER` that ever exists.
-    unsafe {
+    let fw = unsafe {
         let booted = &mut *addr_of_mut!(BOOTED);
         if *booted {
             return None;
         }
         *booted = true;
-        Some((*addr_of_mut!(DRIVER)).write(fw))
-    }
+        &mut *addr_of_mut!(DRIVER)
+    };
+    fw.configure(node_id, boot_id, MOTORS as u8, true).ok()?;
+    Some(fw)
 }
 
 /// A boot id: random per boot on a real board (TRNG); here SysTick's phase after the
@@ -129,7 +130,7 @@ fn main() -> ! {
     };
     let (boot_stack, _) = selftest::stack_used();
     hprintln!(
-        "  stack used by boot (MotorDriver::new, built on the stack then moved into its static): {} B",
+        "  stack used by boot (MotorDriver::configure in place in its static): {} B",
         boot_stack
     );
     match selftest::run(fw, clock) {

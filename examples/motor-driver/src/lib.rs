@@ -63,6 +63,21 @@ struct Axis {
     stopped: bool,
 }
 
+impl Axis {
+    /// `Default`, usable in a `const`.
+    const IDLE: Axis = Axis {
+        motor: SimMotor::REST,
+        velocity_pid: Pid::ZERO,
+        position_pid: Pid::ZERO,
+        encoder_offset: 0.0,
+        invert: false,
+        alpha: 0.0,
+        filtered_velocity: 0.0,
+        command_timeout_us: 0,
+        stopped: false,
+    };
+}
+
 /// The application: motors and what the handlers need. Separate from the node, because
 /// the node calls it from `poll`.
 pub struct MotorApp {
@@ -71,6 +86,20 @@ pub struct MotorApp {
     params_dirty: u32,
     /// Events seen, for diagnostics and tests.
     pub events: EventLog,
+}
+
+impl MotorApp {
+    /// At boot: motors at rest, no master, every motor's params to be loaded.
+    const BOOT: MotorApp = MotorApp {
+        axes: [Axis::IDLE; MOTORS],
+        master_present: false,
+        params_dirty: u32::MAX,
+        events: EventLog {
+            started: 0,
+            master_lost: 0,
+            collisions: 0,
+        },
+    };
 }
 
 /// Counts of the events the runtime reported.
@@ -169,27 +198,55 @@ pub struct AxisView {
 
 impl MotorDriver {
     /// Boots the firmware: `motors` wired (≤ 8), node id, a random boot id, and whether
-    /// the CAN controller does FD.
+    /// the CAN controller does FD. Returns the whole firmware by value (several KB): a
+    /// board with a small stack puts [`MotorDriver::unconfigured`] in a `static` and
+    /// calls [`MotorDriver::configure`] instead.
     pub fn new(
         node_id: NodeId,
         boot_id: u32,
         motors: u8,
         fd_capable: bool,
     ) -> Result<Self, ConfigError> {
-        let node = gen::Node::new(node_id, boot_id, &[motors], fd_capable)?;
-        let mut fw = MotorDriver {
-            node,
-            app: MotorApp {
-                axes: [Axis::default(); MOTORS],
-                master_present: false,
-                params_dirty: u32::MAX,
-                events: EventLog::default(),
-            },
-            wired: motors.min(MOTORS as u8),
-            next_control_us: 0,
-        };
-        fw.load_params();
+        let mut fw = Self::unconfigured();
+        fw.configure(node_id, boot_id, motors, fd_capable)?;
         Ok(fw)
+    }
+
+    /// The firmware before boot: `const`, so it can initialise a `static` (no copy on
+    /// the stack). Inert, with no motor wired, until [`MotorDriver::configure`] succeeds.
+    pub const fn unconfigured() -> Self {
+        MotorDriver {
+            node: gen::Node::unconfigured(),
+            app: MotorApp::BOOT,
+            wired: 0,
+            next_control_us: 0,
+        }
+    }
+
+    /// Boots the firmware in place, as [`MotorDriver::new`] does (same arguments): the
+    /// node is configured afresh, the motors reset and their params loaded. On error
+    /// nothing is wired and the node stays inert.
+    pub fn configure(
+        &mut self,
+        node_id: NodeId,
+        boot_id: u32,
+        motors: u8,
+        fd_capable: bool,
+    ) -> Result<(), ConfigError> {
+        // Field by field: no MotorApp-sized temporary on the stack.
+        for a in self.app.axes.iter_mut() {
+            *a = Axis::IDLE;
+        }
+        self.app.master_present = false;
+        self.app.params_dirty = u32::MAX;
+        self.app.events = EventLog::default();
+        self.wired = 0;
+        self.next_control_us = 0;
+        self.node
+            .configure(node_id, boot_id, &[motors], fd_capable)?;
+        self.wired = motors.min(MOTORS as u8);
+        self.load_params();
+        Ok(())
     }
 
     /// A frame from the bus.
@@ -324,5 +381,43 @@ impl MotorDriver {
             // A periodic topic: this updates the value the runtime sends every 5 ms.
             let _ = h.publish_feedback(&feedback);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `unconfigured` + `configure` must leave, compared with `new`.
+    fn view(fw: &MotorDriver) -> (bool, u8, u32, EventLog, [Option<AxisView>; MOTORS], u32) {
+        let mut axes = [None; MOTORS];
+        for (i, a) in axes.iter_mut().enumerate() {
+            *a = fw.axis(i);
+        }
+        (
+            fw.node.is_configured(),
+            fw.wired,
+            fw.app.params_dirty,
+            fw.app.events,
+            axes,
+            fw.app.axes[0].command_timeout_us,
+        )
+    }
+
+    #[test]
+    fn configure_in_place_equals_new() {
+        static UNCONFIGURED: MotorDriver = MotorDriver::unconfigured();
+        assert!(!UNCONFIGURED.node.is_configured());
+        let id = NodeId::new(5).unwrap();
+        let a = MotorDriver::new(id, 7, 6, true).unwrap();
+        let mut b = MotorDriver::unconfigured();
+        b.configure(id, 7, 6, true).unwrap();
+        assert_eq!(view(&a), view(&b));
+        assert_eq!(a.node.state(), b.node.state());
+        assert_eq!(a.node.counters(), b.node.counters());
+        assert_eq!(a.app.axes[0].alpha, b.app.axes[0].alpha);
+        assert!(b.configure(id, 7, 9, true).is_err());
+        assert!(!b.node.is_configured());
+        assert_eq!(b.wired, 0);
     }
 }

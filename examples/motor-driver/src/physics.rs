@@ -18,6 +18,13 @@ pub const MAX_SPEED: f32 = 50.0;
 pub const TAU_S: f32 = 0.05;
 
 impl SimMotor {
+    /// At rest at position 0 (`Default`, usable in a `const`).
+    pub const REST: SimMotor = SimMotor {
+        position: 0.0,
+        velocity: 0.0,
+        duty: 0.0,
+    };
+
     /// Advances the motor by `dt_s` seconds with `duty` applied.
     pub fn step(&mut self, duty: f32, dt_s: f32) {
         let duty = clamp(duty, -1.0, 1.0);
@@ -51,6 +58,16 @@ pub struct Pid {
 }
 
 impl Pid {
+    /// All gains and state zero (`Default`, usable in a `const`).
+    pub const ZERO: Pid = Pid {
+        kp: 0.0,
+        ki: 0.0,
+        kd: 0.0,
+        limit: 0.0,
+        integral: 0.0,
+        last_error: 0.0,
+    };
+
     /// Sets the gains, keeping the controller's state.
     pub fn tune(&mut self, kp: f32, ki: f32, kd: f32, limit: f32) {
         self.kp = kp;
