@@ -984,10 +984,11 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
     let l = &schema.limits;
     let clamp = |v: usize| v.max(1);
     let buffers = format!(
-        "::fcan_runtime_nostd::Buffers<{}, {}, {}, {}, {}, {}, {}, {}>",
+        "::fcan_runtime_nostd::Buffers<{}, {}, {}, {}, {}, {}, {}, {}, {}>",
         clamp(tables.topic_bytes),
         clamp(tables.stage_bytes),
         clamp(tables.param_bytes),
+        clamp(tables.blocks.len()),
         clamp(tables.topic_slots),
         clamp(l.max_frames as usize),
         clamp(l.max_copy_entries as usize),

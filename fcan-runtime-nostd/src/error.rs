@@ -18,6 +18,8 @@ pub enum ConfigError {
     StageBytes,
     /// The param arena is smaller than [`crate::NodeDesc::param_bytes`].
     ParamBytes,
+    /// Fewer changed-parameter masks (`Buffers`' `BLOCKS`) than the descriptor has blocks.
+    Blocks,
     /// Fewer topic state slots than [`crate::NodeDesc::topic_slots`].
     TopicSlots,
     /// Fewer plan frames than `limits.max_frames`.
@@ -50,6 +52,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::TopicBytes => f.write_str("topic arena too small"),
             ConfigError::StageBytes => f.write_str("staging arena too small"),
             ConfigError::ParamBytes => f.write_str("param arena too small"),
+            ConfigError::Blocks => f.write_str("too few changed-parameter masks for the blocks"),
             ConfigError::TopicSlots => f.write_str("too few topic slots"),
             ConfigError::Frames => f.write_str("too few plan frames for limits.max_frames"),
             ConfigError::Entries => f.write_str("too few copy entries for limits.max_copy_entries"),

@@ -80,7 +80,7 @@ pub struct NodeConfig<'a> {
 /// }
 ///
 /// let config = NodeConfig { node_id: NodeId::new(3).unwrap(), boot_id: 7, counts: &[1], fd_capable: false };
-/// let mut node = Node::new(&NODE, Buffers::<4, 0, 0, 1, 2, 2, 0, 0>::new(), config).unwrap();
+/// let mut node = Node::new(&NODE, Buffers::<4, 0, 0, 1, 1, 2, 2, 0, 0>::new(), config).unwrap();
 /// node.publish(0, 0, &[1, 2, 3, 4]).unwrap();
 /// let mut bus = Bus(Vec::new());
 /// node.poll(0, &mut bus, &mut App);          // the listen window opens
@@ -441,7 +441,7 @@ fn wipe(p: &mut Parts<'_>) {
     p.topic.fill(0);
     p.stage.fill(0);
     p.params.fill(0);
-    p.param_changed.fill(false);
+    p.param_changed.fill(0);
     p.topics.fill(TopicState::EMPTY);
     p.frames.fill(PlanFrame::EMPTY);
     p.m2s_index.fill(0);
@@ -499,8 +499,11 @@ fn check_sizes(desc: &NodeDesc, p: &Parts<'_>) -> Result<(), ConfigError> {
     if p.stage.len() < desc.stage_bytes {
         return Err(ConfigError::StageBytes);
     }
-    if p.params.len() < desc.param_bytes || p.param_changed.len() < desc.param_bytes {
+    if p.params.len() < desc.param_bytes {
         return Err(ConfigError::ParamBytes);
+    }
+    if p.param_changed.len() < desc.blocks.len() {
+        return Err(ConfigError::Blocks);
     }
     if p.topics.len() < desc.topic_slots {
         return Err(ConfigError::TopicSlots);

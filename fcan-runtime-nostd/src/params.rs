@@ -78,13 +78,13 @@ pub(crate) fn set(
         })?;
         check_range(pd.ty, &v, pd.min, pd.max).map_err(|e| (ResultCode::from(e), 0))?;
     }
-    let start = r.start;
     p.params
         .get_mut(r)
         .ok_or((ResultCode::BadIndex, 0))?
         .copy_from_slice(value);
-    if let Some(flag) = p.param_changed.get_mut(start) {
-        *flag = true;
+    // `check_desc` guarantees at most 32 params per type, `check_sizes` one mask per block.
+    if let Some(mask) = p.param_changed.get_mut(m.block as usize) {
+        *mask |= 1u32.checked_shl(u32::from(m.param)).unwrap_or(0);
     }
     Ok(())
 }
@@ -113,24 +113,15 @@ pub(crate) fn read<'a>(
 /// Calls `params_changed` for every block with params written since the last commit, and
 /// clears the marks. Bit `i` of the mask is param `i` in schema declaration order.
 pub(crate) fn commit(desc: &NodeDesc, p: &mut Parts<'_>, app: &mut impl Dispatch) {
-    for (number, _) in desc.blocks.iter().enumerate().take(256) {
-        let Some((_, td)) = desc.block(number as u8) else {
-            continue;
-        };
-        let mut mask = 0u32;
-        for i in 0..td.params.len().min(32) {
-            let Some((r, _)) = range(desc, number as u8, i as u8) else {
-                continue;
-            };
-            if let Some(flag) = p.param_changed.get_mut(r.start) {
-                if *flag {
-                    mask |= 1 << i;
-                    *flag = false;
-                }
-            }
-        }
-        if mask != 0 {
-            app.params_changed(number as u8, mask);
+    for (number, mask) in p
+        .param_changed
+        .iter_mut()
+        .take(desc.blocks.len().min(256))
+        .enumerate()
+    {
+        let changed = core::mem::take(mask);
+        if changed != 0 {
+            app.params_changed(number as u8, changed);
         }
     }
 }

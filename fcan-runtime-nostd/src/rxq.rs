@@ -4,7 +4,23 @@
 use fcan_core::frame::FD_MAX_LEN;
 
 /// Configuration-plane frames the receive queue holds between polls; more are dropped
-/// and counted.
+/// and counted ([`crate::Node::rx_overflows`]).
+///
+/// Sized for the burst between two polls, not for one message: a master sends the
+/// segments of a configuration message back to back (on Classical CAN, 8 bytes a
+/// segment, a FRAME_DEFINE of 12 + 6 bytes per copy entry is 3–7 segments for a few
+/// entries and up to 50 for the longest [`crate::CONFIG_REASSEMBLY_BYTES`] takes); a
+/// board's main loop typically drains its controller's receive FIFO into `receive` and
+/// then polls once; and `poll` handles at most one queued frame per free place in the
+/// outgoing queue. About seven 8-byte extended frames fit in a millisecond at 1 Mbit/s,
+/// so 16 slots give a 1 ms poll loop a margin of two. Eight slots (−552 B of RAM) were
+/// considered and not taken: the host end-to-end harness polls after every frame, so no
+/// test shows that eight are enough on a real bus.
+///
+/// A slot holds only what a configuration frame needs (the raw extended identifier, the
+/// length and 64 payload bytes: 72 bytes with alignment), not a whole `Frame`. Storing
+/// the three as parallel arrays would save 48 bytes of RAM; measured on the eight-motor
+/// firmware it cost 64–144 bytes of flash, so it was not kept.
 pub const RX_QUEUE_LEN: usize = 16;
 
 /// One queued frame: the raw extended identifier and its payload.

@@ -3,7 +3,7 @@
 //! [`Buffers`] owns fixed arrays whose lengths are const generics the generated code
 //! computes from the schema. The engine never sees those constants: it borrows the
 //! arrays as slices through the [`Storage`] trait, so only this thin layer is
-//! monomorphised over the eight sizes and the engine is compiled once per node type.
+//! monomorphised over the nine sizes and the engine is compiled once per node type.
 
 use crate::plan::{PlanEntry, PlanFrame};
 use crate::services::SvcSlot;
@@ -19,9 +19,9 @@ pub struct Parts<'a> {
     pub stage: &'a mut [u8],
     /// Parameter values ([`crate::BlockDesc::param_offset`]).
     pub params: &'a mut [u8],
-    /// One flag per parameter byte; set at a parameter's first byte when it was written
-    /// since the last commit.
-    pub param_changed: &'a mut [bool],
+    /// One changed mask per block (bit `i`: param `i` of the block was written since the
+    /// last commit).
+    pub param_changed: &'a mut [u32],
     /// Per-topic state ([`crate::BlockDesc::topic_slot`]).
     pub topics: &'a mut [TopicState],
     /// The frame plan.
@@ -78,6 +78,7 @@ impl<S: Storage + ?Sized> Storage for &mut S {
 /// | `TOPIC_BYTES` | [`crate::NodeDesc::topic_bytes`] |
 /// | `STAGE_BYTES` | [`crate::NodeDesc::stage_bytes`] |
 /// | `PARAM_BYTES` | [`crate::NodeDesc::param_bytes`] |
+/// | `BLOCKS` | the number of blocks, `NodeDesc::blocks.len()` (one 32-bit changed-parameter mask each) |
 /// | `TOPIC_SLOTS` | [`crate::NodeDesc::topic_slots`] |
 /// | `FRAMES` | `limits.max_frames` |
 /// | `ENTRIES` | `limits.max_copy_entries` |
@@ -87,13 +88,14 @@ impl<S: Storage + ?Sized> Storage for &mut S {
 /// ```
 /// use fcan_runtime_nostd::Buffers;
 /// // Small enough for a stack in a doc test; firmware puts it in a `static`.
-/// let b: Buffers<16, 0, 8, 2, 4, 8, 1, 16> = Buffers::new();
+/// let b: Buffers<16, 0, 8, 1, 2, 4, 8, 1, 16> = Buffers::new();
 /// # let _ = b;
 /// ```
 pub struct Buffers<
     const TOPIC_BYTES: usize,
     const STAGE_BYTES: usize,
     const PARAM_BYTES: usize,
+    const BLOCKS: usize,
     const TOPIC_SLOTS: usize,
     const FRAMES: usize,
     const ENTRIES: usize,
@@ -103,7 +105,7 @@ pub struct Buffers<
     topic: [u8; TOPIC_BYTES],
     stage: [u8; STAGE_BYTES],
     params: [u8; PARAM_BYTES],
-    param_changed: [bool; PARAM_BYTES],
+    param_changed: [u32; BLOCKS],
     topics: [TopicState; TOPIC_SLOTS],
     frames: [PlanFrame; FRAMES],
     m2s_index: [u16; FRAMES],
@@ -116,13 +118,24 @@ impl<
         const TOPIC_BYTES: usize,
         const STAGE_BYTES: usize,
         const PARAM_BYTES: usize,
+        const BLOCKS: usize,
         const TOPIC_SLOTS: usize,
         const FRAMES: usize,
         const ENTRIES: usize,
         const SVC_SLOTS: usize,
         const SVC_BUF: usize,
     >
-    Buffers<TOPIC_BYTES, STAGE_BYTES, PARAM_BYTES, TOPIC_SLOTS, FRAMES, ENTRIES, SVC_SLOTS, SVC_BUF>
+    Buffers<
+        TOPIC_BYTES,
+        STAGE_BYTES,
+        PARAM_BYTES,
+        BLOCKS,
+        TOPIC_SLOTS,
+        FRAMES,
+        ENTRIES,
+        SVC_SLOTS,
+        SVC_BUF,
+    >
 {
     /// Zeroed buffers; `const` so they can initialise a `static`.
     pub const fn new() -> Self {
@@ -130,7 +143,7 @@ impl<
             topic: [0; TOPIC_BYTES],
             stage: [0; STAGE_BYTES],
             params: [0; PARAM_BYTES],
-            param_changed: [false; PARAM_BYTES],
+            param_changed: [0; BLOCKS],
             topics: [TopicState::EMPTY; TOPIC_SLOTS],
             frames: [PlanFrame::EMPTY; FRAMES],
             m2s_index: [0; FRAMES],
@@ -145,6 +158,7 @@ impl<
         const TOPIC_BYTES: usize,
         const STAGE_BYTES: usize,
         const PARAM_BYTES: usize,
+        const BLOCKS: usize,
         const TOPIC_SLOTS: usize,
         const FRAMES: usize,
         const ENTRIES: usize,
@@ -155,6 +169,7 @@ impl<
         TOPIC_BYTES,
         STAGE_BYTES,
         PARAM_BYTES,
+        BLOCKS,
         TOPIC_SLOTS,
         FRAMES,
         ENTRIES,
@@ -171,6 +186,7 @@ impl<
         const TOPIC_BYTES: usize,
         const STAGE_BYTES: usize,
         const PARAM_BYTES: usize,
+        const BLOCKS: usize,
         const TOPIC_SLOTS: usize,
         const FRAMES: usize,
         const ENTRIES: usize,
@@ -181,6 +197,7 @@ impl<
         TOPIC_BYTES,
         STAGE_BYTES,
         PARAM_BYTES,
+        BLOCKS,
         TOPIC_SLOTS,
         FRAMES,
         ENTRIES,

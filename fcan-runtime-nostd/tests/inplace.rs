@@ -220,7 +220,7 @@ fn failed_configure_leaves_the_node_inert() {
     assert!(rig.data.is_empty());
 
     // Too-small buffers fail the same way as in `new`.
-    let mut small: Node<Buffers<1, 0, 0, 0, 0, 0, 0, 0>> =
+    let mut small: Node<Buffers<1, 0, 0, 0, 0, 0, 0, 0, 0>> =
         Node::unconfigured(&DESC, Buffers::new());
     assert_eq!(
         small.configure(config(BOOT_ID)),

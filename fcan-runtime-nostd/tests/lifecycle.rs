@@ -525,42 +525,55 @@ fn config_errors() {
         counts: &COUNTS,
         fd_capable: false,
     };
+    fn too_small<B: Storage>(buffers: B) -> Option<ConfigError> {
+        let cfg = NodeConfig {
+            node_id: node_id(),
+            boot_id: 1,
+            counts: &COUNTS,
+            fd_capable: false,
+        };
+        Node::new(&DESC, buffers, cfg).err()
+    }
     assert_eq!(
-        Node::new(&DESC, Buffers::<134, 60, 25, 20, 8, 16, 2, 11>::new(), cfg).err(),
+        too_small(Buffers::<134, 60, 25, 5, 20, 8, 16, 2, 11>::new()),
         Some(ConfigError::TopicBytes)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 59, 25, 20, 8, 16, 2, 11>::new(), cfg).err(),
+        too_small(Buffers::<135, 59, 25, 5, 20, 8, 16, 2, 11>::new()),
         Some(ConfigError::StageBytes)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 60, 24, 20, 8, 16, 2, 11>::new(), cfg).err(),
+        too_small(Buffers::<135, 60, 24, 5, 20, 8, 16, 2, 11>::new()),
         Some(ConfigError::ParamBytes)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 60, 25, 19, 8, 16, 2, 11>::new(), cfg).err(),
+        too_small(Buffers::<135, 60, 25, 4, 20, 8, 16, 2, 11>::new()),
+        Some(ConfigError::Blocks)
+    );
+    assert_eq!(
+        too_small(Buffers::<135, 60, 25, 5, 19, 8, 16, 2, 11>::new()),
         Some(ConfigError::TopicSlots)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 60, 25, 20, 7, 16, 2, 11>::new(), cfg).err(),
+        too_small(Buffers::<135, 60, 25, 5, 20, 7, 16, 2, 11>::new()),
         Some(ConfigError::Frames)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 60, 25, 20, 8, 15, 2, 11>::new(), cfg).err(),
+        too_small(Buffers::<135, 60, 25, 5, 20, 8, 15, 2, 11>::new()),
         Some(ConfigError::Entries)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 60, 25, 20, 8, 16, 1, 11>::new(), cfg).err(),
+        too_small(Buffers::<135, 60, 25, 5, 20, 8, 16, 1, 11>::new()),
         Some(ConfigError::ServiceSlots)
     );
     assert_eq!(
-        Node::new(&DESC, Buffers::<135, 60, 25, 20, 8, 16, 2, 10>::new(), cfg).err(),
+        too_small(Buffers::<135, 60, 25, 5, 20, 8, 16, 2, 10>::new()),
         Some(ConfigError::ServiceBuffer)
     );
     assert_eq!(DESC.required_service_buffer(), 11);
     // Buffers in a static, borrowed.
     static mut _UNUSED: u8 = 0;
-    let mut big: Box<Buffers<200, 80, 40, 24, 10, 20, 3, 16>> = Box::new(Buffers::new());
+    let mut big: Box<Buffers<200, 80, 40, 6, 24, 10, 20, 3, 16>> = Box::new(Buffers::new());
     let node = Node::new(&DESC, &mut *big, cfg).unwrap();
     assert!(
         node.is_wired(0)

@@ -253,7 +253,7 @@ impl In<'_> {
 }
 
 fn send_msg(
-    node: &mut Node<Buffers<135, 60, 325, 20, 8, 16, 2, 27>>,
+    node: &mut Node<Buffers<135, 60, 325, 5, 20, 8, 16, 2, 27>>,
     to: NodeId,
     msg: &ConfigMessage<'_>,
     transfer: u8,
@@ -289,7 +289,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut node = Node::new(
         &DESC,
-        Buffers::<135, 60, 325, 20, 8, 16, 2, 27>::new(),
+        Buffers::<135, 60, 325, 5, 20, 8, 16, 2, 27>::new(),
         config,
     )
     .unwrap();
