@@ -1,0 +1,191 @@
+//! The user's requests: service calls and parameter reads and writes, checked here
+//! before anything is sent.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn running(&self, node: u8) -> Result<&NodeRecord, CallError> {
+        match self.nodes.get(&node) {
+            Some(n) if n.phase == Phase::Running || n.phase == Phase::Provisioning => Ok(n),
+            _ => Err(CallError::NodeNotOnline(node)),
+        }
+    }
+
+    /// Calls a service. The answer comes as [`Event::CallDone`] with the returned id.
+    pub fn call_service(
+        &mut self,
+        node: u8,
+        block: u8,
+        service: u8,
+        request: &[u8],
+        now: u64,
+    ) -> Result<u64, CallError> {
+        let rec = self.running(node)?;
+        let schema = rec.schema.clone().ok_or(CallError::NodeNotOnline(node))?;
+        let layout = schema
+            .numbering
+            .layout_of(block)
+            .ok_or_else(|| CallError::BadTarget(format!("node {node} has no block {block}")))?;
+        let req = layout.requests.get(service as usize).ok_or_else(|| {
+            CallError::BadTarget(format!("block {block} has no service {service}"))
+        })?;
+        if request.len() != req.size {
+            return Err(CallError::BadValue(format!(
+                "request is {} bytes, the service takes {}",
+                request.len(),
+                req.size
+            )));
+        }
+        let mtu = rec.mode.mtu();
+        let id = self.new_request(node);
+        let Some(rec) = self.nodes.get_mut(&node) else {
+            return Err(CallError::NodeNotOnline(node));
+        };
+        let transfer = rec.transfer();
+        rec.calls.insert(
+            transfer,
+            PendingCall {
+                id,
+                deadline: now + self.cfg.service_timeout_us,
+                accepted: false,
+            },
+        );
+        let msg = ConfigMessage::ServiceRequest(ServiceRequest {
+            block,
+            service,
+            body: request,
+        });
+        self.send(
+            NodeId::new(node).unwrap_or(NodeId::BROADCAST),
+            transfer,
+            &msg,
+            mtu,
+        );
+        Ok(id)
+    }
+
+    /// Writes a parameter (checked against its type and range here first). The answer
+    /// comes as [`Event::ParamDone`]. The value is restored after every reboot.
+    pub fn set_param(
+        &mut self,
+        node: u8,
+        block: u8,
+        param: u8,
+        value: &[u8],
+        now: u64,
+    ) -> Result<u64, CallError> {
+        let rec = self.running(node)?;
+        check_param_bytes(rec, block, param, value)?;
+        let id = self.new_request(node);
+        if let Some(rec) = self.nodes.get_mut(&node) {
+            rec.steps.push_back(Step::ParamSet {
+                block,
+                param,
+                value: value.to_vec(),
+                commit: true,
+                req: Some(id),
+            });
+        }
+        self.next_step(node, now);
+        Ok(id)
+    }
+
+    /// Reads a parameter. The answer comes as [`Event::ParamDone`].
+    pub fn get_param(
+        &mut self,
+        node: u8,
+        block: u8,
+        param: u8,
+        now: u64,
+    ) -> Result<u64, CallError> {
+        let rec = self.running(node)?;
+        param_size(rec, block, param)
+            .ok_or_else(|| CallError::BadTarget(format!("block {block} has no param {param}")))?;
+        let id = self.new_request(node);
+        if let Some(rec) = self.nodes.get_mut(&node) {
+            rec.steps.push_back(Step::ParamGet {
+                block,
+                param,
+                req: id,
+            });
+        }
+        self.next_step(node, now);
+        Ok(id)
+    }
+}
+
+pub(super) fn param_size(rec: &NodeRecord, block: u8, param: u8) -> Option<usize> {
+    let s = rec.schema.as_ref()?;
+    s.numbering
+        .layout_of(block)?
+        .param_sizes
+        .get(param as usize)
+        .copied()
+}
+
+pub(super) fn response_size(rec: &NodeRecord, block: u8, service: u8) -> Option<usize> {
+    let s = rec.schema.as_ref()?;
+    Some(
+        s.numbering
+            .layout_of(block)?
+            .responses
+            .get(service as usize)?
+            .size,
+    )
+}
+
+/// The master's own check of a parameter write: the same rule the node applies.
+pub(super) fn check_param_bytes(
+    rec: &NodeRecord,
+    block: u8,
+    param: u8,
+    value: &[u8],
+) -> Result<(), CallError> {
+    let s = rec
+        .schema
+        .as_ref()
+        .ok_or(CallError::NodeNotOnline(rec.id))?;
+    let b = s
+        .numbering
+        .block(block)
+        .ok_or_else(|| CallError::BadTarget(format!("no block {block}")))?;
+    let p = s.schema.types[b.type_index]
+        .params
+        .get(param as usize)
+        .ok_or_else(|| CallError::BadTarget(format!("block {block} has no param {param}")))?;
+    if value.len() != p.size() {
+        return Err(CallError::BadValue(format!(
+            "{} takes {} bytes, got {}",
+            p.name,
+            p.size(),
+            value.len()
+        )));
+    }
+    for chunk in value.chunks(p.ty.size()) {
+        let v = Scalar::read(p.ty, chunk)
+            .map_err(|e| CallError::BadValue(format!("{}: {e}", p.name)))?;
+        check_range(p.ty, &v, p.min, p.max).map_err(|e| {
+            CallError::BadValue(match e {
+                fcan_core::types::RangeError::NotFinite => format!("{} must be finite", p.name),
+                fcan_core::types::RangeError::BelowMin => {
+                    format!(
+                        "{} = {} is below its min {}",
+                        p.name,
+                        v.as_f64(),
+                        p.min.map_or(0.0, |m| m.as_f64())
+                    )
+                }
+                fcan_core::types::RangeError::AboveMax => {
+                    format!(
+                        "{} = {} is above its max {}",
+                        p.name,
+                        v.as_f64(),
+                        p.max.map_or(0.0, |m| m.as_f64())
+                    )
+                }
+                fcan_core::types::RangeError::WrongType => format!("{} is not a {}", p.name, p.ty),
+            })
+        })?;
+    }
+    Ok(())
+}
