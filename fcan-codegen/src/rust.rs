@@ -176,24 +176,16 @@ pub fn value_expr(v: &Scalar) -> String {
 }
 
 fn scalar_ctor(v: &Scalar) -> String {
-    let variant = match v.ty() {
-        ScalarType::Bool => "Bool",
-        ScalarType::U8 => "U8",
-        ScalarType::I8 => "I8",
-        ScalarType::U16 => "U16",
-        ScalarType::I16 => "I16",
-        ScalarType::U32 => "U32",
-        ScalarType::I32 => "I32",
-        ScalarType::U64 => "U64",
-        ScalarType::I64 => "I64",
-        ScalarType::F32 => "F32",
-        ScalarType::F64 => "F64",
-    };
-    format!("Scalar::{variant}({})", value_expr(v))
+    format!("Scalar::{}({})", variant_name(v.ty()), value_expr(v))
 }
 
 fn scalar_type_path(ty: ScalarType) -> String {
-    let variant = match ty {
+    format!("ScalarType::{}", variant_name(ty))
+}
+
+/// The Rust variant name shared by `Scalar` and `ScalarType` (`F32` for `f32`).
+fn variant_name(ty: ScalarType) -> &'static str {
+    match ty {
         ScalarType::Bool => "Bool",
         ScalarType::U8 => "U8",
         ScalarType::I8 => "I8",
@@ -205,8 +197,7 @@ fn scalar_type_path(ty: ScalarType) -> String {
         ScalarType::I64 => "I64",
         ScalarType::F32 => "F32",
         ScalarType::F64 => "F64",
-    };
-    format!("ScalarType::{variant}")
+    }
 }
 
 /// The runtime's arena layout for a schema, computed from [`Numbering`]: per type the

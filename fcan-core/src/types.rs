@@ -218,27 +218,31 @@ impl Scalar {
     /// assert_eq!(Scalar::read(ScalarType::Bool, &[2]), Err(ValueError::BadBool));
     /// assert_eq!(Scalar::read(ScalarType::F32, &[0; 3]), Err(ValueError::Truncated));
     /// ```
+    #[inline]
     pub fn read(ty: ScalarType, bytes: &[u8]) -> Result<Scalar, ValueError> {
-        let b = bytes.get(..ty.size()).ok_or(ValueError::Truncated)?;
-        let a2 = || [b[0], b[1]];
-        let a4 = || [b[0], b[1], b[2], b[3]];
-        let a8 = || [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
+        // `first_chunk` checks the length once per value and needs no indexing.
+        macro_rules! le {
+            ($t:ty) => {
+                <$t>::from_le_bytes(*bytes.first_chunk().ok_or(ValueError::Truncated)?)
+            };
+        }
         Ok(match ty {
-            ScalarType::Bool => match b[0] {
-                0 => Scalar::Bool(false),
-                1 => Scalar::Bool(true),
-                _ => return Err(ValueError::BadBool),
+            ScalarType::Bool => match bytes.first() {
+                Some(0) => Scalar::Bool(false),
+                Some(1) => Scalar::Bool(true),
+                Some(_) => return Err(ValueError::BadBool),
+                None => return Err(ValueError::Truncated),
             },
-            ScalarType::U8 => Scalar::U8(b[0]),
-            ScalarType::I8 => Scalar::I8(b[0] as i8),
-            ScalarType::U16 => Scalar::U16(u16::from_le_bytes(a2())),
-            ScalarType::I16 => Scalar::I16(i16::from_le_bytes(a2())),
-            ScalarType::U32 => Scalar::U32(u32::from_le_bytes(a4())),
-            ScalarType::I32 => Scalar::I32(i32::from_le_bytes(a4())),
-            ScalarType::U64 => Scalar::U64(u64::from_le_bytes(a8())),
-            ScalarType::I64 => Scalar::I64(i64::from_le_bytes(a8())),
-            ScalarType::F32 => Scalar::F32(f32::from_le_bytes(a4())),
-            ScalarType::F64 => Scalar::F64(f64::from_le_bytes(a8())),
+            ScalarType::U8 => Scalar::U8(le!(u8)),
+            ScalarType::I8 => Scalar::I8(le!(i8)),
+            ScalarType::U16 => Scalar::U16(le!(u16)),
+            ScalarType::I16 => Scalar::I16(le!(i16)),
+            ScalarType::U32 => Scalar::U32(le!(u32)),
+            ScalarType::I32 => Scalar::I32(le!(i32)),
+            ScalarType::U64 => Scalar::U64(le!(u64)),
+            ScalarType::I64 => Scalar::I64(le!(i64)),
+            ScalarType::F32 => Scalar::F32(le!(f32)),
+            ScalarType::F64 => Scalar::F64(le!(f64)),
         })
     }
 

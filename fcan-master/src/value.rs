@@ -3,7 +3,6 @@
 //! rules of `fcan_core` (the master never restates them).
 
 use std::fmt;
-use std::mem::size_of;
 use std::sync::Arc;
 
 use fcan_core::ir::Field;
@@ -48,6 +47,7 @@ fn err(path: &str, message: impl Into<String>) -> ValueError {
 
 impl Value {
     /// From a scalar.
+    #[inline]
     pub fn from_scalar(s: Scalar) -> Value {
         match s {
             Scalar::Bool(v) => Value::Bool(v),
@@ -400,38 +400,12 @@ pub fn unpack_message_named(
     Ok(Value::Struct(out))
 }
 
-/// One scalar straight from bytes into a [`Value`] (the topic hot path: no intermediate
-/// [`Scalar`]).
+/// One scalar from bytes into a [`Value`], by fcan-core's packing rule.
 #[inline]
 fn read_value(ty: ScalarType, b: &[u8], field: &str) -> Result<Value, ValueError> {
-    let short = || err(field, "message truncated");
-    macro_rules! le {
-        ($t:ty) => {
-            <$t>::from_le_bytes(
-                b.get(..size_of::<$t>())
-                    .and_then(|x| x.try_into().ok())
-                    .ok_or_else(short)?,
-            )
-        };
-    }
-    Ok(match ty {
-        ScalarType::Bool => match b.first() {
-            Some(0) => Value::Bool(false),
-            Some(1) => Value::Bool(true),
-            Some(_) => return Err(err(field, "bool byte is neither 0 nor 1")),
-            None => return Err(short()),
-        },
-        ScalarType::U8 => Value::UInt(le!(u8) as u64),
-        ScalarType::I8 => Value::Int(le!(i8) as i64),
-        ScalarType::U16 => Value::UInt(le!(u16) as u64),
-        ScalarType::I16 => Value::Int(le!(i16) as i64),
-        ScalarType::U32 => Value::UInt(le!(u32) as u64),
-        ScalarType::I32 => Value::Int(le!(i32) as i64),
-        ScalarType::U64 => Value::UInt(le!(u64)),
-        ScalarType::I64 => Value::Int(le!(i64)),
-        ScalarType::F32 => Value::Float(le!(f32) as f64),
-        ScalarType::F64 => Value::Float(le!(f64)),
-    })
+    Scalar::read(ty, b)
+        .map(Value::from_scalar)
+        .map_err(|e| err(field, e.to_string()))
 }
 
 /// Packs a parameter value (a scalar, or an array for an array param).
