@@ -167,7 +167,10 @@ fn mtu_of(text: &str) -> Mtu {
 // Codec vectors: ids, packing, messages, transfers, reassembly.
 
 fn parse_scalar(ty: ScalarType, text: &str) -> Scalar {
-    let int = || text.parse::<i128>().unwrap_or_else(|_| panic!("{text}: not an integer"));
+    let int = || {
+        text.parse::<i128>()
+            .unwrap_or_else(|_| panic!("{text}: not an integer"))
+    };
     match ty {
         ScalarType::Bool => Scalar::Bool(text.parse().expect("true/false")),
         ScalarType::U8 => Scalar::U8(int() as u8),
@@ -216,8 +219,14 @@ fn records(text: &str) -> Vec<Record> {
         }
         let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
         match words[0].as_str() {
-            "frame" => out.last_mut().expect("frame outside a record").frames.push(parse_frame(&words[1])),
-            "result" => out.last_mut().expect("result outside a record").result = Some(words[1..].join(" ")),
+            "frame" => out
+                .last_mut()
+                .expect("frame outside a record")
+                .frames
+                .push(parse_frame(&words[1])),
+            "result" => {
+                out.last_mut().expect("result outside a record").result = Some(words[1..].join(" "))
+            }
             _ => out.push(Record {
                 line: i + 1,
                 head: words,
@@ -257,11 +266,17 @@ fn check_record(file: &str, r: &Record) -> usize {
         }
         "unpack-invalid" => {
             let ty = ScalarType::from_name(h[1]).unwrap();
-            assert!(Scalar::read(ty, &unhex(h[2])).is_err(), "{at}: must be refused");
+            assert!(
+                Scalar::read(ty, &unhex(h[2])).is_err(),
+                "{at}: must be refused"
+            );
         }
         "message" => {
             let (op, dir, bytes) = (opcode_of(h[1]), dir_of(h[2]), unhex(h[3]));
-            let want = r.result.as_deref().unwrap_or_else(|| panic!("{at}: no result"));
+            let want = r
+                .result
+                .as_deref()
+                .unwrap_or_else(|| panic!("{at}: no result"));
             match ConfigMessage::decode(op, dir, &bytes) {
                 Ok(m) => {
                     assert_eq!(format!("{m:?}"), want, "{at}: decoded");
@@ -277,15 +292,24 @@ fn check_record(file: &str, r: &Record) -> usize {
             let mtu = mtu_of(h[1]);
             let id = ConfigId::from_raw(u32::from_str_radix(h[2], 16).unwrap()).unwrap();
             let msg = unhex(h[3]);
-            let got: Vec<String> = Segmenter::new(id, mtu, &msg, &[]).unwrap().map(|f| fmt_frame(&f)).collect();
+            let got: Vec<String> = Segmenter::new(id, mtu, &msg, &[])
+                .unwrap()
+                .map(|f| fmt_frame(&f))
+                .collect();
             let want: Vec<String> = r.frames.iter().map(fmt_frame).collect();
             assert_eq!(got, want, "{at}: segmentation");
             let back = reassemble(&r.frames).unwrap_or_else(|e| panic!("{at}: {e}"));
             assert_eq!(hex(&back[..msg.len()]), hex(&msg), "{at}: reassembly");
-            assert!(back[msg.len()..].iter().all(|b| *b == 0), "{at}: padding is zeros");
+            assert!(
+                back[msg.len()..].iter().all(|b| *b == 0),
+                "{at}: padding is zeros"
+            );
         }
         "reassemble" => {
-            let want = r.result.as_deref().unwrap_or_else(|| panic!("{at}: no result"));
+            let want = r
+                .result
+                .as_deref()
+                .unwrap_or_else(|| panic!("{at}: no result"));
             let got = match reassemble(&r.frames) {
                 Ok(m) => hex(&m),
                 Err(e) if e.starts_with("abandoned") => "abandoned".into(),
@@ -346,8 +370,15 @@ impl Fw {
                 MotorDriver::new(id, h.boot_id, h.wired[0], h.fd_capable).unwrap(),
             )),
             "io_board" => Fw::Io(Box::new(
-                IoBoard::new(id, h.boot_id, h.wired[0], h.wired[1], h.wired[2], h.fd_capable)
-                    .unwrap(),
+                IoBoard::new(
+                    id,
+                    h.boot_id,
+                    h.wired[0],
+                    h.wired[1],
+                    h.wired[2],
+                    h.fd_capable,
+                )
+                .unwrap(),
             )),
             other => panic!("unknown firmware {other}"),
         }
@@ -436,13 +467,20 @@ fn parse_transcript(text: &str) -> Transcript {
         };
         events.entry(t).or_default().push(ev);
     }
-    let get = |k: &str| kv.get(k).unwrap_or_else(|| panic!("transcript needs `{k}`")).clone();
+    let get = |k: &str| {
+        kv.get(k)
+            .unwrap_or_else(|| panic!("transcript needs `{k}`"))
+            .clone()
+    };
     let header = Header {
         firmware: get("firmware"),
         node_id: get("node_id").parse().unwrap(),
         boot_id: parse_u32(&get("boot_id")),
         fd_capable: get("fd_capable") == "true",
-        wired: get("wired").split_whitespace().map(|x| x.parse().unwrap()).collect(),
+        wired: get("wired")
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect(),
         link: mtu_of(&get("link")),
         session: parse_u32(&get("session")),
         discover: get("start") == "discover",
@@ -453,7 +491,10 @@ fn parse_transcript(text: &str) -> Transcript {
 }
 
 fn engine_for(h: &Header) -> Engine {
-    let mut e = Engine::new(EngineConfig::new(h.session, h.link), Box::new(MemoryStore::new()));
+    let mut e = Engine::new(
+        EngineConfig::new(h.session, h.link),
+        Box::new(MemoryStore::new()),
+    );
     if h.discover {
         e.discover();
     }
@@ -487,7 +528,11 @@ fn replay_node(name: &str, t: &Transcript) {
         }
         for e in evs {
             if let Event::Topic(b, tp, bytes) = e {
-                assert_eq!(fw.topic(*b, *tp), Some(bytes.clone()), "{name}: topic {b}.{tp} at {now} µs");
+                assert_eq!(
+                    fw.topic(*b, *tp),
+                    Some(bytes.clone()),
+                    "{name}: topic {b}.{tp} at {now} µs"
+                );
             }
         }
     }
@@ -545,9 +590,12 @@ fn scripts() -> Vec<Script> {
     };
     // thresholds of the analog sensor (block 4 with 2 outputs and 2 inputs wired... see
     // numbering: blocks are array-major over max_count, so analog is block 16).
-    let thresholds: Vec<u8> = (0..33u8).map(|i| if i == 32 { 1 } else { 0x10 + i }).collect();
+    let thresholds: Vec<u8> = (0..33u8)
+        .map(|i| if i == 32 { 1 } else { 0x10 + i })
+        .collect();
     let mut target = vec![2u8]; // type 2 = position
     target.extend_from_slice(&1.5f32.to_le_bytes());
+    let target2 = target.clone();
     vec![
         Script {
             file: "boot-io-board-classic.txt",
@@ -574,6 +622,14 @@ fn scripts() -> Vec<Script> {
                       (5 bytes) published once; trajectory (12 bytes) and feedback (13 bytes)\n\
                       are 2-frame groups.",
         },
+        Script {
+            file: "boot-motor-driver-fd.txt",
+            header: h("motor_driver", vec![8], Mtu::Fd, 0x0BAD_F00D),
+            publish: (0, 0, target2),
+            comment: "Motor driver with all 8 motors wired, on CAN FD with bit-rate switching:\n\
+                      motor0.target published once; every topic fits one 64-byte frame, and\n\
+                      the planner packs several topics per frame.",
+        },
     ]
 }
 
@@ -592,14 +648,18 @@ fn record(s: &Script) -> String {
             engine.handle_frame(f, now, &mut NoSink);
             events.push((now, Event::Node(fmt_frame(f))));
         }
-        let running = engine.node(h.node_id).is_some_and(|n| n.phase == Phase::Running);
+        let running = engine
+            .node(h.node_id)
+            .is_some_and(|n| n.phase == Phase::Running);
         if running && running_at.is_none() {
             running_at = Some(now);
         }
         let publish_at = running_at.map(|t| t + 5 * h.tick_us);
         if publish_at == Some(now) {
             let (b, t, v) = &s.publish;
-            engine.stage_publish(h.node_id, *b, *t, v, now, &mut NoSink).unwrap();
+            engine
+                .stage_publish(h.node_id, *b, *t, v, now, &mut NoSink)
+                .unwrap();
             events.push((now, Event::Publish(*b, *t, v.clone())));
         }
         engine.poll(now);
@@ -634,9 +694,17 @@ fn record(s: &Script) -> String {
     let _ = writeln!(out, "fd_capable {}", h.fd_capable);
     let wired: Vec<String> = h.wired.iter().map(u8::to_string).collect();
     let _ = writeln!(out, "wired {}", wired.join(" "));
-    let _ = writeln!(out, "link {}", if h.link == Mtu::Fd { "fd" } else { "classic" });
+    let _ = writeln!(
+        out,
+        "link {}",
+        if h.link == Mtu::Fd { "fd" } else { "classic" }
+    );
     let _ = writeln!(out, "session 0x{:08X}", h.session);
-    let _ = writeln!(out, "start {}", if h.discover { "discover" } else { "silent" });
+    let _ = writeln!(
+        out,
+        "start {}",
+        if h.discover { "discover" } else { "silent" }
+    );
     let _ = writeln!(out, "tick_us {}", h.tick_us);
     let _ = writeln!(out, "end_us {}\n", h.end_us);
     for (t, e) in events {
@@ -647,7 +715,7 @@ fn record(s: &Script) -> String {
             Event::Topic(b, tp, v) => format!("{t} topic {b} {tp} {}", hex(&v)),
         };
         let note = annotate(&line);
-        let _ = writeln!(out, "{line:<40}{note}");
+        let _ = writeln!(out, "{}", format!("{line:<40}{note}").trim_end());
     }
     out
 }
@@ -692,7 +760,11 @@ fn transcripts_replay_against_node_and_master() {
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (record with FCAN_BLESS=1)", path.display()));
         let t = parse_transcript(&text);
-        assert!(t.events.values().flatten().any(|e| matches!(e, Event::Topic(..))));
+        assert!(t
+            .events
+            .values()
+            .flatten()
+            .any(|e| matches!(e, Event::Topic(..))));
         replay_node(s.file, &t);
         replay_master(s.file, &t);
     }
@@ -704,7 +776,11 @@ fn transcripts_replay_against_node_and_master() {
 fn transcripts_are_what_the_implementation_records() {
     for s in scripts() {
         let text = std::fs::read_to_string(vector_dir().join(s.file)).unwrap();
-        assert!(text == record(&s), "{}: re-record with FCAN_BLESS=1 and review the diff", s.file);
+        assert!(
+            text == record(&s),
+            "{}: re-record with FCAN_BLESS=1 and review the diff",
+            s.file
+        );
     }
 }
 
@@ -722,13 +798,18 @@ fn example_frame_define() -> (ConfigId, Vec<u8>) {
         Event::Master(f) => Some(parse_frame(f)),
         _ => None,
     }) {
-        let Ok(id) = ConfigId::from_can_id(f.id()) else { continue };
+        let Ok(id) = ConfigId::from_can_id(f.id()) else {
+            continue;
+        };
         if id.opcode != Opcode::FrameDefine {
             continue;
         }
         if let Ok(Some(m)) = pool.push(id, f.data(), 0) {
             if let Ok(ConfigMessage::FrameDefine(d)) = ConfigMessage::decode(id.opcode, id.dir, m) {
-                if d.header.group_parts > 1 && d.header.dir == DataDirection::S2m && d.header.group_index == 0 {
+                if d.header.group_parts > 1
+                    && d.header.dir == DataDirection::S2m
+                    && d.header.group_index == 0
+                {
                     return (id, m.to_vec());
                 }
             }
@@ -742,8 +823,10 @@ fn example_blocks() -> Vec<(&'static str, String)> {
 
     // 11.1 FRAME_DEFINE byte by byte.
     let (id, bytes) = example_frame_define();
-    let Ok(ConfigMessage::FrameDefine(FrameDefine { header: fh, entries })) =
-        ConfigMessage::decode(id.opcode, id.dir, &bytes)
+    let Ok(ConfigMessage::FrameDefine(FrameDefine {
+        header: fh,
+        entries,
+    })) = ConfigMessage::decode(id.opcode, id.dir, &bytes)
     else {
         unreachable!()
     };
@@ -752,7 +835,11 @@ fn example_blocks() -> Vec<(&'static str, String)> {
     let rows: Vec<(usize, usize, String)> = vec![
         (0, 1, format!("index           = {}", fh.index)),
         (1, 2, format!("std_id (u16 LE) = 0x{:03X}", fh.std_id)),
-        (3, 1, format!("flags           = 0b{flags:08b}: s2m, sequenced")),
+        (
+            3,
+            1,
+            format!("flags           = 0b{flags:08b}: s2m, sequenced"),
+        ),
         (4, 1, format!("len             = {} bytes", fh.len)),
         (5, 1, format!("group parts     = {}", fh.group_parts)),
         (6, 1, format!("index in group  = {}", fh.group_index)),
@@ -760,7 +847,11 @@ fn example_blocks() -> Vec<(&'static str, String)> {
         (11, 1, format!("n entries       = {}", entries.len())),
     ];
     for (off, len, what) in rows {
-        let _ = writeln!(s, "{off:>3}  {:<17} {what}", hex_spaced(&bytes[off..off + len]));
+        let _ = writeln!(
+            s,
+            "{off:>3}  {:<17} {what}",
+            hex_spaced(&bytes[off..off + len])
+        );
     }
     for (k, e) in entries.iter().enumerate() {
         let off = 12 + 6 * k;
@@ -827,7 +918,10 @@ fn example_blocks() -> Vec<(&'static str, String)> {
 }
 
 fn hex_spaced(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02X}")).collect::<Vec<_>>().join(" ")
+    b.iter()
+        .map(|x| format!("{x:02X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Every worked example in docs/protocol.md §11 is exactly what the encoders produce:
@@ -848,6 +942,9 @@ fn protocol_md_worked_examples_match_the_encoders() {
             wrong.push(format!("{marker}\n```text\n{want}```"));
         }
     }
-    assert!(wrong.is_empty(), "docs/protocol.md §11 differs from the encoders; it should read:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "docs/protocol.md §11 differs from the encoders; it should read:\n{}",
+        wrong.join("\n")
+    );
 }
-
