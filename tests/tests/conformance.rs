@@ -322,24 +322,36 @@ fn check_record(file: &str, r: &Record) -> usize {
     1
 }
 
+/// The codec vector files; every other `.txt` is a transcript.
+const CODEC_FILES: [&str; 4] = ["ids.txt", "packing.txt", "messages.txt", "transfers.txt"];
+
 #[test]
 fn codec_vectors() {
     let mut checked = 0;
-    let mut files = 0;
-    for entry in std::fs::read_dir(vector_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if !name.ends_with(".txt") || name.starts_with("boot-") {
-            continue;
-        }
-        files += 1;
-        let text = std::fs::read_to_string(&path).unwrap();
+    for name in CODEC_FILES {
+        let text = std::fs::read_to_string(vector_dir().join(name)).unwrap();
         for r in records(&text) {
-            checked += check_record(&name, &r);
+            checked += check_record(name, &r);
         }
     }
-    assert!(files >= 4, "codec vector files found: {files}");
     assert!(checked >= 80, "codec vectors checked: {checked}");
+}
+
+/// No vector file is left out: each is a codec file or a transcript some test replays.
+#[test]
+fn every_vector_file_is_run() {
+    let mut known: Vec<String> = CODEC_FILES.iter().map(|s| s.to_string()).collect();
+    known.extend(scripts().iter().map(|s| s.file.to_string()));
+    known.push(SECOND_ACK.to_string());
+    for entry in std::fs::read_dir(vector_dir()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        if name.ends_with(".txt") {
+            assert!(
+                known.contains(&name),
+                "conformance/{name} is run by no test"
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -416,6 +428,9 @@ struct Header {
     link: Mtu,
     session: u32,
     discover: bool,
+    /// The `M` lines are the fcan master's (`master engine`), so the transcript also
+    /// tests a master; `master none`: a scripted master, the transcript tests nodes only.
+    master_engine: bool,
     tick_us: u64,
     end_us: u64,
 }
@@ -484,6 +499,7 @@ fn parse_transcript(text: &str) -> Transcript {
         link: mtu_of(&get("link")),
         session: parse_u32(&get("session")),
         discover: get("start") == "discover",
+        master_engine: kv.get("master").is_none_or(|m| m != "none"),
         tick_us: get("tick_us").parse().unwrap(),
         end_us: get("end_us").parse().unwrap(),
     };
@@ -585,6 +601,7 @@ fn scripts() -> Vec<Script> {
         link,
         session: 0xBEEF_0001,
         discover: true,
+        master_engine: true,
         tick_us: 1000,
         end_us: 0,
     };
@@ -688,6 +705,12 @@ fn record(s: &Script) -> String {
         "# Recorded from fcan-master's engine and the example firmware; format and the\n\
          # hand-checked lines: conformance/README.md. Times in µs.\n"
     );
+    write_header(&mut out, &h);
+    write_events(&mut out, &events);
+    out
+}
+
+fn write_header(out: &mut String, h: &Header) {
     let _ = writeln!(out, "firmware {}", h.firmware);
     let _ = writeln!(out, "node_id {}", h.node_id);
     let _ = writeln!(out, "boot_id 0x{:08X}", h.boot_id);
@@ -707,17 +730,22 @@ fn record(s: &Script) -> String {
     );
     let _ = writeln!(out, "tick_us {}", h.tick_us);
     let _ = writeln!(out, "end_us {}\n", h.end_us);
+    if !h.master_engine {
+        let _ = writeln!(out, "master none\n");
+    }
+}
+
+fn write_events(out: &mut String, events: &[(u64, Event)]) {
     for (t, e) in events {
         let line = match e {
             Event::Master(f) => format!("{t} M {f}"),
             Event::Node(f) => format!("{t} N {f}"),
-            Event::Publish(b, tp, v) => format!("{t} publish {b} {tp} {}", hex(&v)),
-            Event::Topic(b, tp, v) => format!("{t} topic {b} {tp} {}", hex(&v)),
+            Event::Publish(b, tp, v) => format!("{t} publish {b} {tp} {}", hex(v)),
+            Event::Topic(b, tp, v) => format!("{t} topic {b} {tp} {}", hex(v)),
         };
         let note = annotate(&line);
         let _ = writeln!(out, "{}", format!("{line:<40}{note}").trim_end());
     }
-    out
 }
 
 /// A short decoding of a configuration frame, for readers of the transcript.
@@ -765,6 +793,7 @@ fn transcripts_replay_against_node_and_master() {
             .values()
             .flatten()
             .any(|e| matches!(e, Event::Topic(..))));
+        assert!(t.header.master_engine);
         replay_node(s.file, &t);
         replay_master(s.file, &t);
     }
@@ -947,4 +976,142 @@ fn protocol_md_worked_examples_match_the_encoders() {
         "docs/protocol.md §11 differs from the encoders; it should read:\n{}",
         wrong.join("\n")
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Node-only scenarios: a scripted master does what fcan's master does not (§10.5).
+
+/// The frames of one configuration message to node `node` on Classical CAN.
+fn classic_msg(node: u8, transfer: u8, msg: &ConfigMessage) -> Vec<Frame> {
+    let mut buf = [0u8; 64];
+    let n = msg.encode(&mut buf).unwrap();
+    let id = ConfigId::single(
+        msg.opcode(),
+        Direction::ToNode,
+        NodeId::new(node).unwrap_or(NodeId::BROADCAST),
+        transfer,
+    );
+    Segmenter::new(id, Mtu::Classic, &buf[..n], &[])
+        .unwrap()
+        .collect()
+}
+
+/// The m2s frames of one `analog/thresholds` publication on Classical CAN, laid out as
+/// the boot transcript's plan has it (identifiers 0x100..=0x104, §11.3).
+fn thresholds_frames(seq: u8, value: &[u8]) -> Vec<Frame> {
+    value
+        .chunks(7)
+        .enumerate()
+        .map(|(k, part)| {
+            let mut data = vec![seq];
+            data.extend_from_slice(part);
+            Frame::classic(CanId::Standard(0x100 + k as u16), &data).unwrap()
+        })
+        .collect()
+}
+
+const SECOND_ACK: &str = "node-second-ack-classic.txt";
+
+/// The I/O board of `boot-io-board-classic.txt` runs; then a master acknowledges it again
+/// with the same mode (it keeps running), publishes thresholds (taken), acknowledges it
+/// with an FD mode (plan cleared, back to PROVISIONED) and publishes again (dropped: not
+/// running). The node's frames and topic values are recorded; the behaviour §10.5 states
+/// is asserted while recording.
+fn record_second_ack() -> String {
+    let boot = parse_transcript(
+        &std::fs::read_to_string(vector_dir().join("boot-io-board-classic.txt")).unwrap(),
+    );
+    let mut h = boot.header.clone();
+    h.master_engine = false;
+    h.end_us = 420_000;
+    let node = h.node_id;
+    let mut inputs: BTreeMap<u64, Vec<Frame>> = BTreeMap::new();
+    for (t, evs) in &boot.events {
+        for e in evs {
+            if let Event::Master(f) = e {
+                inputs.entry(*t).or_default().push(parse_frame(f));
+            }
+        }
+    }
+    let ack = |mode| {
+        ConfigMessage::AnnounceAck(fcan_core::msg::AnnounceAck {
+            boot_id: h.boot_id,
+            session: h.session,
+            mode,
+        })
+    };
+    let v2: Vec<u8> = (0..33u8).map(|i| 0x40 + i).collect();
+    let v3: Vec<u8> = (0..33u8).map(|i| 0x80 + i).collect();
+    use fcan_core::msg::{BusMode, MasterHeartbeat};
+    inputs.insert(365_000, classic_msg(node, 0x40, &ack(BusMode::Classic)));
+    inputs.insert(380_000, thresholds_frames(2, &v2));
+    inputs.insert(390_000, classic_msg(node, 0x41, &ack(BusMode::Fd)));
+    inputs.insert(395_000, thresholds_frames(3, &v3));
+    let hb = ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: h.session });
+    inputs.insert(400_000, classic_msg(0x7F, 0, &hb));
+
+    let mut fw = Fw::boot(&h);
+    let mut events = Vec::new();
+    let mut states = BTreeMap::new();
+    for now in ticks(&h) {
+        for f in fw.poll(now as u32) {
+            events.push((now, Event::Node(fmt_frame(&f))));
+        }
+        for f in inputs.get(&now).into_iter().flatten() {
+            fw.receive(f, now as u32);
+            events.push((now, Event::Master(fmt_frame(f))));
+        }
+        if now == 380_000 || now == 395_000 {
+            events.push((now, Event::Topic(16, 1, fw.topic(16, 1).unwrap())));
+        }
+        let Fw::Io(b) = &fw else { unreachable!() };
+        states.insert(now, b.node.state());
+    }
+    use fcan_core::msg::NodeState;
+    // The second ack with the same mode keeps the node running; the FD-mode ack stops it.
+    assert_eq!(states[&389_000], NodeState::Running);
+    assert_eq!(states[&391_000], NodeState::Provisioned);
+    let topic_at = |at: u64| {
+        events.iter().find_map(|(t, e)| match e {
+            Event::Topic(_, _, v) if *t == at => Some(v.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(topic_at(380_000), Some(v2.clone()), "taken while RUNNING");
+    assert_eq!(topic_at(395_000), Some(v2), "dropped while PROVISIONED");
+    // No RESULT answers an ANNOUNCE_ACK.
+    assert!(!events
+        .iter()
+        .any(|(t, e)| *t > 359_000 && matches!(e, Event::Node(f) if f.starts_with("1682"))));
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Node only (a scripted master): the I/O board of boot-io-board-classic.txt runs;\n\
+         # at 365 ms a second ANNOUNCE_ACK with the same mode: it keeps RUNNING and sends a\n\
+         # HEARTBEAT, no RESULT; at 380 ms thresholds (sequence 2) are taken; at 390 ms an\n\
+         # ANNOUNCE_ACK with mode 1 (Fd): plan cleared, PROVISIONED, its frames are now FD\n\
+         # without BRS; at 395 ms thresholds (sequence 3) are dropped (not RUNNING).\n\
+         # docs/protocol.md §10.5. Format: conformance/README.md. Times in µs.\n"
+    );
+    write_header(&mut out, &h);
+    write_events(&mut out, &events);
+    out
+}
+
+#[test]
+fn node_only_scenarios_replay_against_the_firmware() {
+    let path = vector_dir().join(SECOND_ACK);
+    let recorded = record_second_ack();
+    if std::env::var_os("FCAN_BLESS").is_some() {
+        std::fs::write(&path, &recorded).unwrap();
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text == recorded,
+        "{SECOND_ACK}: re-record with FCAN_BLESS=1"
+    );
+    let t = parse_transcript(&text);
+    assert!(!t.header.master_engine);
+    replay_node(SECOND_ACK, &t);
 }
