@@ -819,8 +819,8 @@ fn transcripts_are_what_the_implementation_records() {
 /// A FRAME_DEFINE of the I/O board's plan on Classical CAN: the first part of the
 /// analog `samples` group, taken from the plan the master computes.
 fn example_frame_define() -> (ConfigId, Vec<u8>) {
-    let text = std::fs::read_to_string(vector_dir().join("boot-io-board-classic.txt")).unwrap();
-    let t = parse_transcript(&text);
+    // Recorded afresh, so the examples are what the engine and firmware produce now.
+    let t = parse_transcript(&record(&scripts()[0]));
     // Reassemble every FRAME_DEFINE the master sent; take the first one of a group.
     let mut pool: Box<ReassemblyPool<2, 8192>> = Box::new(ReassemblyPool::new());
     for f in t.events.values().flatten().filter_map(|e| match e {
@@ -906,9 +906,8 @@ fn example_blocks() -> Vec<(&'static str, String)> {
     out.push(("segmented", s));
 
     // 11.3 A sequenced group: the master publishes analog.thresholds (33 bytes) on
-    // Classical CAN. Frames straight from the classic transcript.
-    let text = std::fs::read_to_string(vector_dir().join("boot-io-board-classic.txt")).unwrap();
-    let t = parse_transcript(&text);
+    // Classical CAN, as the master engine sends it.
+    let t = parse_transcript(&record(&scripts()[0]));
     let (at, value) = t
         .events
         .iter()
