@@ -173,6 +173,7 @@ impl Checker {
             self.block_type(s, t);
         }
         self.instances(s);
+        self.node_limits(s);
     }
 
     fn limits(&mut self, s: &Schema) {
@@ -521,6 +522,43 @@ impl Checker {
                 path!["instances"],
                 format!("{total} instances in all; a node has at most {MAX_BLOCKS} (block numbers are a byte)"),
             );
+        }
+    }
+}
+
+/// Limits a node runtime enforces ([`crate::limits`], [`crate::timing::MAX_PERIOD_US`]),
+/// checked here so a schema that validates yields a firmware that boots and a plan
+/// the node accepts. Kept apart from the structural checks above.
+impl Checker {
+    fn node_limits(&mut self, s: &Schema) {
+        for t in &s.types {
+            for topic in &t.topics {
+                if !crate::timing::period_ok(topic.period_us) {
+                    self.err(
+                        path!["types", &t.name, "topics", &topic.name, "period_us"],
+                        format!(
+                            "period_us is {}; a node schedules periods up to {} µs (2^31 - 1, about 35 minutes) on its wrapping 32-bit clock",
+                            topic.period_us,
+                            crate::timing::MAX_PERIOD_US
+                        ),
+                    );
+                }
+            }
+            for p in &t.params {
+                // Overflow-safe: a huge `len` must not wrap into a small size.
+                let size = (p.ty.size() as u64).saturating_mul(u64::from(p.len.unwrap_or(1)));
+                if size > crate::limits::MAX_PARAM_BYTES as u64 {
+                    self.err(
+                        path!["types", &t.name, "params", &p.name, "len"],
+                        format!(
+                            "param {} is {size} bytes; a node receives at most {} bytes per parameter (one PARAM_SET in its {}-byte configuration buffer)",
+                            p.name,
+                            crate::limits::MAX_PARAM_BYTES,
+                            crate::limits::CONFIG_REASSEMBLY_BYTES
+                        ),
+                    );
+                }
+            }
         }
     }
 }

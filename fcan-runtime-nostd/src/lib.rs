@@ -80,8 +80,9 @@ pub use topics::{TopicRead, TopicState};
 
 /// Bytes of each of the node's two configuration reassembly buffers: the longest
 /// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest
-/// parameter) it can take. Service requests use the service slots instead.
-pub const CONFIG_REASSEMBLY_BYTES: usize = 400;
+/// parameter) it can take. Service requests use the service slots instead. The one
+/// constant schema validation checks parameters against (`fcan_core::limits`).
+pub use fcan_core::limits::CONFIG_REASSEMBLY_BYTES;
 
 /// The protocol version the node announces.
 pub use fcan_core::PROTOCOL_VERSION;

@@ -257,6 +257,7 @@ pub(crate) fn on_frame(
         None => {}
     }
     if !cx.serving {
+        bump(&mut counters.rx_bad_state);
         return reply(ServiceStatus::BadState);
     }
     let Some((_, td)) = cx.desc.block(req.block) else {
