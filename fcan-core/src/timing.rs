@@ -20,6 +20,12 @@ pub const DEFAULT_MASTER_TIMEOUT_MS: u16 = 300;
 pub const NODE_OFFLINE_TIMEOUT_US: u32 = 3 * NODE_HEARTBEAT_PERIOD_US;
 /// Default time a master waits for a service response (restarted by ACCEPTED).
 pub const SERVICE_TIMEOUT_MS: u32 = 1_500;
+/// A node gives up a deferred service call (its handler answered ACCEPTED) that the
+/// application has not completed this long after accepting it, or after the master's
+/// last repeat of the request: it answers EXPIRED and frees the slot, so a forgotten
+/// call cannot hold a slot forever. Shorter than [`SERVICE_TIMEOUT_MS`], so a master
+/// still waiting hears why the call ended.
+pub const DEFERRED_SERVICE_TIMEOUT_US: u32 = 1_000_000;
 /// Time a master waits for the RESULT of a configuration command before retrying.
 pub const COMMAND_TIMEOUT_MS: u32 = 100;
 

@@ -964,12 +964,10 @@ fn run_services(core: &mut Core, p: &mut Parts<'_>, outq: &mut OutQueue, app: &m
                     }
                     ServiceOutcome::BadRequest => ServiceStatus::BadRequest,
                 };
-                if let Some(slot) = p.svc.get_mut(i) {
-                    slot.state = if status == ServiceStatus::Accepted {
-                        SlotState::Deferred
-                    } else {
-                        SlotState::Free
-                    };
+                if status == ServiceStatus::Accepted {
+                    services::defer(p, i, core.now);
+                } else if let Some(slot) = p.svc.get_mut(i) {
+                    slot.state = SlotState::Free;
                 }
                 let msg = ConfigMessage::ServiceResponse(ServiceResponse {
                     block: s.block,
@@ -984,6 +982,20 @@ fn run_services(core: &mut Core, p: &mut Parts<'_>, outq: &mut OutQueue, app: &m
                     slot.state = SlotState::Responding;
                 }
                 outq.push(OutMsg::new(rid, mtu, brs, ok_body));
+            }
+            SlotState::Expired => {
+                // The application never completed the call: tell the master, free the
+                // slot (a late `complete` finds no call for its token).
+                if let Some(slot) = p.svc.get_mut(i) {
+                    slot.state = SlotState::Free;
+                }
+                let msg = ConfigMessage::ServiceResponse(ServiceResponse {
+                    block: s.block,
+                    service: s.service,
+                    status: ServiceStatus::Expired,
+                    body: &[],
+                });
+                core.reply(outq, rid, &msg);
             }
             _ => {}
         }
