@@ -25,3 +25,7 @@ pub const MAX_PARAM_BYTES: usize = CONFIG_REASSEMBLY_BYTES - PARAM_SET_HEADER_LE
 pub const fn param_fits(size: usize) -> bool {
     size <= MAX_PARAM_BYTES
 }
+
+/// The largest arena (topic, staging, parameter bytes, or topic-state entries) of one
+/// node: the runtime's descriptor tables hold offsets into them as `u16`.
+pub const MAX_ARENA: usize = u16::MAX as usize;

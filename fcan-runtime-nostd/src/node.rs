@@ -377,7 +377,9 @@ impl<B: Storage> Node<B> {
     }
 
     /// Completes a deferred service call (its handler answered `Accepted`). The OK
-    /// response goes out from the next `poll`, under the request's transfer id.
+    /// response goes out from the next `poll`, under the request's transfer id. A call
+    /// not completed within `fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US` (restarted
+    /// by each repeat of the request) has been answered EXPIRED and its token is refused.
     pub fn complete(
         &mut self,
         token: crate::api::DeferredToken,
