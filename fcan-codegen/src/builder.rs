@@ -112,7 +112,13 @@ impl Builder {
         if !self.quiet {
             // Before loading, so that cargo reruns once a broken schema is fixed.
             for s in &self.schemas {
-                println!("cargo:rerun-if-changed={}", s.display());
+                let path = s.display().to_string();
+                // A line break would end the directive and start another one.
+                if path.contains(['\n', '\r']) {
+                    println!("cargo:warning=a schema path holds a line break; cargo cannot watch it for changes");
+                } else {
+                    println!("cargo:rerun-if-changed={path}");
+                }
             }
         }
         let dir = match &self.out_dir {

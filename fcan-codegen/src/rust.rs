@@ -525,6 +525,24 @@ fn field_ctx(f: &Field) -> FieldCtx {
     }
 }
 
+/// Text that is safe inside a generated `//` comment: a file name is the one string that
+/// reaches the generated Rust without being checked as an identifier, and a newline in
+/// it would end the comment and inject code. Control characters (line breaks included)
+/// and Unicode bidirectional controls (which rustc refuses in comments) are written as
+/// `\u{..}` escapes; everything else is kept, so an ordinary name reads as itself.
+fn comment_text(s: &str) -> String {
+    let bidi = |c: char| matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || bidi(c) || c == '\u{2028}' || c == '\u{2029}' {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn msg_ctx(name: String, doc: String, fields: &[Field], size: usize) -> MsgCtx {
     MsgCtx {
         name,
@@ -992,10 +1010,11 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
             .files
             .iter()
             .map(|f| {
-                std::path::Path::new(f)
+                let name = std::path::Path::new(f)
                     .file_name()
                     .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| f.clone())
+                    .unwrap_or_else(|| f.clone());
+                comment_text(&name)
             })
             .collect(),
         node: schema.node.clone(),

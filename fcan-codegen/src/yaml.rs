@@ -86,16 +86,32 @@ pub struct SyntaxError {
     pub message: String,
 }
 
+/// The most nodes a document may produce, counting every node an alias repeats: far
+/// above any real schema (a node with 255 blocks of a large type is a few thousand),
+/// far below what a "billion laughs" file (aliases of aliases, each doubling the tree)
+/// would take in memory and time.
+pub const MAX_NODES: usize = 200_000;
+
+/// The deepest nesting of collections a document may have. Schemas nest about six
+/// levels; the cap keeps the recursive conversion and drop of the tree off the edge of
+/// the stack.
+pub const MAX_DEPTH: usize = 64;
+
+/// An open collection: where it starts, its anchor, its items so far, and the node count
+/// when it opened (its own size is the count at its end minus this).
 enum Open {
-    Seq(Pos, usize, Vec<Node>),
-    Map(Pos, usize, Vec<(Node, Node)>, Option<Node>),
+    Seq(Pos, usize, usize, Vec<Node>),
+    Map(Pos, usize, usize, Vec<(Node, Node)>, Option<Node>),
 }
 
 /// Parses one YAML document. An empty file (or only comments) gives `None`.
 pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Open> = Vec::new();
-    let mut anchors: Vec<Option<Node>> = Vec::new();
+    // Each anchored node with its size in nodes (what one alias of it adds).
+    let mut anchors: Vec<Option<(Node, usize)>> = Vec::new();
+    // Nodes produced so far, aliases' repeats included.
+    let mut produced = 0usize;
     let mut root: Option<Node> = None;
     let mut documents = 0usize;
     while let Some(ev) = parser.next_event() {
@@ -107,7 +123,7 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
             message: format!("YAML syntax: {}", e.info()),
         })?;
         let pos = Pos::of(&span);
-        let done: Option<(Node, usize)> = match event {
+        let done: Option<(Node, usize, usize)> = match event {
             Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => None,
             Event::DocumentStart(_) => {
                 documents += 1;
@@ -120,62 +136,84 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
                 None
             }
             Event::Alias(id) => {
-                let node = anchors.get(id).cloned().flatten().ok_or(SyntaxError {
-                    pos,
-                    message: "YAML alias refers to an anchor that is not complete yet".into(),
-                })?;
-                Some((Node { pos, ..node }, 0))
-            }
-            Event::Scalar(value, style, anchor, _tag) => Some((
-                Node {
-                    pos,
-                    kind: Kind::Scalar {
-                        value: value.into_owned(),
-                        plain: style == ScalarStyle::Plain,
+                let (node, size) = anchors
+                    .get(id)
+                    .and_then(Option::as_ref)
+                    .ok_or(SyntaxError {
+                        pos,
+                        message: "YAML alias refers to an anchor that is not complete yet".into(),
+                    })?;
+                // Counted before the copy is made: the copy is what costs.
+                let start = count(&mut produced, *size, pos)?;
+                Some((
+                    Node {
+                        pos,
+                        ..node.clone()
                     },
-                },
-                anchor,
-            )),
+                    0,
+                    start,
+                ))
+            }
+            Event::Scalar(value, style, anchor, _tag) => {
+                let start = count(&mut produced, 1, pos)?;
+                Some((
+                    Node {
+                        pos,
+                        kind: Kind::Scalar {
+                            value: value.into_owned(),
+                            plain: style == ScalarStyle::Plain,
+                        },
+                    },
+                    anchor,
+                    start,
+                ))
+            }
             Event::SequenceStart(anchor, _) => {
-                stack.push(Open::Seq(pos, anchor, Vec::new()));
+                let start = open(stack.len(), &mut produced, pos)?;
+                stack.push(Open::Seq(pos, anchor, start, Vec::new()));
                 None
             }
             Event::MappingStart(anchor, _) => {
-                stack.push(Open::Map(pos, anchor, Vec::new(), None));
+                let start = open(stack.len(), &mut produced, pos)?;
+                stack.push(Open::Map(pos, anchor, start, Vec::new(), None));
                 None
             }
             Event::SequenceEnd => match stack.pop() {
-                Some(Open::Seq(p, anchor, items)) => Some((
+                Some(Open::Seq(p, anchor, start, items)) => Some((
                     Node {
                         pos: p,
                         kind: Kind::Seq(items),
                     },
                     anchor,
+                    start,
                 )),
                 _ => unreachable_event(pos)?,
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Open::Map(p, anchor, items, _)) => Some((
+                Some(Open::Map(p, anchor, start, items, _)) => Some((
                     Node {
                         pos: p,
                         kind: Kind::Map(items),
                     },
                     anchor,
+                    start,
                 )),
                 _ => unreachable_event(pos)?,
             },
         };
-        if let Some((node, anchor)) = done {
+        if let Some((node, anchor, start)) = done {
             if anchor > 0 {
                 if anchors.len() <= anchor {
                     anchors.resize(anchor + 1, None);
                 }
-                anchors[anchor] = Some(node.clone());
+                // Itself and everything inside it, repeats by aliases included.
+                let size = produced.saturating_sub(start).max(1);
+                anchors[anchor] = Some((node.clone(), size));
             }
             match stack.last_mut() {
                 None => root = Some(node),
-                Some(Open::Seq(_, _, items)) => items.push(node),
-                Some(Open::Map(_, _, items, key)) => match key.take() {
+                Some(Open::Seq(_, _, _, items)) => items.push(node),
+                Some(Open::Map(_, _, _, items, key)) => match key.take() {
                     None => *key = Some(node),
                     Some(k) => items.push((k, node)),
                 },
@@ -185,7 +223,33 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
     Ok(root)
 }
 
-fn unreachable_event(pos: Pos) -> Result<Option<(Node, usize)>, SyntaxError> {
+/// Counts `n` more nodes; returns the count before them. Refuses to pass [`MAX_NODES`].
+fn count(produced: &mut usize, n: usize, pos: Pos) -> Result<usize, SyntaxError> {
+    let start = *produced;
+    *produced = start.saturating_add(n);
+    if *produced > MAX_NODES {
+        return Err(SyntaxError {
+            pos,
+            message: format!(
+                "YAML aliases expand this document past {MAX_NODES} nodes; write the repeated parts out, or repeat less"
+            ),
+        });
+    }
+    Ok(start)
+}
+
+/// A collection opens at nesting `depth`: counted, and refused past [`MAX_DEPTH`].
+fn open(depth: usize, produced: &mut usize, pos: Pos) -> Result<usize, SyntaxError> {
+    if depth >= MAX_DEPTH {
+        return Err(SyntaxError {
+            pos,
+            message: format!("YAML nesting deeper than {MAX_DEPTH} levels"),
+        });
+    }
+    count(produced, 1, pos)
+}
+
+fn unreachable_event(pos: Pos) -> Result<Option<(Node, usize, usize)>, SyntaxError> {
     Err(SyntaxError {
         pos,
         message: "YAML syntax: unbalanced collection".into(),

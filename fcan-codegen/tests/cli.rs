@@ -445,3 +445,46 @@ fn help_teaches_with_examples() {
         assert!(t.contains(&format!("fcan-codegen {sub}")), "{t}");
     }
 }
+
+/// A file name no one would choose but anyone can create: line breaks carrying code,
+/// a comment terminator in its directory, an ANSI escape, a bidi override.
+pub const HOSTILE_NAME: &str =
+    "evil\npub fn injected() {}\n#![x] \r\u{1b}[2J \u{202e}gnp\u{2028}x.yaml";
+
+#[test]
+fn a_hostile_file_name_is_escaped_in_the_generated_rust() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("x*");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(HOSTILE_NAME);
+    let src = common::good_cases()
+        .into_iter()
+        .find(|c| c.name.starts_with("minimal"))
+        .expect("the minimal good schema");
+    std::fs::copy(&src.files[0], &file).unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = generate_to(&[file.display().to_string()], &out_dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rust = std::fs::read_to_string(out_dir.join("fcan_gen.rs")).unwrap();
+    assert!(
+        !rust
+            .lines()
+            .any(|l| l.trim_start().starts_with("pub fn injected")),
+        "the file name injected a line"
+    );
+    for bad in ['\r', '\u{1b}', '\u{202e}', '\u{2028}'] {
+        assert!(!rust.contains(bad), "{bad:?} reached the generated Rust");
+    }
+    // The name is still there, readable, on the one comment line.
+    let line = rust
+        .lines()
+        .find(|l| l.contains("from: "))
+        .expect("the from: line");
+    assert!(line.starts_with("// "), "{line}");
+    assert!(
+        line.contains(
+            r"evil\u{a}pub fn injected() {}\u{a}#![x] \u{d}\u{1b}[2J \u{202e}gnp\u{2028}x.yaml"
+        ),
+        "{line}"
+    );
+}

@@ -419,6 +419,25 @@ fn generated_code_compiles_for_host_and_thumbv7em_and_agrees_with_core() {
         None => say_fibril_absent(),
     }
     assert!(cases.len() >= 6, "the corpus has good schemas");
+    // A schema read from a hostile file name (line breaks carrying code, control and
+    // bidi characters): the name is escaped in the generated comment, and the module
+    // still builds with `-D warnings` (rustc refuses bidi controls in comments).
+    let minimal = good_cases()
+        .into_iter()
+        .find(|c| c.name.starts_with("minimal"))
+        .expect("the minimal good schema");
+    let hostile_dir = std::env::temp_dir().join(format!("fcan-codegen-hostile-{}", tag()));
+    std::fs::create_dir_all(&hostile_dir).expect("mkdir");
+    let hostile =
+        hostile_dir.join("evil\npub fn injected() {}\n#![x] \r\u{1b}[2J \u{202e}gnp\u{2028}x.yaml");
+    std::fs::copy(&minimal.files[0], &hostile).expect("copy the minimal schema");
+    cases.push((
+        "hostile_file_name".into(),
+        Case {
+            name: "hostile_file_name".into(),
+            files: vec![hostile],
+        },
+    ));
 
     let root = scratch();
     let ws = workspace_root();

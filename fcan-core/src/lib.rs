@@ -15,6 +15,7 @@ pub const PROTOCOL_VERSION: u8 = 2;
 pub mod frame;
 pub mod hash;
 pub mod id;
+pub mod limits;
 pub mod msg;
 pub mod pack;
 pub mod segment;

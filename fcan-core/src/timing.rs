@@ -20,6 +20,12 @@ pub const DEFAULT_MASTER_TIMEOUT_MS: u16 = 300;
 pub const NODE_OFFLINE_TIMEOUT_US: u32 = 3 * NODE_HEARTBEAT_PERIOD_US;
 /// Default time a master waits for a service response (restarted by ACCEPTED).
 pub const SERVICE_TIMEOUT_MS: u32 = 1_500;
+/// A node gives up a deferred service call (its handler answered ACCEPTED) that the
+/// application has not completed this long after accepting it, or after the master's
+/// last repeat of the request: it answers EXPIRED and frees the slot, so a forgotten
+/// call cannot hold a slot forever. Shorter than [`SERVICE_TIMEOUT_MS`], so a master
+/// still waiting hears why the call ended.
+pub const DEFERRED_SERVICE_TIMEOUT_US: u32 = 1_000_000;
 /// Time a master waits for the RESULT of a configuration command before retrying.
 pub const COMMAND_TIMEOUT_MS: u32 = 100;
 
@@ -34,4 +40,23 @@ pub const COMMAND_TIMEOUT_MS: u32 = 100;
 /// ```
 pub const fn reached(now: u32, deadline: u32) -> bool {
     (now.wrapping_sub(deadline) as i32) >= 0
+}
+
+/// The longest s2m period a node accepts (2^31 − 1 µs, about 35.8 minutes): deadlines
+/// are compared on the wrapping 32-bit clock with [`reached`], which only tells "past"
+/// from "future" for deadlines less than 2^31 µs ahead. A longer period would look
+/// already reached and send the frame on every poll, so schema validation refuses it
+/// and a node NAKs a FRAME_DEFINE carrying it (BAD_PLAN).
+pub const MAX_PERIOD_US: u32 = i32::MAX as u32;
+
+/// Whether an s2m frame period is one a node can schedule: `0` (on commit) or at most
+/// [`MAX_PERIOD_US`].
+///
+/// ```
+/// use fcan_core::timing::{period_ok, MAX_PERIOD_US};
+/// assert!(period_ok(0) && period_ok(MAX_PERIOD_US));
+/// assert!(!period_ok(MAX_PERIOD_US + 1));
+/// ```
+pub const fn period_ok(period_us: u32) -> bool {
+    period_us <= MAX_PERIOD_US
 }

@@ -173,6 +173,7 @@ impl Checker {
             self.block_type(s, t);
         }
         self.instances(s);
+        self.node_limits(s);
     }
 
     fn limits(&mut self, s: &Schema) {
@@ -521,6 +522,96 @@ impl Checker {
                 path!["instances"],
                 format!("{total} instances in all; a node has at most {MAX_BLOCKS} (block numbers are a byte)"),
             );
+        }
+    }
+}
+
+/// Limits a node runtime enforces ([`crate::limits`], [`crate::timing::MAX_PERIOD_US`]),
+/// checked here so a schema that validates yields a firmware that boots and a plan
+/// the node accepts. Kept apart from the structural checks above.
+impl Checker {
+    fn node_limits(&mut self, s: &Schema) {
+        self.arenas(s);
+        for t in &s.types {
+            for topic in &t.topics {
+                if !crate::timing::period_ok(topic.period_us) {
+                    self.err(
+                        path!["types", &t.name, "topics", &topic.name, "period_us"],
+                        format!(
+                            "period_us is {}; a node schedules periods up to {} µs (2^31 - 1, about 35 minutes) on its wrapping 32-bit clock",
+                            topic.period_us,
+                            crate::timing::MAX_PERIOD_US
+                        ),
+                    );
+                }
+            }
+            for p in &t.params {
+                // Overflow-safe: a huge `len` must not wrap into a small size.
+                let size = (p.ty.size() as u64).saturating_mul(u64::from(p.len.unwrap_or(1)));
+                if size > crate::limits::MAX_PARAM_BYTES as u64 {
+                    self.err(
+                        path!["types", &t.name, "params", &p.name, "len"],
+                        format!(
+                            "param {} is {size} bytes; a node receives at most {} bytes per parameter (one PARAM_SET in its {}-byte configuration buffer)",
+                            p.name,
+                            crate::limits::MAX_PARAM_BYTES,
+                            crate::limits::CONFIG_REASSEMBLY_BYTES
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The runtime's tables address the node's topic, staging and param arenas and its
+    /// topic-state table with `u16` offsets ([`crate::limits::MAX_ARENA`]).
+    fn arenas(&mut self, s: &Schema) {
+        // (topic bytes, staging bytes, param bytes, topics) of one block of each type.
+        let per_type: alloc::collections::BTreeMap<&str, [u64; 4]> = s
+            .types
+            .iter()
+            .map(|t| {
+                let mut sizes = [0u64, 0, 0, t.topics.len() as u64];
+                for topic in &t.topics {
+                    let size = layout(&topic.fields).size as u64;
+                    sizes[0] = sizes[0].saturating_add(size);
+                    if topic.dir == DataDirection::M2s
+                        && topic_frames(Mtu::Classic, size as usize) > 1
+                    {
+                        sizes[1] = sizes[1].saturating_add(size);
+                    }
+                }
+                for p in &t.params {
+                    let size = (p.ty.size() as u64).saturating_mul(u64::from(p.len.unwrap_or(1)));
+                    sizes[2] = sizes[2].saturating_add(size);
+                }
+                (t.name.as_str(), sizes)
+            })
+            .collect();
+        let mut totals = [0u64; 4];
+        for a in &s.instances {
+            // An unknown type is reported elsewhere.
+            let Some(sizes) = per_type.get(a.ty.as_str()) else {
+                continue;
+            };
+            for (total, size) in totals.iter_mut().zip(sizes) {
+                *total = total.saturating_add(size.saturating_mul(u64::from(a.max_count)));
+            }
+        }
+        let max = crate::limits::MAX_ARENA as u64;
+        let arenas = [
+            ("topic arena", "bytes"),
+            ("staging arena", "bytes"),
+            ("param arena", "bytes"),
+            ("topic-state table", "entries"),
+        ];
+        for ((what, unit), total) in arenas.iter().zip(totals) {
+            if total > max {
+                self.err(
+                    path!["instances"],
+                    format!("the node's {what} would be {total} {unit} over all instances; a node's tables address at most {max}"),
+                );
+            }
         }
     }
 }

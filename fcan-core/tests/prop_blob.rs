@@ -289,7 +289,8 @@ fn valid_topic(i: usize) -> impl Strategy<Value = Topic> {
     (
         unique_name(i),
         direction(),
-        any::<u32>(),
+        // Periods a node can schedule (longer ones are refused: node limits).
+        0..=fcan_core::timing::MAX_PERIOD_US,
         valid_fields(1, 4),
     )
         .prop_flat_map(|(name, dir, period, fields)| {

@@ -29,6 +29,10 @@ pub struct DeferredToken {
     pub block: u8,
     /// Service index.
     pub service: u8,
+    /// How many calls the slot had taken when it took this one: a token kept past its
+    /// call (completed, expired) never completes a later call in the same slot, even one
+    /// with the same transfer id, block and service.
+    pub generation: u32,
 }
 
 /// One service request, handed to [`Dispatch::service`] from `poll`.

@@ -91,8 +91,9 @@ impl core::fmt::Display for PublishError {
 /// Why [`crate::Node::complete`] refused a deferred reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompleteError {
-    /// The token names no deferred call: wrong slot, already completed, or the slot was
-    /// recycled for another request.
+    /// The token names no deferred call: wrong slot, already completed, expired
+    /// (`DEFERRED_SERVICE_TIMEOUT_US`), or the slot was recycled for another request
+    /// (the token's generation differs).
     UnknownToken,
     /// The response is longer than the service's response size.
     TooLong,

@@ -15,8 +15,9 @@
 //! ```
 //!
 //! What the node does, end to end:
-//! - boot: listens silently for `LISTEN_WINDOW_US` + jitter from `boot_id`; a frame from
-//!   another node with its id puts it in FAULT ([`Event::IdCollision`]);
+//! - boot: listens silently for `LISTEN_WINDOW_US` + jitter from `boot_id`; an ANNOUNCE
+//!   or HEARTBEAT with its id and another boot_id puts it in FAULT
+//!   ([`Event::IdCollision`]) — its own frames heard back never do;
 //! - announces with back-off (100 ms doubling to 2 s) until a master acknowledges, then
 //!   heartbeats every second; a master heartbeat with another session makes it announce
 //!   again;
@@ -25,7 +26,9 @@
 //! - data plane: m2s frames update topics with a generation and a timestamp (multi-frame
 //!   groups whole or not at all), s2m frames go out periodically or after a publish;
 //! - services: reassembly into slots, handlers from `poll`, deferred replies completed
-//!   through [`Node::complete`] and sent from `poll`, BUSY when the slots are full;
+//!   through [`Node::complete`] and sent from `poll` (EXPIRED after
+//!   `DEFERRED_SERVICE_TIMEOUT_US` if the application never completes), BUSY when the
+//!   slots are full;
 //! - parameters: defaults at boot, PARAM_SET checked (type, NaN/inf, min/max) and NAKed
 //!   with the reason, [`Dispatch::params_changed`] after each batch;
 //! - master lost (watchdog from START): SUSPENDED, data stops, [`Event::MasterLost`],
@@ -80,8 +83,9 @@ pub use topics::{TopicRead, TopicState};
 
 /// Bytes of each of the node's two configuration reassembly buffers: the longest
 /// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest
-/// parameter) it can take. Service requests use the service slots instead.
-pub const CONFIG_REASSEMBLY_BYTES: usize = 400;
+/// parameter) it can take. Service requests use the service slots instead. The one
+/// constant schema validation checks parameters against (`fcan_core::limits`).
+pub use fcan_core::limits::CONFIG_REASSEMBLY_BYTES;
 
 /// The protocol version the node announces.
 pub use fcan_core::PROTOCOL_VERSION;

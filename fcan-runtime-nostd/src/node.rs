@@ -200,15 +200,16 @@ impl<B: Storage> Node<B> {
         let core = &mut self.core;
         core.see_time(now_us);
         if core.state == NodeState::Fault {
-            bump(&mut core.counters.rx_bad_state);
+            // Silent for good: the bus goes on without us.
+            bump(&mut core.counters.rx_ignored);
             return;
         }
         match frame.id() {
             CanId::Standard(id) => {
-                if !is_data_id(id) {
+                // Before RUNNING there is no plan to tell our m2s frames from other
+                // nodes' data, which a shared bus always carries: not an error.
+                if !is_data_id(id) || core.state != NodeState::Running {
                     bump(&mut core.counters.rx_ignored);
-                } else if core.state != NodeState::Running {
-                    bump(&mut core.counters.rx_bad_state);
                 } else {
                     let mut p = self.buffers.parts();
                     match plan::lookup(&p, core.plan.m2s, id) {
@@ -376,7 +377,9 @@ impl<B: Storage> Node<B> {
     }
 
     /// Completes a deferred service call (its handler answered `Accepted`). The OK
-    /// response goes out from the next `poll`, under the request's transfer id.
+    /// response goes out from the next `poll`, under the request's transfer id. A call
+    /// not completed within `fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US` (restarted
+    /// by each repeat of the request) has been answered EXPIRED and its token is refused.
     pub fn complete(
         &mut self,
         token: crate::api::DeferredToken,
@@ -483,7 +486,7 @@ fn check_desc(desc: &NodeDesc) -> Result<(), ConfigError> {
             if b.param_offset as usize + pd.offset as usize + pd.size() > desc.param_bytes {
                 return Err(bad);
             }
-            if pd.size() + 2 > CONFIG_REASSEMBLY_BYTES {
+            if !fcan_core::limits::param_fits(pd.size()) {
                 return Err(ConfigError::ParamTooLarge);
             }
         }
@@ -550,8 +553,14 @@ fn handle_frame<const S: usize, const N: usize>(
         return;
     }
     if core.listening {
-        // Silent while listening: nobody can be talking to us yet.
-        bump(&mut core.counters.rx_bad_state);
+        // Silent while listening. A broadcast (the master's HEARTBEAT, DISCOVER) is
+        // normal traffic; a frame for our id means a master still talks to our previous
+        // boot, and what it said is lost.
+        if id.node.is_broadcast() {
+            bump(&mut core.counters.rx_ignored);
+        } else {
+            bump(&mut core.counters.rx_bad_state);
+        }
         return;
     }
     if id.opcode == Opcode::Service {
@@ -628,8 +637,10 @@ fn handle_frame<const S: usize, const N: usize>(
     }
 }
 
-/// A node→master frame under our own id: another node has it, or the driver echoed our
-/// own frame (same boot_id).
+/// A node→master frame under our own id. Only the first segment of an ANNOUNCE or a
+/// HEARTBEAT with another boot_id proves that another node holds the id; everything
+/// else (our own RESULT, SCHEMA_DATA, STATS, ... echoed by the controller, or heard from
+/// a second controller on the bus) cannot be told from an echo and is ignored.
 fn collision(
     core: &mut Core,
     outq: &mut OutQueue,
@@ -644,18 +655,7 @@ fn collision(
     }
     .and_then(|b| b.try_into().ok())
     .map(u32::from_le_bytes);
-    let echo = if id.segment == 0 {
-        let own = boot == Some(core.boot_id);
-        core.echo = if own && !id.eot {
-            Some((id.opcode, id.transfer))
-        } else {
-            None
-        };
-        own
-    } else {
-        core.echo == Some((id.opcode, id.transfer))
-    };
-    if echo {
+    if boot.is_none_or(|b| b == core.boot_id) {
         bump(&mut core.counters.rx_ignored);
         return;
     }
@@ -663,7 +663,7 @@ fn collision(
     if core.state == NodeState::Unprovisioned {
         // We were never acknowledged: the other node has the better claim.
         core.enter_fault(FaultCode::IdCollision, outq, app);
-    } else if boot.is_some() {
+    } else {
         // We hold the id: assert it so the master sees two boot_ids and the newcomer,
         // unacknowledged, hears us and faults.
         core.heartbeat(outq);
@@ -966,12 +966,10 @@ fn run_services(core: &mut Core, p: &mut Parts<'_>, outq: &mut OutQueue, app: &m
                     }
                     ServiceOutcome::BadRequest => ServiceStatus::BadRequest,
                 };
-                if let Some(slot) = p.svc.get_mut(i) {
-                    slot.state = if status == ServiceStatus::Accepted {
-                        SlotState::Deferred
-                    } else {
-                        SlotState::Free
-                    };
+                if status == ServiceStatus::Accepted {
+                    services::defer(p, i, core.now);
+                } else if let Some(slot) = p.svc.get_mut(i) {
+                    slot.state = SlotState::Free;
                 }
                 let msg = ConfigMessage::ServiceResponse(ServiceResponse {
                     block: s.block,
@@ -986,6 +984,20 @@ fn run_services(core: &mut Core, p: &mut Parts<'_>, outq: &mut OutQueue, app: &m
                     slot.state = SlotState::Responding;
                 }
                 outq.push(OutMsg::new(rid, mtu, brs, ok_body));
+            }
+            SlotState::Expired => {
+                // The application never completed the call: tell the master, free the
+                // slot (a late `complete` finds no call for its token).
+                if let Some(slot) = p.svc.get_mut(i) {
+                    slot.state = SlotState::Free;
+                }
+                let msg = ConfigMessage::ServiceResponse(ServiceResponse {
+                    block: s.block,
+                    service: s.service,
+                    status: ServiceStatus::Expired,
+                    body: &[],
+                });
+                core.reply(outq, rid, &msg);
             }
             _ => {}
         }

@@ -217,7 +217,12 @@ pub(crate) fn define(
     let group_ok = h.group_parts >= 1
         && h.group_index < h.group_parts
         && (h.group_parts == 1 || (h.sequenced && d.entries.len() > 0));
-    if !group_ok || (h.dir == DataDirection::M2s && h.period_us != 0) {
+    // A period past MAX_PERIOD_US would look already due on the wrapping clock and
+    // send the frame on every poll.
+    if !group_ok
+        || (h.dir == DataDirection::M2s && h.period_us != 0)
+        || !fcan_core::timing::period_ok(h.period_us)
+    {
         return Err((ResultCode::BadPlan, 0));
     }
     let n = d.entries.len();

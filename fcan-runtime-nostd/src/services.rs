@@ -17,6 +17,7 @@ use fcan_core::frame::{CLASSIC_MAX_LEN, FD_MAX_LEN};
 use fcan_core::id::{ConfigId, Direction, Opcode};
 use fcan_core::msg::{ConfigMessage, Counters, ServiceStatus};
 use fcan_core::segment::TRANSFER_TIMEOUT_US;
+use fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US;
 
 /// Where a slot is in a call's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub(crate) enum SlotState {
     Completed,
     /// The OK response is queued and being sent from the slot.
     Responding,
+    /// A deferred call was not completed in time; EXPIRED goes out at the next poll.
+    Expired,
 }
 
 /// One service slot. Opaque outside the runtime.
@@ -46,7 +49,10 @@ pub struct SvcSlot {
     seg_len: u8,
     /// Body bytes received so far (padding included), saturating.
     received: u16,
+    /// Receiving: last segment; Deferred: acceptance or the master's last repeat.
     last_us: u32,
+    /// Calls this slot has taken (wrapping): part of the deferred token.
+    pub(crate) generation: u32,
     pub(crate) req_size: u16,
     pub(crate) resp_size: u16,
     /// Length of the response body written after the request.
@@ -66,6 +72,7 @@ impl SvcSlot {
         req_size: 0,
         resp_size: 0,
         resp_len: 0,
+        generation: 0,
     };
 }
 
@@ -229,9 +236,13 @@ pub(crate) fn on_frame(
     let same_call =
         |s: &SvcSlot| s.transfer == id.transfer && s.block == req.block && s.service == req.service;
     let mut busy_with_it = None;
-    for s in p.svc.iter().take(slots) {
+    for s in p.svc.iter_mut().take(slots) {
         if same_call(s) && s.state != SlotState::Free {
             busy_with_it = Some(s.state);
+            if s.state == SlotState::Deferred {
+                // The master is still waiting: so does the slot.
+                s.last_us = cx.now;
+            }
         }
     }
     let mut reply = |status| {
@@ -257,6 +268,7 @@ pub(crate) fn on_frame(
         None => {}
     }
     if !cx.serving {
+        bump(&mut counters.rx_bad_state);
         return reply(ServiceStatus::BadState);
     }
     let Some((_, td)) = cx.desc.block(req.block) else {
@@ -278,7 +290,9 @@ pub(crate) fn on_frame(
         return reply(ServiceStatus::Busy);
     };
     if let Some(s) = p.svc.get_mut(i) {
+        let generation = s.generation.wrapping_add(1);
         *s = SvcSlot {
+            generation,
             state: SlotState::Receiving,
             transfer: id.transfer,
             block: req.block,
@@ -300,13 +314,25 @@ pub(crate) fn on_frame(
     }
 }
 
-/// Frees slots whose request stopped arriving.
+/// Frees slots whose request stopped arriving, and gives up deferred calls the
+/// application left uncompleted (their EXPIRED answer goes out from `poll`).
 pub(crate) fn expire(p: &mut Parts<'_>, counters: &mut Counters, now: u32) {
     for s in p.svc.iter_mut() {
-        if s.state == SlotState::Receiving && now.wrapping_sub(s.last_us) > TRANSFER_TIMEOUT_US {
+        let idle = now.wrapping_sub(s.last_us);
+        if s.state == SlotState::Receiving && idle > TRANSFER_TIMEOUT_US {
             s.state = SlotState::Free;
             bump(&mut counters.reassembly_dropped);
+        } else if s.state == SlotState::Deferred && idle > DEFERRED_SERVICE_TIMEOUT_US {
+            s.state = SlotState::Expired;
         }
+    }
+}
+
+/// The handler deferred slot `i`'s call at `now`.
+pub(crate) fn defer(p: &mut Parts<'_>, i: usize, now: u32) {
+    if let Some(s) = p.svc.get_mut(i) {
+        s.state = SlotState::Deferred;
+        s.last_us = now;
     }
 }
 
@@ -317,6 +343,7 @@ pub(crate) fn token(s: &SvcSlot, i: usize) -> DeferredToken {
         transfer: s.transfer,
         block: s.block,
         service: s.service,
+        generation: s.generation,
     }
 }
 

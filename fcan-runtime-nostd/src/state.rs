@@ -68,9 +68,6 @@ pub(crate) struct Core {
     /// Transfer id of a service request already answered whose later segments are
     /// consumed silently.
     pub svc_discard: Option<u8>,
-    /// Opcode and transfer id of a multi-frame node→master transfer recognised as our own
-    /// echo at segment 0 (its later segments are echoes too).
-    pub echo: Option<(Opcode, u8)>,
 }
 
 impl Core {
@@ -114,7 +111,6 @@ impl Core {
             resume: None,
             commit_pending: false,
             svc_discard: None,
-            echo: None,
         }
     }
 

@@ -319,12 +319,89 @@ fn m2s_frames_update_topics_with_generation_and_age() {
 }
 
 #[test]
-fn m2s_before_running_is_bad_state() {
-    let mut rig = provisioned();
+fn data_before_running_is_ignored_not_an_error() {
+    // Items 12/18 of issue 10: before START a node cannot tell its m2s frames from
+    // the other nodes' data on a shared bus, so neither counts as trouble.
+    let mut rig = Rig::new(false);
+    rig.poll();
+    // In the listen window, unacknowledged, provisioned: other nodes' data (s2m ids of
+    // the standard plan's range and others) and the master's broadcasts.
+    let foreign = |rig: &mut Rig| {
+        for id in [0x100u16, 0x120, 0x131, 0x200, 0x3FF] {
+            rig.inject(rig.data_frame(id, &[9; 8]));
+        }
+        rig.master_heartbeat();
+    };
+    foreign(&mut rig);
+    rig.advance(listen_end() + 1_000);
+    foreign(&mut rig);
+    rig.ack(BusMode::Classic);
     standard_plan(&mut rig);
+    foreign(&mut rig);
     rig.inject(rig.data_frame(0x120, &[1, 2, 3, 4, 5]));
-    assert_eq!(rig.node.counters().rx_bad_state, 1);
+    let c = rig.node.counters();
+    assert_eq!(c.error_summary(), 0, "{c:?}");
+    assert_eq!(c.rx_bad_state, 0, "{c:?}");
+    assert!(c.rx_ignored >= 16, "{c:?}");
     assert_eq!(rig.node.topic(0, T_CMD).unwrap().generation, 0);
+    // Running: other nodes' data is still ignored, ours applied, nothing is an error.
+    assert!(rig.start(5, 0).is_ack());
+    let ignored = rig.node.counters().rx_ignored;
+    for id in [0x100u16, 0x200, 0x3FF] {
+        rig.inject(rig.data_frame(id, &[9; 8]));
+    }
+    rig.inject(rig.data_frame(0x120, &[1, 2, 3, 4, 5]));
+    rig.master_heartbeat();
+    let c = rig.node.counters();
+    assert_eq!(c.rx_ignored, ignored + 3, "{c:?}");
+    assert_eq!(c.error_summary(), 0, "{c:?}");
+    assert_eq!(rig.node.topic(0, T_CMD).unwrap().generation, 1);
+}
+
+#[test]
+fn unicast_while_listening_is_bad_state() {
+    // A master still talking to the node's previous boot: lost, and counted.
+    let mut rig = Rig::new(false);
+    rig.poll();
+    rig.send(ConfigMessage::StatsRead);
+    assert!(rig.take().is_empty());
+    assert_eq!(rig.node.counters().rx_bad_state, 1);
+}
+
+#[test]
+fn period_up_to_2_pow_31_minus_1_is_accepted_and_scheduled() {
+    use fcan_core::timing::MAX_PERIOD_US;
+    assert_eq!(MAX_PERIOD_US, (1u32 << 31) - 1);
+    let mut fb = header(0, 0x200, S2M, 6);
+    let entries = [entry(0, T_FEEDBACK, 0, 6, 0)];
+    // 2^31 and anything longer: NAK BAD_PLAN, nothing defined.
+    for period in [1u32 << 31, (1 << 31) + 1, u32::MAX] {
+        let mut rig = provisioned();
+        fb.period_us = period;
+        assert_eq!(nak(rig.define(fb, &entries)), (ResultCode::BadPlan, 0));
+        assert_eq!(
+            rig.start(1, 0).code,
+            ResultCode::BadPlan,
+            "nothing was defined"
+        );
+    }
+    // 2^31 - 1: accepted, sent at START and not again for 2^31 - 1 µs.
+    let mut rig = provisioned();
+    fb.period_us = MAX_PERIOD_US;
+    assert!(rig.define(fb, &entries).is_ack());
+    assert!(rig.start(1, 0).is_ack());
+    rig.advance(20_000);
+    assert_eq!(rig.data_with_id(0x200).len(), 1);
+    // Far along the clock (polled every 10 s, wrapping included), still one frame...
+    for _ in 0..214 {
+        rig.now = rig.now.wrapping_add(10_000_000);
+        rig.poll();
+    }
+    assert_eq!(rig.data_with_id(0x200).len(), 1);
+    // ... until the period has passed.
+    rig.now = rig.now.wrapping_add(10_000_000);
+    rig.poll();
+    assert_eq!(rig.data_with_id(0x200).len(), 2);
 }
 
 fn setpoint_parts(seq: u8, value: &[u8; 12]) -> ([u8; 8], [u8; 6]) {

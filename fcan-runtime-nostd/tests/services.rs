@@ -226,3 +226,104 @@ fn services_in_fd_mode() {
     assert!(out[0].fd);
     assert_eq!(out[0].service(), (ServiceStatus::Ok, vec![2, 2, 2, 2]));
 }
+
+#[test]
+fn a_deferred_call_never_completed_expires() {
+    use fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US;
+    let mut rig = provisioned();
+    rig.app.handler = Handler::Defer;
+    // Both slots deferred; the application forgets them.
+    let (t0, out) = call(&mut rig, 0, S_PING, &[]);
+    assert_eq!(out[0].service().0, ServiceStatus::Accepted);
+    let (t1, out) = call(&mut rig, 1, S_PING, &[]);
+    assert_eq!(out[0].service().0, ServiceStatus::Accepted);
+    let stale = rig.app.calls[0].3;
+    // Just before the timeout: still deferred, new calls are BUSY.
+    rig.advance(DEFERRED_SERVICE_TIMEOUT_US - 10_000);
+    assert!(rig.take().iter().all(|m| m.id.opcode != Opcode::Service));
+    let (_, out) = call(&mut rig, 0, S_MOVE, &[0; 7]);
+    assert_eq!(out[0].service().0, ServiceStatus::Busy);
+    // Past it: EXPIRED for each, under its own transfer id, and the slots are free.
+    rig.advance(20_000);
+    let expired: Vec<(u8, ServiceStatus)> = rig
+        .take()
+        .iter()
+        .filter(|m| m.id.opcode == Opcode::Service)
+        .map(|m| (m.id.transfer, m.service().0))
+        .collect();
+    assert_eq!(
+        expired,
+        vec![(t0, ServiceStatus::Expired), (t1, ServiceStatus::Expired)]
+    );
+    rig.app.handler = Handler::Echo;
+    let (_, out) = call(&mut rig, 0, S_MOVE, &[1; 7]);
+    assert_eq!(out[0].service(), (ServiceStatus::Ok, vec![2, 2, 2, 2]));
+    // The forgotten token completes nothing now.
+    assert_eq!(
+        rig.node.complete(stale, &[]),
+        Err(CompleteError::UnknownToken)
+    );
+}
+
+#[test]
+fn a_repeated_request_keeps_a_deferred_call_alive() {
+    use fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US;
+    let mut rig = provisioned();
+    rig.app.handler = Handler::Defer;
+    let (t, _) = call(&mut rig, 0, S_PING, &[]);
+    let token = rig.app.calls[0].3;
+    for _ in 0..3 {
+        rig.advance(DEFERRED_SERVICE_TIMEOUT_US - 100_000);
+        // The master asks again: ACCEPTED again, and the slot waits anew.
+        rig.send_as(req(0, S_PING, &[]), t);
+        let again: Vec<Msg> = rig
+            .take()
+            .into_iter()
+            .filter(|m| m.id.opcode == Opcode::Service)
+            .collect();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].service().0, ServiceStatus::Accepted);
+    }
+    rig.node.complete(token, &[]).unwrap();
+    rig.poll();
+    let ok: Vec<Msg> = rig
+        .take()
+        .into_iter()
+        .filter(|m| m.id.opcode == Opcode::Service)
+        .collect();
+    assert_eq!(ok[0].service().0, ServiceStatus::Ok);
+}
+
+#[test]
+fn a_stale_token_cannot_complete_a_reused_slot() {
+    let mut rig = provisioned();
+    rig.app.handler = Handler::Defer;
+    // A call with transfer id 42 is deferred, completed and answered.
+    rig.send_as(req(0, S_PING, &[]), 42);
+    assert_eq!(rig.one().service().0, ServiceStatus::Accepted);
+    let first = rig.app.calls[0].3;
+    rig.node.complete(first, &[]).unwrap();
+    rig.poll();
+    assert_eq!(rig.one().service().0, ServiceStatus::Ok);
+    // 256 calls later the transfer id comes round again: same slot, same transfer id,
+    // block and service.
+    rig.send_as(req(0, S_PING, &[]), 42);
+    assert_eq!(rig.one().service().0, ServiceStatus::Accepted);
+    let second = rig.app.calls[1].3;
+    assert_eq!(
+        (second.slot, second.transfer, second.block, second.service),
+        (first.slot, first.transfer, first.block, first.service)
+    );
+    assert_ne!(second.generation, first.generation);
+    // The first call's token (kept by a buggy application) is refused...
+    assert_eq!(
+        rig.node.complete(first, &[]),
+        Err(CompleteError::UnknownToken)
+    );
+    rig.poll();
+    assert!(rig.take().is_empty(), "no response for the second call yet");
+    // ... and the right one completes the second call.
+    rig.node.complete(second, &[]).unwrap();
+    rig.poll();
+    assert_eq!(rig.one().service().0, ServiceStatus::Ok);
+}

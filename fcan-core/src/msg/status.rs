@@ -112,6 +112,10 @@ wire_enum! {
         BadRequest = 5,
         /// Services are not served in the node's current state.
         BadState = 6,
+        /// The handler deferred the call (ACCEPTED) and the application did not complete
+        /// it within [`crate::timing::DEFERRED_SERVICE_TIMEOUT_US`]: the node gave the
+        /// slot up. Sent with the call's transfer id, like the response it replaces.
+        Expired = 7,
     }
 }
 
