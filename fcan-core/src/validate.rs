@@ -310,7 +310,10 @@ impl Checker {
         }
         for t in &s.types {
             if long(&t.name) {
-                self.err(path!["types", &shown(&t.name)], too_long("type name", &t.name));
+                self.err(
+                    path!["types", &shown(&t.name)],
+                    too_long("type name", &t.name),
+                );
                 return false;
             }
             let at = |kind: &str| path!["types", &t.name, kind];
@@ -322,7 +325,10 @@ impl Checker {
                 if n > MAX_ITEMS_PER_TYPE {
                     self.err(
                         at(kind),
-                        format!("type {} has {n} {kind}; at most {MAX_ITEMS_PER_TYPE} per type", t.name),
+                        format!(
+                            "type {} has {n} {kind}; at most {MAX_ITEMS_PER_TYPE} per type",
+                            t.name
+                        ),
                     );
                     return false;
                 }
@@ -336,7 +342,10 @@ impl Checker {
                     return false;
                 }
             }
-            let topics = t.topics.iter().map(|x| ("topics", &x.name, &x.fields, &x.ros));
+            let topics = t
+                .topics
+                .iter()
+                .map(|x| ("topics", &x.name, &x.fields, &x.ros));
             let services = t.services.iter().flat_map(|x| {
                 [
                     ("services", &x.name, &x.request, &x.ros),

@@ -22,7 +22,9 @@ fn hostile_schemas_stop_at_a_cap() {
     let errors = validate(&s);
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        errors[0].message.contains(&format!("names are at most {MAX_NAME_LEN}")),
+        errors[0]
+            .message
+            .contains(&format!("names are at most {MAX_NAME_LEN}")),
         "{}",
         errors[0]
     );
@@ -47,7 +49,9 @@ fn duplicates_are_still_found_under_the_caps() {
     let s = hostile::near_identical_params(6000);
     let errors = validate(&s);
     assert!(
-        errors.iter().any(|e| e.message.starts_with("duplicate name")),
+        errors
+            .iter()
+            .any(|e| e.message.starts_with("duplicate name")),
         "{errors:?}"
     );
     assert!(errors.iter().any(|e| e.message.contains("changed mask")));
@@ -91,7 +95,10 @@ fn hints_are_bounded_and_absent_for_untrusted_blobs() {
     let mut s = hostile::wide_valid(4000);
     s.instances[0].ty = "Type00".into(); // one letter from Type000
     let full = validate(&s);
-    assert!(full[0].message.contains("did you mean `Type000`"), "{full:?}");
+    assert!(
+        full[0].message.contains("did you mean `Type000`"),
+        "{full:?}"
+    );
     let first = validate_untrusted(&s).expect("an error");
     assert_eq!(first.path, full[0].path);
     assert!(!first.message.contains("did you mean"), "{first}");
