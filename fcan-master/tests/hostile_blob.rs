@@ -5,10 +5,10 @@
 //! master that computes for seconds is a master that sends no heartbeat for seconds, and
 //! the real motor firmware on the bus (300 ms master-lost watchdog) sees exactly that.
 
-#[path = "support/mod.rs"]
-mod support;
 #[path = "../../fcan-core/tests/support/hostile.rs"]
 mod hostile;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::time::Instant;
 
@@ -75,8 +75,7 @@ impl FakeNode {
         let Ok(id) = ConfigId::from_can_id(f.id()) else {
             return;
         };
-        if id.dir != Direction::ToNode || (id.node != self.id && id.node != NodeId::BROADCAST)
-        {
+        if id.dir != Direction::ToNode || (id.node != self.id && id.node != NodeId::BROADCAST) {
             return;
         }
         let Ok(Some(p)) = self.pool.push(id, f.data(), now as u32) else {
@@ -182,7 +181,12 @@ impl Bench {
             _ => unreachable!(),
         };
         assert!(self.heartbeats.len() > 2);
-        let gap = self.heartbeats.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        let gap = self
+            .heartbeats
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap();
         assert!(
             gap < DEFAULT_MASTER_TIMEOUT_MS as u64 * 1000,
             "the master sent no heartbeat for {gap} µs"
