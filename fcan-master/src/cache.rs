@@ -389,11 +389,14 @@ enum Job {
     InUse(Vec<SchemaDigest>),
 }
 
+/// What a lookup asked: (hash prefix, blob length).
+type Key = (HashPrefix, u32);
+
 /// Answers waiting to be taken, and the lookups asked and not answered yet.
 #[derive(Default)]
 struct Answers {
-    done: HashMap<(HashPrefix, u32), Option<(SchemaDigest, Vec<u8>)>>,
-    asked: BTreeSet<(HashPrefix, u32)>,
+    done: HashMap<Key, Option<(SchemaDigest, Vec<u8>)>>,
+    asked: BTreeSet<Key>,
 }
 
 /// Answers left untaken (their nodes went away) are dropped past this many.
