@@ -3,7 +3,16 @@
 //!
 //! Every error carries the path of the offending key in the schema's YAML structure
 //! (`types.MdMotor.params.velocity/kp.min`), which the codegen maps to `file:line:col`.
+//!
+//! The master runs these checks on a blob a node sent, so they must cost time linear in
+//! the blob whatever it holds: the hard caps ([`MAX_NAME_LEN`], [`MAX_TYPES`],
+//! [`MAX_ITEMS_PER_TYPE`], [`MAX_FIELDS`], [`MAX_INSTANCE_ARRAYS`]) are checked first, in
+//! one cheap pass, and a schema over any of them is refused before any other check;
+//! duplicates are found with ordered sets, never by scanning; and "did you mean" hints
+//! (edit distances) are bounded in length and number, and skipped altogether by
+//! [`validate_untrusted`], which the master uses.
 
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
@@ -19,6 +28,26 @@ use crate::numbering::{
 };
 use crate::segment::max_transfer_len;
 use crate::types::{check_range, RangeError};
+
+/// Longest name, in bytes: node, type, param, topic, service, field, namespace, ROS type
+/// and `ros.map` names. Beyond it a schema is refused before any other check.
+pub const MAX_NAME_LEN: usize = 128;
+/// Most block types a schema can hold: each is used by an instance array (the codegen
+/// drops the others), and a node has at most [`MAX_BLOCKS`] blocks.
+pub const MAX_TYPES: usize = MAX_BLOCKS;
+/// Most instance arrays: each has at least one instance.
+pub const MAX_INSTANCE_ARRAYS: usize = MAX_BLOCKS;
+/// Most params, topics or services of one kind in one type (indices are a byte). The
+/// tighter [`MAX_PARAMS_PER_TYPE`] is an ordinary error; this one is a hard cap.
+pub const MAX_ITEMS_PER_TYPE: usize = 255;
+/// Most fields in one topic, request or response, and most `ros.map` entries. Every field
+/// takes at least a byte and no message is larger than 255 Classical CAN frames, so no
+/// valid schema comes near it.
+pub const MAX_FIELDS: usize = 2048;
+
+/// "Did you mean" hints one validation computes at most: each is an edit distance per
+/// candidate, so their number is bounded as their length is.
+const MAX_SUGGESTIONS: usize = 8;
 
 /// One step of a path into the schema's structure.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,6 +126,9 @@ pub fn is_hierarchical_name(s: &str) -> bool {
 
 /// The closest of `candidates` to `word`, when close enough to be a likely typo.
 ///
+/// Bounded: a word or candidate longer than [`MAX_NAME_LEN`] bytes is no typo of anything
+/// (the edit distance would cost the product of the lengths), so it gives no hint.
+///
 /// ```
 /// use fcan_core::validate::did_you_mean;
 /// assert_eq!(did_you_mean("perod_us", ["period_us", "fields", "dir"]), Some("period_us"));
@@ -106,9 +138,13 @@ pub fn did_you_mean<'c>(
     word: &str,
     candidates: impl IntoIterator<Item = &'c str>,
 ) -> Option<&'c str> {
+    if word.len() > MAX_NAME_LEN {
+        return None;
+    }
     let limit = (word.chars().count() / 3).max(1);
     candidates
         .into_iter()
+        .filter(|c| c.len() <= MAX_NAME_LEN)
         .map(|c| (edit_distance(word, c), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
@@ -129,15 +165,45 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Runs every check; returns all problems found (empty = valid).
+/// Runs every check; returns all problems found (empty = valid), with "did you mean"
+/// hints for people.
 pub fn validate(schema: &Schema) -> Vec<SchemaError> {
-    let mut v = Checker { errors: Vec::new() };
+    let mut v = Checker {
+        errors: Vec::new(),
+        suggestions: MAX_SUGGESTIONS,
+    };
     v.schema(schema);
     v.errors
 }
 
+/// The same checks as [`validate`] for a schema that came from the bus: no hints (nobody
+/// reads them and they cost edit distances), only the first problem, if any. Its cost is
+/// linear in the size of the schema whatever the schema holds.
+pub fn validate_untrusted(schema: &Schema) -> Option<SchemaError> {
+    let mut v = Checker {
+        errors: Vec::new(),
+        suggestions: 0,
+    };
+    v.schema(schema);
+    v.errors.into_iter().next()
+}
+
 struct Checker {
     errors: Vec<SchemaError>,
+    /// "Did you mean" hints still allowed.
+    suggestions: usize,
+}
+
+/// `name` for an error message, cut short if over [`MAX_NAME_LEN`].
+fn shown(name: &str) -> String {
+    if name.len() <= MAX_NAME_LEN {
+        return name.to_string();
+    }
+    let mut end = 32;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &name[..end])
 }
 
 impl Checker {
@@ -148,7 +214,34 @@ impl Checker {
         });
     }
 
+    fn suggest<'c>(
+        &mut self,
+        word: &str,
+        candidates: impl IntoIterator<Item = &'c str>,
+    ) -> Option<&'c str> {
+        if self.suggestions == 0 {
+            return None;
+        }
+        self.suggestions -= 1;
+        did_you_mean(word, candidates)
+    }
+
     fn schema(&mut self, s: &Schema) {
+        // The hard caps first: past them nothing else is looked at, so no check below
+        // can cost more than a pass over a bounded schema.
+        if !self.caps(s) {
+            return;
+        }
+        let len = crate::blob::encoded_len(s);
+        if len > crate::blob::MAX_BLOB_LEN as usize {
+            self.err(
+                Vec::new(),
+                format!(
+                    "the schema blob would be {len} bytes; the protocol carries at most {} (fcan_core::blob::MAX_BLOB_LEN)",
+                    crate::blob::MAX_BLOB_LEN
+                ),
+            );
+        }
         if s.protocol != PROTOCOL_VERSION {
             self.err(
                 path!["protocol"],
@@ -174,6 +267,116 @@ impl Checker {
         }
         self.instances(s);
         self.node_limits(s);
+    }
+
+    /// The hard caps, in one pass that looks at each name's length only. Reports the first
+    /// cap exceeded and returns false then.
+    fn caps(&mut self, s: &Schema) -> bool {
+        let long = |n: &str| n.len() > MAX_NAME_LEN;
+        let too_long = |what: &str, n: &str| {
+            format!(
+                "{what} `{}` is {} bytes long; names are at most {MAX_NAME_LEN}",
+                shown(n),
+                n.len()
+            )
+        };
+        if long(&s.node) {
+            self.err(path!["node"], too_long("node name", &s.node));
+            return false;
+        }
+        if s.types.len() > MAX_TYPES {
+            self.err(
+                path!["types"],
+                format!("{} types; a schema has at most {MAX_TYPES}", s.types.len()),
+            );
+            return false;
+        }
+        if s.instances.len() > MAX_INSTANCE_ARRAYS {
+            self.err(
+                path!["instances"],
+                format!(
+                    "{} instance arrays; a node has at most {MAX_BLOCKS} blocks",
+                    s.instances.len()
+                ),
+            );
+            return false;
+        }
+        for (i, a) in s.instances.iter().enumerate() {
+            for (key, n) in [("type", &a.ty), ("ns", &a.ns)] {
+                if long(n) {
+                    self.err(path!["instances", i, key], too_long(key, n));
+                    return false;
+                }
+            }
+        }
+        for t in &s.types {
+            if long(&t.name) {
+                self.err(
+                    path!["types", &shown(&t.name)],
+                    too_long("type name", &t.name),
+                );
+                return false;
+            }
+            let at = |kind: &str| path!["types", &t.name, kind];
+            for (kind, n) in [
+                ("params", t.params.len()),
+                ("topics", t.topics.len()),
+                ("services", t.services.len()),
+            ] {
+                if n > MAX_ITEMS_PER_TYPE {
+                    self.err(
+                        at(kind),
+                        format!(
+                            "type {} has {n} {kind}; at most {MAX_ITEMS_PER_TYPE} per type",
+                            t.name
+                        ),
+                    );
+                    return false;
+                }
+            }
+            let names = t.params.iter().map(|p| ("params", p.name.as_str()));
+            let names = names.chain(t.topics.iter().map(|p| ("topics", p.name.as_str())));
+            let names = names.chain(t.services.iter().map(|p| ("services", p.name.as_str())));
+            for (kind, n) in names {
+                if long(n) {
+                    self.err(at(kind), too_long("name", n));
+                    return false;
+                }
+            }
+            let topics = t
+                .topics
+                .iter()
+                .map(|x| ("topics", &x.name, &x.fields, &x.ros));
+            let services = t.services.iter().flat_map(|x| {
+                [
+                    ("services", &x.name, &x.request, &x.ros),
+                    ("services", &x.name, &x.response, &None),
+                ]
+            });
+            for (kind, name, fields, ros) in topics.chain(services) {
+                let map = ros.as_ref().map_or(0, |r| r.map.len());
+                if fields.len() > MAX_FIELDS || map > MAX_FIELDS {
+                    self.err(
+                        path!["types", &t.name, kind, name],
+                        format!(
+                            "{name} has {} fields and {map} ros.map entries; at most {MAX_FIELDS} of each",
+                            fields.len()
+                        ),
+                    );
+                    return false;
+                }
+                let ros_names = ros.iter().flat_map(|r| {
+                    core::iter::once(r.ty.as_str())
+                        .chain(r.map.iter().flat_map(|(a, b)| [a.as_str(), b.as_str()]))
+                });
+                let mut names = fields.iter().map(|f| f.name.as_str()).chain(ros_names);
+                if let Some(n) = names.find(|n| long(n)) {
+                    self.err(path!["types", &t.name, kind, name], too_long("name", n));
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     fn limits(&mut self, s: &Schema) {
@@ -346,7 +549,7 @@ impl Checker {
 
     /// Names of one kind within a type: valid, unique, and unique once flattened.
     fn names<'a>(&mut self, ty: &str, kind: &str, names: impl Iterator<Item = &'a str>) {
-        let mut seen: Vec<(String, &str)> = Vec::new();
+        let mut seen: BTreeMap<String, &str> = BTreeMap::new();
         for name in names {
             let at = path!["types", ty, kind, name];
             if !is_hierarchical_name(name) {
@@ -356,7 +559,7 @@ impl Checker {
                 );
             }
             let flat = flat_name(name);
-            if let Some((_, other)) = seen.iter().find(|(f, _)| *f == flat) {
+            if let Some(other) = seen.get(&flat) {
                 if *other == name {
                     self.err(at, format!("duplicate name `{name}`"));
                 } else {
@@ -366,13 +569,13 @@ impl Checker {
                     );
                 }
             } else {
-                seen.push((flat, name));
+                seen.insert(flat, name);
             }
         }
     }
 
     fn fields(&mut self, base: Vec<PathSeg>, fields: &[Field]) {
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
         for f in fields {
             let mut at = base.clone();
             at.push((&f.name).into());
@@ -382,10 +585,9 @@ impl Checker {
                     format!("field name `{}` is not an identifier", f.name),
                 );
             }
-            if seen.contains(&f.name.as_str()) {
+            if !seen.insert(&f.name) {
                 self.err(at.clone(), format!("duplicate field `{}`", f.name));
             }
-            seen.push(&f.name);
             if f.len == Some(0) {
                 at.push("len".into());
                 self.err(at, "array len must be at least 1");
@@ -400,11 +602,12 @@ impl Checker {
             at.push("type".into());
             self.err(at, "ros.type is empty");
         }
+        let names: BTreeSet<&str> = field_sets
+            .iter()
+            .flat_map(|fs| fs.iter().map(|f| f.name.as_str()))
+            .collect();
         for (from, _) in &ros.map {
-            if !field_sets
-                .iter()
-                .any(|fs| fs.iter().any(|f| &f.name == from))
-            {
+            if !names.contains(from.as_str()) {
                 let mut at = base.clone();
                 at.push("map".into());
                 at.push(from.into());
@@ -470,11 +673,13 @@ impl Checker {
 
     fn instances(&mut self, s: &Schema) {
         let mut total = 0usize;
-        let mut seen_ns: alloc::collections::BTreeMap<String, usize> = Default::default();
+        let mut seen_ns: BTreeMap<String, usize> = Default::default();
+        let types: BTreeSet<&str> = s.types.iter().map(|t| t.name.as_str()).collect();
         for (i, a) in s.instances.iter().enumerate() {
             let at = |k: &str| path!["instances", i, k];
-            if s.type_of(a).is_none() {
-                let hint = did_you_mean(&a.ty, s.types.iter().map(|t| t.name.as_str()))
+            if !types.contains(a.ty.as_str()) {
+                let hint = self
+                    .suggest(&a.ty, s.types.iter().map(|t| t.name.as_str()))
                     .map(|c| format!("; did you mean `{c}`?"))
                     .unwrap_or_default();
                 self.err(at("type"), format!("unknown type `{}`{hint}", a.ty));

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use fcan_core::frame::Mtu;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::cache::{BlobStore, MemoryStore};
+use crate::cache::{BlobStore, MemoryStore, Offloaded};
 pub use crate::dispatch::{Sample, SubscriberSink};
 use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase};
 use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
@@ -179,7 +179,15 @@ impl Master {
             tune(&mut cfg);
         }
         let rates = opts.rates;
-        let mut engine = Engine::new(cfg, opts.store);
+        // A store that does I/O (the disk cache) runs on a thread of its own: the engine
+        // only asks and is woken when the answer is there, so no disk stalls the bus.
+        let (store, cache_wake) = if opts.store.blocks() {
+            let (store, wake) = Offloaded::new(opts.store);
+            (Box::new(store) as Box<dyn BlobStore>, Some(wake))
+        } else {
+            (opts.store, None)
+        };
+        let mut engine = Engine::new(cfg, store);
         let base = tokio::time::Instant::now();
         // One master per bus: listen before saying anything.
         loop {
@@ -215,6 +223,7 @@ impl Master {
             registry_dirty: true,
             rates,
             bus_busy: Duration::ZERO,
+            cache_wake,
         };
         tokio::spawn(task.run());
         let m = Master { cmd, events };
@@ -380,6 +389,8 @@ struct Task<T> {
     registry_dirty: bool,
     rates: BitRates,
     bus_busy: Duration,
+    /// Woken by the cache thread when a lookup is answered.
+    cache_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl<T: Transport> Task<T> {
@@ -424,6 +435,12 @@ impl<T: Transport> Task<T> {
                     None => return,
                 },
                 _ = tokio::time::sleep_until(deadline) => {}
+                _ = async {
+                    match &self.cache_wake {
+                        Some(w) => w.notified().await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
             }
         }
     }

@@ -52,6 +52,19 @@ impl core::fmt::Display for BlobError {
 #[cfg(feature = "std")]
 impl std::error::Error for BlobError {}
 
+/// Largest schema blob the protocol carries, in bytes (`docs/protocol.md` §3.3, §6).
+///
+/// A master refuses an ANNOUNCE whose blob length is larger before reading anything, and
+/// the codegen refuses to produce such a blob, so every blob a node can serve fits. 64 KiB
+/// is many times the largest real schema (the eight-motor driver's is about 1 KB) and
+/// keeps a download, its checks and the memory it takes bounded.
+pub const MAX_BLOB_LEN: u32 = 64 * 1024;
+
+/// The length of a schema's blob: `encode(schema).len()`.
+pub fn encoded_len(schema: &Schema) -> usize {
+    to_pb(schema).encoded_len()
+}
+
 /// Encodes a schema as its blob.
 pub fn encode(schema: &Schema) -> Vec<u8> {
     to_pb(schema).encode_to_vec()

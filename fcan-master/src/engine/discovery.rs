@@ -3,6 +3,11 @@
 
 use super::*;
 
+use fcan_core::blob::MAX_BLOB_LEN;
+use fcan_core::hash::HashPrefix;
+
+use crate::cache::Lookup;
+
 impl Engine {
     pub(super) fn on_announce(&mut self, node: u8, a: &Announce, at: u64) {
         self.events.push_back(Event::Announced {
@@ -142,43 +147,134 @@ impl Engine {
             self.begin_provisioning(node, at);
             return;
         }
+        self.find_schema(node, at);
+    }
+
+    /// The schema of a node that announced a blob we do not hold decoded: refused at
+    /// once if too large or known bad, else from the cache, else downloaded.
+    fn find_schema(&mut self, node: u8, at: u64) {
+        self.blobs.lookups.remove(&node);
+        let Some(rec) = self.nodes.get_mut(&node) else {
+            return;
+        };
         let (prefix, len) = (rec.announce.hash, rec.announce.blob_len);
+        rec.phase = Phase::Reading;
+        rec.download = None;
+        if len > MAX_BLOB_LEN {
+            // Checked before anything is read: a node cannot make us hold more.
+            self.fail_node(
+                node,
+                format!("announces a {len}-byte schema blob; the protocol limit is {MAX_BLOB_LEN}"),
+            );
+            return;
+        }
+        if let Some(reason) = self.blobs.rejected_for(prefix, len) {
+            // Read and refused before: do not pay for the download and checks again.
+            self.fail_node(node, reason);
+            return;
+        }
         let found = self
             .schemas
             .values()
             .find(|s| s.digest.matches(prefix) && s.blob.len() as u64 == len as u64)
-            .cloned()
-            .or_else(|| {
-                let (digest, blob) = self.store.find(prefix, len)?;
-                self.load_schema(digest, blob).ok()
-            });
-        match found {
-            Some(s) => {
-                self.events.push_back(Event::SchemaReady {
-                    node,
-                    digest: s.digest,
-                    cached: true,
-                });
-                if let Some(rec) = self.nodes.get_mut(&node) {
-                    rec.schema = Some(s);
-                    rec.schema_cached = Some(true);
+            .cloned();
+        if let Some(s) = found {
+            self.schema_ready(node, s, true, at);
+            return;
+        }
+        self.blobs.lookups.insert(node, (prefix, len));
+        self.resume_lookup(node, at);
+    }
+
+    /// Asks the cache again for a node waiting on a lookup; acts on the answer if there
+    /// is one yet (a store that does its I/O on another thread answers `Pending` first).
+    fn resume_lookup(&mut self, node: u8, at: u64) {
+        let Some(&(prefix, len)) = self.blobs.lookups.get(&node) else {
+            return;
+        };
+        let wanted = self.nodes.get(&node).is_some_and(|r| {
+            r.phase == Phase::Reading
+                && r.schema.is_none()
+                && r.announce.hash == prefix
+                && r.announce.blob_len == len
+        });
+        if !wanted {
+            self.blobs.lookups.remove(&node);
+            return;
+        }
+        match self.store.lookup(prefix, len) {
+            Lookup::Pending => {}
+            Lookup::Found(digest, blob) => {
+                self.blobs.lookups.remove(&node);
+                match self.load_schema(digest, blob) {
+                    Ok(s) => self.schema_ready(node, s, true, at),
+                    // A cached blob that no longer passes (an older master's checks):
+                    // read it from the node instead.
+                    Err(_) => self.queue_download(node, at),
                 }
-                self.begin_provisioning(node, at);
             }
-            None => {
-                let Some(rec) = self.nodes.get_mut(&node) else {
-                    return;
-                };
-                rec.phase = Phase::Reading;
-                rec.download = Some(Download {
-                    buf: Vec::new(),
-                    transfer: 0,
-                    deadline: 0,
-                    tries: 0,
-                });
-                self.request_chunk(node, at, true);
+            Lookup::Missing => {
+                self.blobs.lookups.remove(&node);
+                self.queue_download(node, at);
             }
         }
+    }
+
+    /// Starts a download now, or queues it while [`MAX_DOWNLOADS`] are running.
+    fn queue_download(&mut self, node: u8, at: u64) {
+        let running = self.nodes.values().filter(|r| r.download.is_some()).count();
+        if running >= MAX_DOWNLOADS {
+            if !self.blobs.queued.contains(&node) {
+                self.blobs.queued.push_back(node);
+            }
+            return;
+        }
+        let Some(rec) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        rec.download = Some(Download {
+            buf: Vec::new(),
+            transfer: 0,
+            deadline: 0,
+            tries: 0,
+        });
+        self.request_chunk(node, at, true);
+    }
+
+    /// Called from [`Engine::poll`]: answers of the cache, and queued downloads whose
+    /// turn has come.
+    pub(super) fn resume_blob_work(&mut self, now: u64) {
+        let waiting: Vec<u8> = self.blobs.lookups.keys().copied().collect();
+        for node in waiting {
+            self.resume_lookup(node, now);
+        }
+        while !self.blobs.queued.is_empty()
+            && self.nodes.values().filter(|r| r.download.is_some()).count() < MAX_DOWNLOADS
+        {
+            let Some(node) = self.blobs.queued.pop_front() else {
+                break;
+            };
+            let wanted = self.nodes.get(&node).is_some_and(|r| {
+                r.phase == Phase::Reading && r.schema.is_none() && r.download.is_none()
+            });
+            if wanted {
+                self.queue_download(node, now);
+            }
+        }
+    }
+
+    fn schema_ready(&mut self, node: u8, s: Arc<NodeSchema>, cached: bool, at: u64) {
+        self.events.push_back(Event::SchemaReady {
+            node,
+            digest: s.digest,
+            cached,
+        });
+        if let Some(rec) = self.nodes.get_mut(&node) {
+            rec.schema = Some(s);
+            rec.schema_cached = Some(cached);
+            rec.phase = Phase::Provisioning;
+        }
+        self.begin_provisioning(node, at);
     }
 
     /// Decodes, validates and numbers a verified blob; remembers it.
@@ -190,12 +286,31 @@ impl Engine {
         if let Some(s) = self.schemas.get(&digest) {
             return Ok(s.clone());
         }
-        let schema = fcan_core::blob::decode(&blob).map_err(|e| e.to_string())?;
-        let errors = fcan_core::validate::validate(&schema);
-        if let Some(e) = errors.first() {
-            return Err(format!("schema is invalid: {e}"));
+        if let Some(reason) = self.blobs.rejected.get(&digest) {
+            return Err(reason.clone());
         }
-        let numbering = Numbering::of(&schema).map_err(|e| format!("{e:?}"))?;
+        // Bounded: the blob is at most MAX_BLOB_LEN bytes and the checks are linear in it
+        // (under 2 ms at the limit, docs/performance.md), so they run here, between two
+        // frames, without delaying a heartbeat.
+        let checked = fcan_core::blob::decode(&blob)
+            .map_err(|e| e.to_string())
+            .and_then(
+                |schema| match fcan_core::validate::validate_untrusted(&schema) {
+                    Some(e) => Err(format!("schema is invalid: {e}")),
+                    None => Ok(schema),
+                },
+            )
+            .and_then(|schema| {
+                let numbering = Numbering::of(&schema).map_err(|e| format!("{e:?}"))?;
+                Ok((schema, numbering))
+            });
+        let (schema, numbering) = match checked {
+            Ok(x) => x,
+            Err(reason) => {
+                self.blobs.reject(digest, blob.len() as u32, &reason);
+                return Err(reason);
+            }
+        };
         let s = Arc::new(NodeSchema {
             schema,
             numbering,
@@ -203,6 +318,11 @@ impl Engine {
             blob,
         });
         self.schemas.insert(digest, s.clone());
+        if self.schemas.len() > MAX_SCHEMAS_DECODED {
+            // Keep what nodes use; forget decoded schemas nobody holds (they are in the
+            // cache if they are needed again).
+            self.schemas.retain(|_, s| Arc::strong_count(s) > 1);
+        }
         Ok(s)
     }
 
@@ -237,13 +357,18 @@ impl Engine {
             return;
         };
         rec.last_seen = at;
+        let mtu = rec.mode.mtu();
+        let total = rec.announce.blob_len as usize;
         let Some(dl) = &mut rec.download else { return };
-        if dl.transfer != transfer || d.offset as usize != dl.buf.len() {
+        // Only the chunk asked for: at the offset requested, no longer than requested
+        // (so a node cannot grow the buffer past its announced length).
+        let asked = total.saturating_sub(dl.buf.len()).min(schema_chunk(mtu));
+        if dl.transfer != transfer || d.offset as usize != dl.buf.len() || d.data.len() > asked {
+            self.stats.rx_malformed += 1;
             return;
         }
         self.stats.schema_bytes_read += d.data.len() as u64;
         dl.buf.extend_from_slice(d.data);
-        let total = rec.announce.blob_len as usize;
         if dl.buf.len() < total && !d.data.is_empty() {
             self.request_chunk(node, at, true);
             return;
@@ -276,20 +401,73 @@ impl Engine {
         }
         match self.load_schema(digest, dl.buf) {
             Ok(s) => {
+                // The blobs nodes use now are kept when the cache evicts.
+                let mut in_use: Vec<SchemaDigest> = self
+                    .nodes
+                    .values()
+                    .filter_map(|n| n.schema.as_ref().map(|s| s.digest))
+                    .collect();
+                in_use.push(digest);
+                self.store.in_use(&in_use);
                 let _ = self.store.store(digest, &s.blob);
-                self.events.push_back(Event::SchemaReady {
-                    node,
-                    digest,
-                    cached: false,
-                });
-                if let Some(rec) = self.nodes.get_mut(&node) {
-                    rec.schema = Some(s);
-                    rec.schema_cached = Some(false);
-                }
-                self.begin_provisioning(node, at);
+                self.schema_ready(node, s, false, at);
             }
             Err(reason) => self.fail_node(node, reason),
         }
+        self.resume_blob_work(at);
+    }
+}
+
+/// Blob downloads at once; more nodes reading wait their turn, so the memory the
+/// downloads hold is at most `MAX_DOWNLOADS × MAX_BLOB_LEN` (256 KiB).
+pub const MAX_DOWNLOADS: usize = 4;
+
+/// Decoded schemas kept beyond those nodes use.
+const MAX_SCHEMAS_DECODED: usize = 32;
+
+/// Blobs refused (by digest) remembered, so a node re-announcing one is refused again
+/// without a download or a check.
+pub const MAX_REJECTED: usize = 64;
+
+/// Bounded state of the blob work: lookups waiting on the cache, downloads waiting for a
+/// slot, and blobs refused before.
+#[derive(Default)]
+pub(super) struct BlobWork {
+    /// Nodes waiting on a cache lookup: (prefix, length) asked.
+    pub lookups: BTreeMap<u8, (HashPrefix, u32)>,
+    /// Nodes waiting for a download slot, in order (each at most once).
+    pub queued: VecDeque<u8>,
+    /// Refused blobs: digest → (length, why); at most [`MAX_REJECTED`], oldest dropped.
+    pub rejected: BTreeMap<SchemaDigest, String>,
+    rejected_len: BTreeMap<SchemaDigest, u32>,
+    rejected_order: VecDeque<SchemaDigest>,
+}
+
+impl BlobWork {
+    fn reject(&mut self, digest: SchemaDigest, len: u32, reason: &str) {
+        if self.rejected.contains_key(&digest) {
+            return;
+        }
+        if self.rejected_order.len() >= MAX_REJECTED {
+            if let Some(old) = self.rejected_order.pop_front() {
+                self.rejected.remove(&old);
+                self.rejected_len.remove(&old);
+            }
+        }
+        // A reason is at most a line: it names what a node sent.
+        let reason: String = reason.chars().take(300).collect();
+        self.rejected.insert(digest, reason);
+        self.rejected_len.insert(digest, len);
+        self.rejected_order.push_back(digest);
+    }
+
+    /// Why a blob of this prefix and length was refused before, if it was. The same trust
+    /// as a cache hit: prefix and length name a blob (§6).
+    fn rejected_for(&self, prefix: HashPrefix, len: u32) -> Option<String> {
+        self.rejected_len
+            .iter()
+            .find(|(d, l)| d.matches(prefix) && **l == len)
+            .and_then(|(d, _)| self.rejected.get(d).cloned())
     }
 }
 

@@ -250,6 +250,8 @@ pub struct Engine {
     dirty_m2s: std::collections::BTreeSet<(u8, usize)>,
     stats: EngineStats,
     scratch: Vec<u8>,
+    /// Cache lookups, queued downloads and refused blobs (bounded; `discovery.rs`).
+    blobs: discovery::BlobWork,
 }
 
 const ROUTES: usize = 0x800;
@@ -275,6 +277,7 @@ impl Engine {
             dirty_m2s: Default::default(),
             stats: EngineStats::default(),
             scratch: vec![0; 8192],
+            blobs: Default::default(),
         }
     }
 
@@ -355,6 +358,7 @@ impl Engine {
         for id in ids {
             self.poll_node(id, now);
         }
+        self.resume_blob_work(now);
         self.rx.expire(now as u32);
     }
 

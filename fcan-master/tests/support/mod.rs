@@ -30,13 +30,13 @@ pub enum Fw {
 }
 
 impl Fw {
-    fn receive(&mut self, f: &Frame, now: u32) {
+    pub fn receive(&mut self, f: &Frame, now: u32) {
         match self {
             Fw::Motor(m) => m.receive(f, now),
             Fw::Io(b) => b.receive(f, now),
         }
     }
-    fn poll(&mut self, now: u32, tx: &mut Collect) {
+    pub fn poll(&mut self, now: u32, tx: &mut Collect) {
         match self {
             Fw::Motor(m) => m.poll(now, tx),
             Fw::Io(b) => b.poll(now, tx),
