@@ -17,6 +17,7 @@ pub mod hash;
 pub mod id;
 pub mod msg;
 pub mod pack;
+pub mod presence;
 pub mod segment;
 pub mod timing;
 pub mod types;

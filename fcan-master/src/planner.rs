@@ -6,6 +6,8 @@
 //!   `numbering::topic_frames` frames;
 //! - topics of one direction and one period share frames (first-fit decreasing), so a
 //!   motor's 1 kHz feedback and its 100 ms diagnostics never ride together;
+//! - a shared frame of topics sent per publication (m2s, on-commit s2m) is masked: byte 0
+//!   says which topics it delivers, so at most 8 topics and MTU − 1 bytes share it;
 //! - when the node's `max_frames` would be exceeded, s2m classes are merged into the
 //!   fastest period among them (more bandwidth, fewer frames) until the plan fits;
 //! - identifiers come from a bus-wide [`IdAllocator`] whose bands give faster frames lower
@@ -18,6 +20,7 @@ use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::ir::Schema;
 use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
 use fcan_core::numbering::{topic_frames, Numbering};
+use fcan_core::presence::{needs_mask, MASK_LEN, MAX_MASKED_TOPICS};
 
 /// One frame of a plan, ready for FRAME_DEFINE.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +107,8 @@ struct Item {
 #[derive(Clone, Debug)]
 struct Bin {
     used: usize,
+    /// Byte 0 is a presence mask.
+    masked: bool,
     entries: Vec<CopyEntry>,
 }
 
@@ -215,6 +220,7 @@ pub fn plan_node(
                 *period,
                 Bin {
                     used: len + 1,
+                    masked: false,
                     entries: vec![entry],
                 },
                 (parts as u8, k as u8),
@@ -248,6 +254,7 @@ pub fn plan_node(
                 std_id,
                 dir,
                 sequenced: parts > 1,
+                masked: bin.masked,
                 len: bin.used as u8,
                 group_parts: parts,
                 group_index: part,
@@ -265,6 +272,10 @@ fn packed_frames(packed: &BTreeMap<(DataDirection, u32), Vec<Bin>>) -> usize {
 
 /// First-fit decreasing per class; with `solo_on_commit`, on-commit s2m topics each get
 /// a frame of their own.
+///
+/// Classes sent per publication (m2s, on-commit s2m) share a frame only behind a
+/// presence mask (`fcan_core::presence`): a shared frame of such a class gives byte 0 to
+/// the mask and carries at most `MAX_MASKED_TOPICS` topics.
 fn pack_classes(
     classes: &BTreeMap<(DataDirection, u32), Vec<Item>>,
     mtu: Mtu,
@@ -272,36 +283,56 @@ fn pack_classes(
 ) -> BTreeMap<(DataDirection, u32), Vec<Bin>> {
     classes
         .iter()
-        .map(|(key, items)| {
-            let capacity = if solo_on_commit && *key == (DataDirection::S2m, 0) {
-                0 // nothing fits beside a topic: one frame each
+        .map(|(&(dir, period), items)| {
+            // What a class may share a frame with: a periodic frame samples every topic
+            // in it, a per-publication frame needs the mask byte and a bit per topic.
+            let per_publication = needs_mask(dir, period, 2);
+            let (room, max_topics) = if solo_on_commit && (dir, period) == (DataDirection::S2m, 0)
+            {
+                (0, 1) // nothing fits beside a topic: one frame each
+            } else if per_publication {
+                (mtu.payload() - MASK_LEN, MAX_MASKED_TOPICS)
             } else {
-                mtu.payload()
+                (mtu.payload(), usize::MAX)
             };
             let mut sorted = items.clone();
             // Stable: equal sizes keep block/topic order, so plans are reproducible.
             sorted.sort_by_key(|it| std::cmp::Reverse(it.size));
-            let mut bins: Vec<Bin> = Vec::new();
+            let mut bins: Vec<Vec<Item>> = Vec::new();
             for it in sorted {
-                let fits = bins.iter().position(|b| b.used + it.size <= capacity);
-                let at = fits.unwrap_or_else(|| {
-                    bins.push(Bin {
-                        used: 0,
-                        entries: Vec::new(),
-                    });
-                    bins.len() - 1
+                let fits = bins.iter().position(|b| {
+                    b.len() < max_topics && b.iter().map(|i| i.size).sum::<usize>() + it.size <= room
                 });
-                let bin = &mut bins[at];
-                bin.entries.push(CopyEntry {
-                    block: it.block,
-                    topic: it.topic,
-                    src_offset: 0,
-                    len: it.size as u8,
-                    dst_offset: bin.used as u8,
-                });
-                bin.used += it.size;
+                match fits {
+                    Some(at) => bins[at].push(it),
+                    // A topic alone fills up to the whole payload, mask or not.
+                    None => bins.push(vec![it]),
+                }
             }
-            (*key, bins)
+            let bins = bins
+                .into_iter()
+                .map(|items| {
+                    let masked = needs_mask(dir, period, items.len());
+                    let mut used = if masked { MASK_LEN } else { 0 };
+                    let mut entries = Vec::with_capacity(items.len());
+                    for it in items {
+                        entries.push(CopyEntry {
+                            block: it.block,
+                            topic: it.topic,
+                            src_offset: 0,
+                            len: it.size as u8,
+                            dst_offset: used as u8,
+                        });
+                        used += it.size;
+                    }
+                    Bin {
+                        used,
+                        masked,
+                        entries,
+                    }
+                })
+                .collect();
+            ((dir, period), bins)
         })
         .collect()
 }

@@ -10,6 +10,7 @@ use crate::storage::Parts;
 use crate::wired::Wired;
 use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
+use fcan_core::presence::{needs_mask, PresenceBits};
 
 /// `stage_base` of an entry whose topic has no staging area (s2m, or single-frame m2s).
 pub(crate) const NO_STAGE: u32 = u32::MAX;
@@ -62,6 +63,8 @@ pub struct PlanFrame {
     pub(crate) std_id: u16,
     pub(crate) s2m: bool,
     pub(crate) sequenced: bool,
+    /// Byte 0 is a presence mask (`fcan_core::presence`).
+    pub(crate) masked: bool,
     pub(crate) len: u8,
     pub(crate) group_parts: u8,
     pub(crate) group_index: u8,
@@ -72,6 +75,9 @@ pub struct PlanFrame {
     pub(crate) next_due: u32,
     /// s2m on-commit: a topic in it was published since it was last sent.
     pub(crate) dirty: bool,
+    /// s2m on-commit, masked: the presence bits of the topics published since the frame
+    /// was last sent.
+    pub(crate) pending: u8,
 }
 
 impl PlanFrame {
@@ -79,6 +85,7 @@ impl PlanFrame {
         std_id: 0,
         s2m: false,
         sequenced: false,
+        masked: false,
         len: 0,
         group_parts: 1,
         group_index: 0,
@@ -87,6 +94,7 @@ impl PlanFrame {
         entry_count: 0,
         next_due: 0,
         dirty: false,
+        pending: 0,
     };
 
     /// The range of this frame's entries in the entry table.
@@ -145,7 +153,8 @@ fn check_entry(
     if src_end > topic.size as usize || dst_end > h.len as usize {
         return Err(bad);
     }
-    if h.sequenced && e.dst_offset == 0 {
+    // Byte 0 of a sequenced frame is its sequence number, of a masked one its mask.
+    if (h.sequenced || h.masked) && e.dst_offset == 0 {
         return Err(bad);
     }
     // dst_end <= len <= 64, so the shift stays within the word.
@@ -228,8 +237,22 @@ pub(crate) fn define(
     }
     // Pass 1: check everything, write nothing.
     let mut occupied = 0u64;
+    let mut bits = PresenceBits::new();
+    let mut first_slot = None;
+    let mut shared = false;
     for i in 0..n {
-        check_entry(desc, wired, d, i, &mut occupied)?;
+        let e = check_entry(desc, wired, d, i, &mut occupied)?;
+        if h.masked && bits.bit(e.slot).is_none() {
+            // More topics than the mask has bits.
+            return Err((ResultCode::BadEntry, i as u16));
+        }
+        shared |= *first_slot.get_or_insert(e.slot) != e.slot;
+    }
+    // A frame shared by topics sent per publication must say which it delivers, and only
+    // such a frame has a mask (which also keeps masks off sequenced groups).
+    let topics = if shared { 2 } else { n.min(1) };
+    if h.masked != needs_mask(h.dir, h.period_us, topics) {
+        return Err((ResultCode::BadPlan, 0));
     }
     // Pass 2: the same checks cannot fail now; write.
     let mut occupied = 0u64;
@@ -243,6 +266,7 @@ pub(crate) fn define(
         std_id: h.std_id,
         s2m: h.dir == DataDirection::S2m,
         sequenced: h.sequenced,
+        masked: h.masked,
         len: h.len,
         group_parts: h.group_parts,
         group_index: h.group_index,
@@ -251,6 +275,7 @@ pub(crate) fn define(
         entry_count: n as u16,
         next_due: 0,
         dirty: false,
+        pending: 0,
     };
     if let Some(slot) = p.frames.get_mut(h.index as usize) {
         *slot = frame;

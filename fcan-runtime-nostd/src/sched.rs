@@ -8,10 +8,10 @@
 
 use crate::api::{Transmit, TxRefused};
 use crate::counters::bump;
-use crate::plan::PlanFrame;
+use crate::plan::{PlanEntry, PlanFrame};
 use crate::state::Core;
 use crate::storage::Parts;
-use crate::topics::build_s2m;
+use crate::topics::{bit_of_slot, build_s2m};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::msg::BusMode;
 use fcan_core::timing::reached;
@@ -93,6 +93,7 @@ fn reschedule(p: &mut Parts<'_>, head: u16, now: u32) {
         return;
     };
     f.dirty = false;
+    f.pending = 0;
     if f.period_us > 0 {
         let next = f.next_due.wrapping_add(f.period_us);
         // Keep the period's grid, unless polling fell a whole period behind.
@@ -160,13 +161,19 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
         };
-        let unsent = p.entries.get(f.entries()).is_some_and(|es| {
-            es.iter()
-                .any(|e| p.topics.get(e.slot as usize).is_some_and(|t| t.unsent))
-        });
+        let es = p.entries.get(f.entries()).unwrap_or(&[]);
+        let is_unsent = |e: &PlanEntry| p.topics.get(e.slot as usize).is_some_and(|t| t.unsent);
+        let unsent = es.iter().any(is_unsent);
+        // A masked frame delivers only the topics published before START.
+        let pending = es
+            .iter()
+            .filter(|e| is_unsent(e))
+            .filter_map(|e| bit_of_slot(es, e.slot))
+            .fold(0u8, |m, b| m | 1 << b);
         if let Some(fm) = p.frames.get_mut(fi) {
             fm.next_due = now;
             fm.dirty = fm.s2m && fm.period_us == 0 && unsent;
+            fm.pending = if fm.dirty { pending } else { 0 };
         }
     }
     // Mark group heads dirty when any of their parts is.
@@ -207,17 +214,19 @@ pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
         if !f.s2m {
             continue;
         }
-        let carries = p
-            .entries
-            .get(f.entries())
-            .is_some_and(|es| es.iter().any(|e| e.slot == slot));
-        if !carries {
+        let es = p.entries.get(f.entries()).unwrap_or(&[]);
+        if !es.iter().any(|e| e.slot == slot) {
             continue;
         }
+        let bit = bit_of_slot(es, slot);
         let head = fi.saturating_sub(f.group_index as usize);
         if let Some(h) = p.frames.get_mut(head) {
             if h.period_us == 0 {
                 h.dirty = true;
+                // A masked frame delivers just the topics committed since it last went out.
+                if let Some(b) = bit {
+                    h.pending |= 1 << b;
+                }
             }
         }
         if let Some(r) = core.resume.as_mut() {

@@ -6,6 +6,7 @@ use crate::counters::bump;
 use crate::plan::{PlanEntry, PlanFrame, NO_STAGE};
 use crate::storage::Parts;
 use fcan_core::msg::Counters;
+use fcan_core::presence::{all_of, bit_of, PresenceBits};
 
 /// Per-topic state: the generation counter and age of m2s values, the "published but not
 /// sent" flag of s2m values, and the progress of a multi-frame group being staged.
@@ -91,10 +92,12 @@ fn seen_before(entries: &[PlanEntry], i: usize) -> bool {
         .is_some_and(|before| before.iter().any(|e| e.slot == me.slot))
 }
 
-/// Marks every topic of `entries` updated at `now`.
-fn bump_topics(topics: &mut [TopicState], entries: &[PlanEntry], now: u32) {
+/// Marks the topics of `entries` that the frame delivers updated at `now`.
+fn bump_topics(topics: &mut [TopicState], entries: &[PlanEntry], present: Present, now: u32) {
+    let mut bits = PresenceBits::new();
     for (i, e) in entries.iter().enumerate() {
-        if seen_before(entries, i) {
+        let fresh = present.has(&mut bits, e);
+        if !fresh || seen_before(entries, i) {
             continue;
         }
         if let Some(t) = topics.get_mut(e.slot as usize) {
@@ -102,6 +105,35 @@ fn bump_topics(topics: &mut [TopicState], entries: &[PlanEntry], now: u32) {
             t.received_at_us = now;
         }
     }
+}
+
+/// Which topics of a frame it delivers: all of an unmasked frame's, or those whose bit is
+/// set in a masked frame's byte 0 (`fcan_core::presence`).
+#[derive(Clone, Copy)]
+enum Present {
+    All,
+    Mask(u8),
+}
+
+impl Present {
+    /// Whether the frame delivers entry `e`'s topic; feed the entries in order through
+    /// one `bits`.
+    fn has(self, bits: &mut PresenceBits<u16>, e: &PlanEntry) -> bool {
+        match self {
+            Present::All => true,
+            Present::Mask(m) => bits.bit(e.slot).is_some_and(|b| m & (1 << b) != 0),
+        }
+    }
+}
+
+/// The mask with a bit for each topic of `entries`.
+pub(crate) fn all_bits(entries: &[PlanEntry]) -> u8 {
+    all_of(entries.iter().map(|e| e.slot)).unwrap_or(u8::MAX)
+}
+
+/// The presence bit of topic `slot` among `entries`.
+pub(crate) fn bit_of_slot(entries: &[PlanEntry], slot: u16) -> Option<u8> {
+    bit_of(entries.iter().map(|e| e.slot), slot)
 }
 
 /// Applies one m2s data frame (already matched to plan frame `fi`) to the topics.
@@ -123,11 +155,29 @@ pub(crate) fn apply_m2s(
         return;
     };
     if f.group_parts <= 1 {
-        // One frame is one atomic update: copy and bump.
+        // One frame is one atomic update of the topics it delivers: copy and bump.
+        let present = if f.masked {
+            let Some(&mask) = data.first() else {
+                bump(&mut counters.rx_malformed);
+                return;
+            };
+            // A bit for a topic the frame does not carry: not from a conforming sender,
+            // so none of its bytes are trusted.
+            if mask & !all_bits(entries) != 0 {
+                bump(&mut counters.rx_malformed);
+                return;
+            }
+            Present::Mask(mask)
+        } else {
+            Present::All
+        };
+        let mut bits = PresenceBits::new();
         for e in entries.iter() {
-            copy(p.topic, e.topic_abs(), data, e.dst as usize, e.len as usize);
+            if present.has(&mut bits, e) {
+                copy(p.topic, e.topic_abs(), data, e.dst as usize, e.len as usize);
+            }
         }
-        bump_topics(p.topics, entries, now);
+        bump_topics(p.topics, entries, present, now);
         bump(&mut counters.rx_handled);
         return;
     }
@@ -213,16 +263,29 @@ fn apply_group_part(
     }
 }
 
-/// Fills `buf` with s2m plan frame `fi`: the sequence byte (when sequenced) and every copy
-/// entry from the live topic values. Returns the meaningful length.
+/// Fills `buf` with s2m plan frame `fi`: the sequence byte (when sequenced) or the
+/// presence mask of the topics published since it was last sent (when masked), and the
+/// copy entries of the topics it delivers from the live topic values; the bytes of a
+/// masked frame's other topics stay zero. Returns the meaningful length.
 pub(crate) fn build_s2m(p: &Parts<'_>, fi: u16, seq: u8, buf: &mut [u8; 64]) -> Option<usize> {
     let f = p.frames.get(fi as usize)?;
     *buf = [0; 64];
-    if f.sequenced {
-        *buf.first_mut()? = seq;
-    }
-    for e in p.entries.get(f.entries())?.iter() {
-        copy(buf, e.dst as usize, p.topic, e.topic_abs(), e.len as usize);
+    let entries = p.entries.get(f.entries())?;
+    let present = if f.masked {
+        let mask = f.pending & all_bits(entries);
+        *buf.first_mut()? = mask;
+        Present::Mask(mask)
+    } else {
+        if f.sequenced {
+            *buf.first_mut()? = seq;
+        }
+        Present::All
+    };
+    let mut bits = PresenceBits::new();
+    for e in entries.iter() {
+        if present.has(&mut bits, e) {
+            copy(buf, e.dst as usize, p.topic, e.topic_abs(), e.len as usize);
+        }
     }
     Some(f.len as usize)
 }

@@ -164,6 +164,7 @@ fn frame_define_nak_reasons_change_nothing() {
         (
             FrameHeader {
                 sequenced: true,
+                masked: false,
                 group_parts: 2,
                 ..header(1, 0x121, M2S, 8)
             },
@@ -174,6 +175,7 @@ fn frame_define_nak_reasons_change_nothing() {
         (
             FrameHeader {
                 sequenced: true,
+                masked: false,
                 group_parts: 2,
                 ..header(1, 0x121, M2S, 8)
             },
@@ -184,6 +186,7 @@ fn frame_define_nak_reasons_change_nothing() {
         (
             FrameHeader {
                 sequenced: true,
+                masked: false,
                 group_parts: 2,
                 ..header(1, 0x121, M2S, 8)
             },
@@ -223,6 +226,7 @@ fn start_checks_the_plan() {
         std_id: id,
         dir: M2S,
         sequenced: true,
+        masked: false,
         len: 8,
         group_parts: 2,
         group_index: gi,
@@ -489,6 +493,7 @@ fn s2m_group_goes_out_whole_with_one_sequence() {
         std_id: id,
         dir: S2M,
         sequenced: true,
+        masked: false,
         len: 4,
         group_parts: 2,
         group_index: gi,
