@@ -147,7 +147,10 @@ mod tests {
         assert!(!needs_mask(M2s, 0, 1));
         assert!(needs_mask(M2s, 0, 2));
         assert!(needs_mask(S2m, 0, 2));
-        assert!(!needs_mask(S2m, 10_000, 2), "periodic frames sample every topic");
+        assert!(
+            !needs_mask(S2m, 10_000, 2),
+            "periodic frames sample every topic"
+        );
         assert!(!needs_mask(S2m, 0, 1));
     }
 }

@@ -287,8 +287,7 @@ fn pack_classes(
             // What a class may share a frame with: a periodic frame samples every topic
             // in it, a per-publication frame needs the mask byte and a bit per topic.
             let per_publication = needs_mask(dir, period, 2);
-            let (room, max_topics) = if solo_on_commit && (dir, period) == (DataDirection::S2m, 0)
-            {
+            let (room, max_topics) = if solo_on_commit && (dir, period) == (DataDirection::S2m, 0) {
                 (0, 1) // nothing fits beside a topic: one frame each
             } else if per_publication {
                 (mtu.payload() - MASK_LEN, MAX_MASKED_TOPICS)
@@ -301,7 +300,8 @@ fn pack_classes(
             let mut bins: Vec<Vec<Item>> = Vec::new();
             for it in sorted {
                 let fits = bins.iter().position(|b| {
-                    b.len() < max_topics && b.iter().map(|i| i.size).sum::<usize>() + it.size <= room
+                    b.len() < max_topics
+                        && b.iter().map(|i| i.size).sum::<usize>() + it.size <= room
                 });
                 match fits {
                     Some(at) => bins[at].push(it),
@@ -504,10 +504,18 @@ mod tests {
                     assert!(!*b, "entries overlap in frame {i}");
                     *b = true;
                 }
-                if f.header.sequenced {
+                if f.header.sequenced || f.header.masked {
                     assert!(e.dst_offset >= 1);
                 }
             }
+            // Shared per-publication frames, and only they, are masked, with a bit per topic.
+            let topics = fcan_core::presence::all_of(f.entries.iter().map(|e| (e.block, e.topic)));
+            let distinct = topics.map_or(usize::MAX, |m| m.count_ones() as usize);
+            assert_eq!(
+                f.header.masked,
+                needs_mask(f.header.dir, f.header.period_us, distinct),
+                "frame {i}: {f:?}"
+            );
         }
         // Every wired topic is fully covered exactly once; unwired blocks are absent.
         for block in &numbering.blocks {
@@ -588,6 +596,72 @@ mod tests {
         let plan = plan_node(&s, &[4], Mtu::Fd, &mut IdAllocator::new()).unwrap();
         assert!(plan.frames.len() <= 8);
         check_invariants(&s, &[4], Mtu::Fd, &plan);
+    }
+
+    #[test]
+    fn shared_m2s_frames_are_masked_on_both_links() {
+        // Eight motors' 5-byte targets and 12-byte trajectories on FD: shared, masked,
+        // at most 8 topics and 63 payload bytes each.
+        let s = motor_schema(8, 48);
+        let plan = plan_node(&s, &[8], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &[8], Mtu::Fd, &plan);
+        let m2s: Vec<_> = plan
+            .frames
+            .iter()
+            .filter(|f| f.header.dir == DataDirection::M2s)
+            .collect();
+        assert!(m2s.iter().any(|f| f.header.masked));
+        for f in &m2s {
+            assert!(f.entries.len() <= 8);
+            if f.header.masked {
+                assert_eq!(f.entries.iter().map(|e| e.dst_offset).min(), Some(1));
+            }
+        }
+        // Classical: three 2-byte m2s topics share 7 bytes behind the mask; a 7-byte and
+        // an 8-byte one ride alone, unmasked.
+        let mut s = motor_schema(1, 48);
+        let ty = &mut s.types[0];
+        ty.topics = ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                topic(
+                    n,
+                    DataDirection::M2s,
+                    0,
+                    vec![field("v", ScalarType::U16, None)],
+                )
+            })
+            .collect();
+        ty.topics.push(topic(
+            "seven",
+            DataDirection::M2s,
+            0,
+            vec![field("v", ScalarType::U8, Some(7))],
+        ));
+        ty.topics.push(topic(
+            "eight",
+            DataDirection::M2s,
+            0,
+            vec![field("v", ScalarType::U64, None)],
+        ));
+        let plan = plan_node(&s, &[1], Mtu::Classic, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &[1], Mtu::Classic, &plan);
+        let shared: Vec<_> = plan.frames.iter().filter(|f| f.header.masked).collect();
+        assert_eq!(shared.len(), 1, "{plan:?}");
+        assert_eq!(shared[0].header.len, 7);
+        assert_eq!(shared[0].entries.len(), 3);
+        assert_eq!(plan.frames.len(), 3);
+    }
+
+    #[test]
+    fn shared_on_commit_frames_are_masked() {
+        // 4 motors and 8 frames: the on-commit `state` topics share, behind a mask.
+        let s = motor_schema(4, 8);
+        let plan = plan_node(&s, &[4], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &[4], Mtu::Fd, &plan);
+        let (f, e) = plan.frames_of(0, 4).next().unwrap();
+        assert!(f.header.masked && f.entries.len() > 1);
+        assert!(e.dst_offset >= 1);
     }
 
     #[test]

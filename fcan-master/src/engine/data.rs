@@ -123,8 +123,7 @@ impl Engine {
                         continue;
                     };
                     let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
-                    if let (Some(dst), Some(src)) = (payload.get_mut(d..d + l), src.get(s..s + l))
-                    {
+                    if let (Some(dst), Some(src)) = (payload.get_mut(d..d + l), src.get(s..s + l)) {
                         dst.copy_from_slice(src);
                     }
                 }
@@ -139,8 +138,7 @@ impl Engine {
                         .and_then(|e| self.group_seq.get(&(node, e.block, e.topic)));
                     payload[0] = seq.copied().unwrap_or(0);
                 }
-                if let Ok(frame) = Frame::padded(mtu, CanId::Standard(f.header.std_id), &payload)
-                {
+                if let Ok(frame) = Frame::padded(mtu, CanId::Standard(f.header.std_id), &payload) {
                     let frame = if mtu == Mtu::Fd && !self.cfg.brs {
                         frame.without_brs()
                     } else {
