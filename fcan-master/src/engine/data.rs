@@ -198,7 +198,7 @@ impl Engine {
             for e in &frame.entries {
                 let bit = bits.bit((e.block, e.topic));
                 if let Some(m) = mask {
-                    if !bit.is_some_and(|b| m & (1 << b) != 0) {
+                    if bit.is_none_or(|b| m & (1 << b) == 0) {
                         continue;
                     }
                 }
