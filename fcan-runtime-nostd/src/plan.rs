@@ -70,13 +70,14 @@ pub struct PlanFrame {
     pub(crate) group_index: u8,
     pub(crate) period_us: u32,
     pub(crate) first_entry: u16,
-    pub(crate) entry_count: u16,
+    /// At most 255 (FRAME_DEFINE counts entries in a byte); a `u8` keeps the frame at
+    /// 20 bytes of RAM.
+    pub(crate) entry_count: u8,
     /// s2m periodic: when the frame (group) is next due.
     pub(crate) next_due: u32,
-    /// s2m on-commit: a topic in it was published since it was last sent.
-    pub(crate) dirty: bool,
-    /// s2m on-commit, masked: the presence bits of the topics published since the frame
-    /// was last sent.
+    /// s2m on-commit: the presence bits (`fcan_core::presence`) of the topics published
+    /// since the frame was last sent; non-zero = due. An unmasked frame has one topic,
+    /// bit 0.
     pub(crate) pending: u8,
 }
 
@@ -93,7 +94,6 @@ impl PlanFrame {
         first_entry: 0,
         entry_count: 0,
         next_due: 0,
-        dirty: false,
         pending: 0,
     };
 
@@ -231,6 +231,9 @@ pub(crate) fn define(
     }
     let n = d.entries.len();
     let max_entries = desc.limits.max_copy_entries;
+    let Ok(entry_count) = u8::try_from(n) else {
+        return Err((ResultCode::LimitEntries, max_entries));
+    };
     let total = base_entries as usize + n;
     if total > max_entries as usize || total > p.entries.len() {
         return Err((ResultCode::LimitEntries, max_entries));
@@ -272,9 +275,8 @@ pub(crate) fn define(
         group_index: h.group_index,
         period_us: h.period_us,
         first_entry: base_entries,
-        entry_count: n as u16,
+        entry_count,
         next_due: 0,
-        dirty: false,
         pending: 0,
     };
     if let Some(slot) = p.frames.get_mut(h.index as usize) {

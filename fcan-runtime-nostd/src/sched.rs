@@ -92,7 +92,6 @@ fn reschedule(p: &mut Parts<'_>, head: u16, now: u32) {
     let Some(f) = p.frames.get_mut(head as usize) else {
         return;
     };
-    f.dirty = false;
     f.pending = 0;
     if f.period_us > 0 {
         let next = f.next_due.wrapping_add(f.period_us);
@@ -111,7 +110,7 @@ fn due(f: &PlanFrame, now: u32) -> bool {
         && if f.period_us > 0 {
             reached(now, f.next_due)
         } else {
-            f.dirty
+            f.pending != 0
         }
 }
 
@@ -172,8 +171,11 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
             .fold(0u8, |m, b| m | 1 << b);
         if let Some(fm) = p.frames.get_mut(fi) {
             fm.next_due = now;
-            fm.dirty = fm.s2m && fm.period_us == 0 && unsent;
-            fm.pending = if fm.dirty { pending } else { 0 };
+            fm.pending = if fm.s2m && fm.period_us == 0 && unsent {
+                pending.max(1)
+            } else {
+                0
+            };
         }
     }
     // Mark group heads dirty when any of their parts is.
@@ -181,9 +183,9 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
         };
-        if f.dirty && f.group_index > 0 {
+        if f.pending != 0 && f.group_index > 0 {
             if let Some(h) = p.frames.get_mut(fi.saturating_sub(f.group_index as usize)) {
-                h.dirty = true;
+                h.pending |= f.pending;
             }
         }
     }
@@ -222,11 +224,8 @@ pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
         let head = fi.saturating_sub(f.group_index as usize);
         if let Some(h) = p.frames.get_mut(head) {
             if h.period_us == 0 {
-                h.dirty = true;
                 // A masked frame delivers just the topics committed since it last went out.
-                if let Some(b) = bit {
-                    h.pending |= 1 << b;
-                }
+                h.pending |= bit.map_or(1, |b| 1 << b);
             }
         }
         if let Some(r) = core.resume.as_mut() {

@@ -277,3 +277,11 @@ fn a_refused_masked_frame_keeps_its_pending_topics() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].1.data(), &[0b11, 1, 1, 1, 1, 2, 2, 2]);
 }
+
+#[test]
+fn the_mask_costs_no_plan_ram() {
+    // The masked flag and the pending bits fit where the frame had padding and a `dirty`
+    // flag: 20 bytes a frame, as before (docs/performance.md).
+    assert_eq!(core::mem::size_of::<PlanFrame>(), 20);
+    assert_eq!(core::mem::size_of::<PlanEntry>(), 16);
+}
