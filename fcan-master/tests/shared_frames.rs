@@ -201,6 +201,36 @@ fn on_commit_frames_deliver_each_commit_once(mtu: Mtu) {
 }
 
 #[test]
+fn a_mask_naming_a_topic_the_frame_lacks_is_malformed() {
+    let mut w = World::new(Mtu::Classic, 0, 1);
+    w.provision();
+    let p = plan(&w, IO);
+    let f = p
+        .frames
+        .iter()
+        .find(|f| f.header.dir == DataDirection::S2m && f.header.masked)
+        .expect("a shared on-commit frame on Classical CAN");
+    let topics = f.entries.len();
+    let mut rec = Record::default();
+    let send = |w: &mut World, rec: &mut Record, mask: u8| {
+        let mut data = vec![0u8; f.header.len as usize];
+        data[0] = mask;
+        let frame = Frame::padded(Mtu::Classic, CanId::Standard(f.header.std_id), &data).unwrap();
+        w.engine.handle_frame(&frame, w.now_us, rec);
+    };
+    let bad = w.engine.stats().rx_malformed;
+    send(&mut w, &mut rec, 1 << topics);
+    assert_eq!(w.engine.stats().rx_malformed, bad + 1);
+    assert!(rec.0.is_empty(), "nothing delivered from a malformed frame");
+    // The last topic alone: one sample, of it.
+    send(&mut w, &mut rec, 1 << (topics - 1));
+    let last = f.entries.last().unwrap();
+    assert_eq!(rec.0.len(), 1);
+    assert_eq!((rec.0[0].0, rec.0[0].1), (last.block, last.topic));
+    assert_eq!(w.engine.stats().rx_malformed, bad + 1);
+}
+
+#[test]
 fn on_commit_frames_deliver_each_commit_once_classic() {
     on_commit_frames_deliver_each_commit_once(Mtu::Classic);
 }
