@@ -38,18 +38,20 @@ pub fn needs_mask(dir: DataDirection, period_us: u32, topics: usize) -> bool {
 
 /// Assigns presence bits to a frame's copy entries, in entry order: feed it the topic of
 /// every entry, first to last. `K` is whatever names a topic to the caller ((block,
-/// topic), a slot number); equal keys get the same bit.
+/// topic), a slot number); equal keys get the same bit. No allocation: it holds at most
+/// [`MAX_MASKED_TOPICS`] keys.
 #[derive(Clone, Copy, Debug)]
 pub struct PresenceBits<K> {
-    seen: [Option<K>; MAX_MASKED_TOPICS],
+    /// The distinct keys seen, `seen[..count]`, in bit order.
+    seen: [K; MAX_MASKED_TOPICS],
     count: u8,
 }
 
-impl<K: Copy + PartialEq> PresenceBits<K> {
+impl<K: Copy + PartialEq + Default> PresenceBits<K> {
     /// No entry seen yet.
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         PresenceBits {
-            seen: [None; MAX_MASKED_TOPICS],
+            seen: [K::default(); MAX_MASKED_TOPICS],
             count: 0,
         }
     }
@@ -57,19 +59,13 @@ impl<K: Copy + PartialEq> PresenceBits<K> {
     /// The bit of the next entry, whose topic is `key`; `None` when `key` would be a
     /// topic beyond [`MAX_MASKED_TOPICS`] (such a frame cannot be masked).
     pub fn bit(&mut self, key: K) -> Option<u8> {
-        let mut i = 0u8;
-        for s in self.seen.iter_mut() {
-            match s {
-                Some(k) if *k == key => return Some(i),
-                Some(_) => i += 1,
-                None => {
-                    *s = Some(key);
-                    self.count += 1;
-                    return Some(i);
-                }
-            }
+        let n = self.count as usize;
+        if let Some(i) = self.seen.get(..n)?.iter().position(|k| *k == key) {
+            return Some(i as u8);
         }
-        None
+        *self.seen.get_mut(n)? = key;
+        self.count += 1;
+        Some(n as u8)
     }
 
     /// Distinct topics seen so far.
@@ -83,7 +79,7 @@ impl<K: Copy + PartialEq> PresenceBits<K> {
     }
 }
 
-impl<K: Copy + PartialEq> Default for PresenceBits<K> {
+impl<K: Copy + PartialEq + Default> Default for PresenceBits<K> {
     fn default() -> Self {
         Self::new()
     }
@@ -92,7 +88,10 @@ impl<K: Copy + PartialEq> Default for PresenceBits<K> {
 /// The bit of topic `key` in a frame whose entries name the topics `keys`, in entry
 /// order; `None` when the frame does not carry it within its first
 /// [`MAX_MASKED_TOPICS`] topics.
-pub fn bit_of<K: Copy + PartialEq>(keys: impl IntoIterator<Item = K>, key: K) -> Option<u8> {
+pub fn bit_of<K: Copy + PartialEq + Default>(
+    keys: impl IntoIterator<Item = K>,
+    key: K,
+) -> Option<u8> {
     let mut bits = PresenceBits::new();
     for k in keys {
         let b = bits.bit(k)?;
@@ -105,7 +104,7 @@ pub fn bit_of<K: Copy + PartialEq>(keys: impl IntoIterator<Item = K>, key: K) ->
 
 /// The mask of every topic of a frame whose entries name `keys`; `None` when they are
 /// more than [`MAX_MASKED_TOPICS`] topics.
-pub fn all_of<K: Copy + PartialEq>(keys: impl IntoIterator<Item = K>) -> Option<u8> {
+pub fn all_of<K: Copy + PartialEq + Default>(keys: impl IntoIterator<Item = K>) -> Option<u8> {
     let mut bits = PresenceBits::new();
     for k in keys {
         bits.bit(k)?;

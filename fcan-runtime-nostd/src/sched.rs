@@ -8,12 +8,13 @@
 
 use crate::api::{Transmit, TxRefused};
 use crate::counters::bump;
-use crate::plan::{PlanEntry, PlanFrame};
+use crate::plan::PlanFrame;
 use crate::state::Core;
 use crate::storage::Parts;
 use crate::topics::{bit_of_slot, build_s2m};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::msg::BusMode;
+use fcan_core::presence::PresenceBits;
 use fcan_core::timing::reached;
 
 /// A group partly sent.
@@ -160,15 +161,17 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
         };
-        let es = p.entries.get(f.entries()).unwrap_or(&[]);
-        let is_unsent = |e: &PlanEntry| p.topics.get(e.slot as usize).is_some_and(|t| t.unsent);
-        let unsent = es.iter().any(is_unsent);
         // A masked frame delivers only the topics published before START.
-        let pending = es
-            .iter()
-            .filter(|e| is_unsent(e))
-            .filter_map(|e| bit_of_slot(es, e.slot))
-            .fold(0u8, |m, b| m | 1 << b);
+        let mut unsent = false;
+        let mut pending = 0u8;
+        let mut bits = PresenceBits::new();
+        for e in p.entries.get(f.entries()).unwrap_or(&[]) {
+            let bit = bits.bit(e.slot).map_or(0, |b| 1u8 << b);
+            if p.topics.get(e.slot as usize).is_some_and(|t| t.unsent) {
+                unsent = true;
+                pending |= bit;
+            }
+        }
         if let Some(fm) = p.frames.get_mut(fi) {
             fm.next_due = now;
             fm.pending = if fm.s2m && fm.period_us == 0 && unsent {
@@ -225,7 +228,7 @@ pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
         if let Some(h) = p.frames.get_mut(head) {
             if h.period_us == 0 {
                 // A masked frame delivers just the topics committed since it last went out.
-                h.pending |= bit.map_or(1, |b| 1 << b);
+                h.pending |= bit.max(1);
             }
         }
         if let Some(r) = core.resume.as_mut() {
