@@ -181,7 +181,7 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
             };
         }
     }
-    // Mark group heads dirty when any of their parts is.
+    // A group head is due when any of its parts is.
     for fi in 0..core.plan.frames as usize {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
