@@ -18,6 +18,7 @@ pub mod id;
 pub mod limits;
 pub mod msg;
 pub mod pack;
+pub mod presence;
 pub mod segment;
 pub mod timing;
 pub mod types;

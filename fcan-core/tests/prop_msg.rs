@@ -219,18 +219,20 @@ fn frame_header() -> impl Strategy<Value = FrameHeader> {
         any::<u16>(),
         prop_oneof![Just(DataDirection::M2s), Just(DataDirection::S2m)],
         any::<bool>(),
+        any::<bool>(),
         any::<u8>(),
         any::<u8>(),
         any::<u8>(),
         any::<u32>(),
     )
         .prop_map(
-            |(index, std_id, dir, sequenced, len, group_parts, group_index, period_us)| {
+            |(index, std_id, dir, sequenced, masked, len, group_parts, group_index, period_us)| {
                 FrameHeader {
                     index,
                     std_id,
                     dir,
                     sequenced,
+                    masked,
                     len,
                     group_parts,
                     group_index,
@@ -643,6 +645,7 @@ fn encode_refuses_what_the_wire_cannot_say() {
         std_id: 0x100,
         dir: DataDirection::M2s,
         sequenced: false,
+        masked: false,
         len: 8,
         group_parts: 1,
         group_index: 0,

@@ -6,6 +6,8 @@
 //!   `numbering::topic_frames` frames;
 //! - topics of one direction and one period share frames (first-fit decreasing), so a
 //!   motor's 1 kHz feedback and its 100 ms diagnostics never ride together;
+//! - a shared frame of topics sent per publication (m2s, on-commit s2m) is masked: byte 0
+//!   says which topics it delivers, so at most 8 topics and MTU − 1 bytes share it;
 //! - when the node's `max_frames` would be exceeded, s2m classes are merged into the
 //!   fastest period among them (more bandwidth, fewer frames) until the plan fits;
 //! - identifiers come from a bus-wide [`IdAllocator`] whose bands give faster frames lower
@@ -18,6 +20,7 @@ use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::ir::Schema;
 use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
 use fcan_core::numbering::{topic_frames, Numbering};
+use fcan_core::presence::{needs_mask, MASK_LEN, MAX_MASKED_TOPICS};
 
 /// One frame of a plan, ready for FRAME_DEFINE.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +107,8 @@ struct Item {
 #[derive(Clone, Debug)]
 struct Bin {
     used: usize,
+    /// Byte 0 is a presence mask.
+    masked: bool,
     entries: Vec<CopyEntry>,
 }
 
@@ -215,6 +220,7 @@ pub fn plan_node(
                 *period,
                 Bin {
                     used: len + 1,
+                    masked: false,
                     entries: vec![entry],
                 },
                 (parts as u8, k as u8),
@@ -248,6 +254,7 @@ pub fn plan_node(
                 std_id,
                 dir,
                 sequenced: parts > 1,
+                masked: bin.masked,
                 len: bin.used as u8,
                 group_parts: parts,
                 group_index: part,
@@ -265,6 +272,10 @@ fn packed_frames(packed: &BTreeMap<(DataDirection, u32), Vec<Bin>>) -> usize {
 
 /// First-fit decreasing per class; with `solo_on_commit`, on-commit s2m topics each get
 /// a frame of their own.
+///
+/// Classes sent per publication (m2s, on-commit s2m) share a frame only behind a
+/// presence mask (`fcan_core::presence`): a shared frame of such a class gives byte 0 to
+/// the mask and carries at most `MAX_MASKED_TOPICS` topics.
 fn pack_classes(
     classes: &BTreeMap<(DataDirection, u32), Vec<Item>>,
     mtu: Mtu,
@@ -272,36 +283,56 @@ fn pack_classes(
 ) -> BTreeMap<(DataDirection, u32), Vec<Bin>> {
     classes
         .iter()
-        .map(|(key, items)| {
-            let capacity = if solo_on_commit && *key == (DataDirection::S2m, 0) {
-                0 // nothing fits beside a topic: one frame each
+        .map(|(&(dir, period), items)| {
+            // What a class may share a frame with: a periodic frame samples every topic
+            // in it, a per-publication frame needs the mask byte and a bit per topic.
+            let per_publication = needs_mask(dir, period, 2);
+            let (room, max_topics) = if solo_on_commit && (dir, period) == (DataDirection::S2m, 0) {
+                (0, 1) // nothing fits beside a topic: one frame each
+            } else if per_publication {
+                (mtu.payload() - MASK_LEN, MAX_MASKED_TOPICS)
             } else {
-                mtu.payload()
+                (mtu.payload(), usize::MAX)
             };
             let mut sorted = items.clone();
             // Stable: equal sizes keep block/topic order, so plans are reproducible.
             sorted.sort_by_key(|it| std::cmp::Reverse(it.size));
-            let mut bins: Vec<Bin> = Vec::new();
+            let mut bins: Vec<Vec<Item>> = Vec::new();
             for it in sorted {
-                let fits = bins.iter().position(|b| b.used + it.size <= capacity);
-                let at = fits.unwrap_or_else(|| {
-                    bins.push(Bin {
-                        used: 0,
-                        entries: Vec::new(),
-                    });
-                    bins.len() - 1
+                let fits = bins.iter().position(|b| {
+                    b.len() < max_topics
+                        && b.iter().map(|i| i.size).sum::<usize>() + it.size <= room
                 });
-                let bin = &mut bins[at];
-                bin.entries.push(CopyEntry {
-                    block: it.block,
-                    topic: it.topic,
-                    src_offset: 0,
-                    len: it.size as u8,
-                    dst_offset: bin.used as u8,
-                });
-                bin.used += it.size;
+                match fits {
+                    Some(at) => bins[at].push(it),
+                    // A topic alone fills up to the whole payload, mask or not.
+                    None => bins.push(vec![it]),
+                }
             }
-            (*key, bins)
+            let bins = bins
+                .into_iter()
+                .map(|items| {
+                    let masked = needs_mask(dir, period, items.len());
+                    let mut used = if masked { MASK_LEN } else { 0 };
+                    let mut entries = Vec::with_capacity(items.len());
+                    for it in items {
+                        entries.push(CopyEntry {
+                            block: it.block,
+                            topic: it.topic,
+                            src_offset: 0,
+                            len: it.size as u8,
+                            dst_offset: used as u8,
+                        });
+                        used += it.size;
+                    }
+                    Bin {
+                        used,
+                        masked,
+                        entries,
+                    }
+                })
+                .collect();
+            ((dir, period), bins)
         })
         .collect()
 }
@@ -473,10 +504,18 @@ mod tests {
                     assert!(!*b, "entries overlap in frame {i}");
                     *b = true;
                 }
-                if f.header.sequenced {
+                if f.header.sequenced || f.header.masked {
                     assert!(e.dst_offset >= 1);
                 }
             }
+            // Shared per-publication frames, and only they, are masked, with a bit per topic.
+            let topics = fcan_core::presence::all_of(f.entries.iter().map(|e| (e.block, e.topic)));
+            let distinct = topics.map_or(usize::MAX, |m| m.count_ones() as usize);
+            assert_eq!(
+                f.header.masked,
+                needs_mask(f.header.dir, f.header.period_us, distinct),
+                "frame {i}: {f:?}"
+            );
         }
         // Every wired topic is fully covered exactly once; unwired blocks are absent.
         for block in &numbering.blocks {
@@ -557,6 +596,72 @@ mod tests {
         let plan = plan_node(&s, &[4], Mtu::Fd, &mut IdAllocator::new()).unwrap();
         assert!(plan.frames.len() <= 8);
         check_invariants(&s, &[4], Mtu::Fd, &plan);
+    }
+
+    #[test]
+    fn shared_m2s_frames_are_masked_on_both_links() {
+        // Eight motors' 5-byte targets and 12-byte trajectories on FD: shared, masked,
+        // at most 8 topics and 63 payload bytes each.
+        let s = motor_schema(8, 48);
+        let plan = plan_node(&s, &[8], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &[8], Mtu::Fd, &plan);
+        let m2s: Vec<_> = plan
+            .frames
+            .iter()
+            .filter(|f| f.header.dir == DataDirection::M2s)
+            .collect();
+        assert!(m2s.iter().any(|f| f.header.masked));
+        for f in &m2s {
+            assert!(f.entries.len() <= 8);
+            if f.header.masked {
+                assert_eq!(f.entries.iter().map(|e| e.dst_offset).min(), Some(1));
+            }
+        }
+        // Classical: three 2-byte m2s topics share 7 bytes behind the mask; a 7-byte and
+        // an 8-byte one ride alone, unmasked.
+        let mut s = motor_schema(1, 48);
+        let ty = &mut s.types[0];
+        ty.topics = ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                topic(
+                    n,
+                    DataDirection::M2s,
+                    0,
+                    vec![field("v", ScalarType::U16, None)],
+                )
+            })
+            .collect();
+        ty.topics.push(topic(
+            "seven",
+            DataDirection::M2s,
+            0,
+            vec![field("v", ScalarType::U8, Some(7))],
+        ));
+        ty.topics.push(topic(
+            "eight",
+            DataDirection::M2s,
+            0,
+            vec![field("v", ScalarType::U64, None)],
+        ));
+        let plan = plan_node(&s, &[1], Mtu::Classic, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &[1], Mtu::Classic, &plan);
+        let shared: Vec<_> = plan.frames.iter().filter(|f| f.header.masked).collect();
+        assert_eq!(shared.len(), 1, "{plan:?}");
+        assert_eq!(shared[0].header.len, 7);
+        assert_eq!(shared[0].entries.len(), 3);
+        assert_eq!(plan.frames.len(), 3);
+    }
+
+    #[test]
+    fn shared_on_commit_frames_are_masked() {
+        // 4 motors and 8 frames: the on-commit `state` topics share, behind a mask.
+        let s = motor_schema(4, 8);
+        let plan = plan_node(&s, &[4], Mtu::Fd, &mut IdAllocator::new()).unwrap();
+        check_invariants(&s, &[4], Mtu::Fd, &plan);
+        let (f, e) = plan.frames_of(0, 4).next().unwrap();
+        assert!(f.header.masked && f.entries.len() > 1);
+        assert!(e.dst_offset >= 1);
     }
 
     #[test]

@@ -206,6 +206,7 @@ mod tests {
                 std_id,
                 dir: DataDirection::M2s,
                 sequenced: false,
+                masked: false,
                 len: 8,
                 group_parts: 1,
                 group_index: 0,

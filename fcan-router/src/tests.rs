@@ -64,6 +64,7 @@ fn frame_define(node: u8, index: u8, std_id: u16, dir: DataDirection, mtu: Mtu) 
             std_id,
             dir,
             sequenced: false,
+            masked: false,
             len: 8,
             group_parts: 1,
             group_index: 0,

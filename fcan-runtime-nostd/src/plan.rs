@@ -10,6 +10,7 @@ use crate::storage::Parts;
 use crate::wired::Wired;
 use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
+use fcan_core::presence::{needs_mask, PresenceBits};
 
 /// `stage_base` of an entry whose topic has no staging area (s2m, or single-frame m2s).
 pub(crate) const NO_STAGE: u32 = u32::MAX;
@@ -62,16 +63,22 @@ pub struct PlanFrame {
     pub(crate) std_id: u16,
     pub(crate) s2m: bool,
     pub(crate) sequenced: bool,
+    /// Byte 0 is a presence mask (`fcan_core::presence`).
+    pub(crate) masked: bool,
     pub(crate) len: u8,
     pub(crate) group_parts: u8,
     pub(crate) group_index: u8,
     pub(crate) period_us: u32,
     pub(crate) first_entry: u16,
-    pub(crate) entry_count: u16,
+    /// At most 255 (FRAME_DEFINE counts entries in a byte); a `u8` keeps the frame at
+    /// 20 bytes of RAM.
+    pub(crate) entry_count: u8,
     /// s2m periodic: when the frame (group) is next due.
     pub(crate) next_due: u32,
-    /// s2m on-commit: a topic in it was published since it was last sent.
-    pub(crate) dirty: bool,
+    /// s2m on-commit: the presence bits (`fcan_core::presence`) of the topics published
+    /// since the frame was last sent; non-zero = due. An unmasked frame has one topic,
+    /// bit 0.
+    pub(crate) pending: u8,
 }
 
 impl PlanFrame {
@@ -79,6 +86,7 @@ impl PlanFrame {
         std_id: 0,
         s2m: false,
         sequenced: false,
+        masked: false,
         len: 0,
         group_parts: 1,
         group_index: 0,
@@ -86,7 +94,7 @@ impl PlanFrame {
         first_entry: 0,
         entry_count: 0,
         next_due: 0,
-        dirty: false,
+        pending: 0,
     };
 
     /// The range of this frame's entries in the entry table.
@@ -145,7 +153,8 @@ fn check_entry(
     if src_end > topic.size as usize || dst_end > h.len as usize {
         return Err(bad);
     }
-    if h.sequenced && e.dst_offset == 0 {
+    // Byte 0 of a sequenced frame is its sequence number, of a masked one its mask.
+    if (h.sequenced || h.masked) && e.dst_offset == 0 {
         return Err(bad);
     }
     // dst_end <= len <= 64, so the shift stays within the word.
@@ -227,14 +236,31 @@ pub(crate) fn define(
     }
     let n = d.entries.len();
     let max_entries = desc.limits.max_copy_entries;
+    let Ok(entry_count) = u8::try_from(n) else {
+        return Err((ResultCode::LimitEntries, max_entries));
+    };
     let total = base_entries as usize + n;
     if total > max_entries as usize || total > p.entries.len() {
         return Err((ResultCode::LimitEntries, max_entries));
     }
     // Pass 1: check everything, write nothing.
     let mut occupied = 0u64;
+    let mut bits = PresenceBits::new();
+    let mut first_slot = None;
+    let mut shared = false;
     for i in 0..n {
-        check_entry(desc, wired, d, i, &mut occupied)?;
+        let e = check_entry(desc, wired, d, i, &mut occupied)?;
+        if h.masked && bits.bit(e.slot).is_none() {
+            // More topics than the mask has bits.
+            return Err((ResultCode::BadEntry, i as u16));
+        }
+        shared |= *first_slot.get_or_insert(e.slot) != e.slot;
+    }
+    // A frame shared by topics sent per publication must say which it delivers, and only
+    // such a frame has a mask (which also keeps masks off sequenced groups).
+    let topics = if shared { 2 } else { n.min(1) };
+    if h.masked != needs_mask(h.dir, h.period_us, topics) {
+        return Err((ResultCode::BadPlan, 0));
     }
     // Pass 2: the same checks cannot fail now; write.
     let mut occupied = 0u64;
@@ -248,14 +274,15 @@ pub(crate) fn define(
         std_id: h.std_id,
         s2m: h.dir == DataDirection::S2m,
         sequenced: h.sequenced,
+        masked: h.masked,
         len: h.len,
         group_parts: h.group_parts,
         group_index: h.group_index,
         period_us: h.period_us,
         first_entry: base_entries,
-        entry_count: n as u16,
+        entry_count,
         next_due: 0,
-        dirty: false,
+        pending: 0,
     };
     if let Some(slot) = p.frames.get_mut(h.index as usize) {
         *slot = frame;

@@ -11,9 +11,10 @@ use crate::counters::bump;
 use crate::plan::PlanFrame;
 use crate::state::Core;
 use crate::storage::Parts;
-use crate::topics::build_s2m;
+use crate::topics::{bit_of_slot, build_s2m};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::msg::BusMode;
+use fcan_core::presence::PresenceBits;
 use fcan_core::timing::reached;
 
 /// A group partly sent.
@@ -92,7 +93,7 @@ fn reschedule(p: &mut Parts<'_>, head: u16, now: u32) {
     let Some(f) = p.frames.get_mut(head as usize) else {
         return;
     };
-    f.dirty = false;
+    f.pending = 0;
     if f.period_us > 0 {
         let next = f.next_due.wrapping_add(f.period_us);
         // Keep the period's grid, unless polling fell a whole period behind.
@@ -110,7 +111,7 @@ fn due(f: &PlanFrame, now: u32) -> bool {
         && if f.period_us > 0 {
             reached(now, f.next_due)
         } else {
-            f.dirty
+            f.pending != 0
         }
 }
 
@@ -160,23 +161,34 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
         };
-        let unsent = p.entries.get(f.entries()).is_some_and(|es| {
-            es.iter()
-                .any(|e| p.topics.get(e.slot as usize).is_some_and(|t| t.unsent))
-        });
+        // A masked frame delivers only the topics published before START.
+        let mut unsent = false;
+        let mut pending = 0u8;
+        let mut bits = PresenceBits::new();
+        for e in p.entries.get(f.entries()).unwrap_or(&[]) {
+            let bit = bits.bit(e.slot).map_or(0, |b| 1u8 << b);
+            if p.topics.get(e.slot as usize).is_some_and(|t| t.unsent) {
+                unsent = true;
+                pending |= bit;
+            }
+        }
         if let Some(fm) = p.frames.get_mut(fi) {
             fm.next_due = now;
-            fm.dirty = fm.s2m && fm.period_us == 0 && unsent;
+            fm.pending = if fm.s2m && fm.period_us == 0 && unsent {
+                pending.max(1)
+            } else {
+                0
+            };
         }
     }
-    // Mark group heads dirty when any of their parts is.
+    // A group head is due when any of its parts is.
     for fi in 0..core.plan.frames as usize {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
         };
-        if f.dirty && f.group_index > 0 {
+        if f.pending != 0 && f.group_index > 0 {
             if let Some(h) = p.frames.get_mut(fi.saturating_sub(f.group_index as usize)) {
-                h.dirty = true;
+                h.pending |= f.pending;
             }
         }
     }
@@ -207,17 +219,16 @@ pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
         if !f.s2m {
             continue;
         }
-        let carries = p
-            .entries
-            .get(f.entries())
-            .is_some_and(|es| es.iter().any(|e| e.slot == slot));
-        if !carries {
+        let es = p.entries.get(f.entries()).unwrap_or(&[]);
+        if !es.iter().any(|e| e.slot == slot) {
             continue;
         }
+        let bit = bit_of_slot(es, slot);
         let head = fi.saturating_sub(f.group_index as usize);
         if let Some(h) = p.frames.get_mut(head) {
             if h.period_us == 0 {
-                h.dirty = true;
+                // A masked frame delivers just the topics committed since it last went out.
+                h.pending |= bit.max(1);
             }
         }
         if let Some(r) = core.resume.as_mut() {

@@ -6,6 +6,7 @@ use crate::counters::bump;
 use crate::plan::{PlanEntry, PlanFrame, NO_STAGE};
 use crate::storage::Parts;
 use fcan_core::msg::Counters;
+use fcan_core::presence::PresenceBits;
 
 /// Per-topic state: the generation counter and age of m2s values, the "published but not
 /// sent" flag of s2m values, and the progress of a multi-frame group being staged.
@@ -80,28 +81,26 @@ pub(crate) fn copy(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usiz
     true
 }
 
-/// Whether an entry before `i` in `entries` touches the same topic slot: the generation
-/// is bumped once per topic per frame.
-fn seen_before(entries: &[PlanEntry], i: usize) -> bool {
-    let Some(me) = entries.get(i) else {
-        return false;
-    };
-    entries
-        .get(..i)
-        .is_some_and(|before| before.iter().any(|e| e.slot == me.slot))
+/// The mask with a bit for each topic of `entries` (`fcan_core::presence`).
+pub(crate) fn all_bits(entries: &[PlanEntry]) -> u8 {
+    let mut bits = PresenceBits::new();
+    for e in entries {
+        bits.bit(e.slot);
+    }
+    bits.all()
 }
 
-/// Marks every topic of `entries` updated at `now`.
-fn bump_topics(topics: &mut [TopicState], entries: &[PlanEntry], now: u32) {
-    for (i, e) in entries.iter().enumerate() {
-        if seen_before(entries, i) {
-            continue;
-        }
-        if let Some(t) = topics.get_mut(e.slot as usize) {
-            t.generation = t.generation.wrapping_add(1).max(1);
-            t.received_at_us = now;
+/// The presence bit of topic `slot` among `entries` as a mask value (`1 << bit`), 0 if
+/// the frame has no bit for it.
+pub(crate) fn bit_of_slot(entries: &[PlanEntry], slot: u16) -> u8 {
+    let mut bits = PresenceBits::new();
+    for e in entries {
+        let b = bits.bit(e.slot);
+        if e.slot == slot {
+            return b.map_or(0, |b| 1 << b);
         }
     }
+    0
 }
 
 /// Applies one m2s data frame (already matched to plan frame `fi`) to the topics.
@@ -123,11 +122,39 @@ pub(crate) fn apply_m2s(
         return;
     };
     if f.group_parts <= 1 {
-        // One frame is one atomic update: copy and bump.
-        for e in entries.iter() {
-            copy(p.topic, e.topic_abs(), data, e.dst as usize, e.len as usize);
+        // One frame is one atomic update of the topics it delivers: copy and bump.
+        let mut mask = u8::MAX;
+        if f.masked {
+            let Some(&m) = data.first() else {
+                bump(&mut counters.rx_malformed);
+                return;
+            };
+            // A bit for a topic the frame does not carry: not from a conforming sender,
+            // so none of its bytes are trusted.
+            if m & !all_bits(entries) != 0 {
+                bump(&mut counters.rx_malformed);
+                return;
+            }
+            mask = m;
         }
-        bump_topics(p.topics, entries, now);
+        // An unmasked m2s frame has one topic: bit 0.
+        let mut bits = PresenceBits::new();
+        let mut bumped = 0u8;
+        for e in entries.iter() {
+            let bit = bits.bit(e.slot).map_or(0, |b| 1u8 << b);
+            if mask & bit == 0 {
+                continue;
+            }
+            copy(p.topic, e.topic_abs(), data, e.dst as usize, e.len as usize);
+            // The generation goes up once per topic per frame.
+            if bumped & bit == 0 {
+                bumped |= bit;
+                if let Some(t) = p.topics.get_mut(e.slot as usize) {
+                    t.generation = t.generation.wrapping_add(1).max(1);
+                    t.received_at_us = now;
+                }
+            }
+        }
         bump(&mut counters.rx_handled);
         return;
     }
@@ -213,16 +240,29 @@ fn apply_group_part(
     }
 }
 
-/// Fills `buf` with s2m plan frame `fi`: the sequence byte (when sequenced) and every copy
-/// entry from the live topic values. Returns the meaningful length.
+/// Fills `buf` with s2m plan frame `fi`: the sequence byte (when sequenced) or the
+/// presence mask of the topics published since it was last sent (when masked), and the
+/// copy entries of the topics it delivers from the live topic values; the bytes of a
+/// masked frame's other topics stay zero. Returns the meaningful length.
 pub(crate) fn build_s2m(p: &Parts<'_>, fi: u16, seq: u8, buf: &mut [u8; 64]) -> Option<usize> {
     let f = p.frames.get(fi as usize)?;
     *buf = [0; 64];
-    if f.sequenced {
+    let entries = p.entries.get(f.entries())?;
+    let mut mask = u8::MAX;
+    if f.masked {
+        mask = f.pending & all_bits(entries);
+        *buf.first_mut()? = mask;
+    } else if f.sequenced {
         *buf.first_mut()? = seq;
     }
-    for e in p.entries.get(f.entries())?.iter() {
-        copy(buf, e.dst as usize, p.topic, e.topic_abs(), e.len as usize);
+    let mut bits = PresenceBits::new();
+    for e in entries.iter() {
+        // An unmasked frame sends every entry (a periodic one may have more than eight
+        // topics, which have no bit).
+        let delivered = !f.masked || bits.bit(e.slot).is_some_and(|b| mask & (1 << b) != 0);
+        if delivered {
+            copy(buf, e.dst as usize, p.topic, e.topic_abs(), e.len as usize);
+        }
     }
     Some(f.len as usize)
 }

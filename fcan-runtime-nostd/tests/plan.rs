@@ -164,6 +164,7 @@ fn frame_define_nak_reasons_change_nothing() {
         (
             FrameHeader {
                 sequenced: true,
+                masked: false,
                 group_parts: 2,
                 ..header(1, 0x121, M2S, 8)
             },
@@ -174,6 +175,7 @@ fn frame_define_nak_reasons_change_nothing() {
         (
             FrameHeader {
                 sequenced: true,
+                masked: false,
                 group_parts: 2,
                 ..header(1, 0x121, M2S, 8)
             },
@@ -184,6 +186,7 @@ fn frame_define_nak_reasons_change_nothing() {
         (
             FrameHeader {
                 sequenced: true,
+                masked: false,
                 group_parts: 2,
                 ..header(1, 0x121, M2S, 8)
             },
@@ -223,6 +226,7 @@ fn start_checks_the_plan() {
         std_id: id,
         dir: M2S,
         sequenced: true,
+        masked: false,
         len: 8,
         group_parts: 2,
         group_index: gi,
@@ -566,6 +570,7 @@ fn s2m_group_goes_out_whole_with_one_sequence() {
         std_id: id,
         dir: S2M,
         sequenced: true,
+        masked: false,
         len: 4,
         group_parts: 2,
         group_index: gi,
@@ -602,12 +607,16 @@ fn fd_bus_mode_uses_fd_frames_and_64_byte_plans() {
     let mut rig = Rig::new(true);
     rig.boot_and_ack(BusMode::FdBrs);
     assert_eq!(rig.node.bus_mode(), BusMode::FdBrs);
-    // One 20-byte FD frame carries cmd (5) + setpoint (12) of block 0: no group needed.
-    let h = header(0, 0x120, M2S, 17);
+    // One 20-byte FD frame carries cmd (5) + setpoint (12) of block 0 behind a presence
+    // mask: no group needed.
+    let h = FrameHeader {
+        masked: true,
+        ..header(0, 0x120, M2S, 18)
+    };
     assert!(rig
         .define(
             h,
-            &[entry(0, T_CMD, 0, 5, 0), entry(0, T_SETPOINT, 0, 12, 5)]
+            &[entry(0, T_CMD, 0, 5, 1), entry(0, T_SETPOINT, 0, 12, 6)]
         )
         .is_ack());
     let mut fb = header(1, 0x200, S2M, 10);
@@ -634,15 +643,16 @@ fn fd_bus_mode_uses_fd_frames_and_64_byte_plans() {
         .collect();
     assert!(res[0].fd, "config replies use FD after an FD ack");
     assert!(res[0].result().is_ack());
-    let mut payload = [0u8; 17];
+    let mut payload = [0u8; 18];
     for (i, b) in payload.iter_mut().enumerate() {
         *b = i as u8 + 100;
     }
+    payload[0] = 0b11; // both topics present
     let f = fcan_core::frame::Frame::padded(Mtu::Fd, CanId::Standard(0x120), &payload).unwrap();
     assert_eq!(f.len(), 20);
     rig.inject(f);
-    assert_eq!(rig.node.topic(0, T_CMD).unwrap().bytes, &payload[..5]);
-    assert_eq!(rig.node.topic(0, T_SETPOINT).unwrap().bytes, &payload[5..]);
+    assert_eq!(rig.node.topic(0, T_CMD).unwrap().bytes, &payload[1..6]);
+    assert_eq!(rig.node.topic(0, T_SETPOINT).unwrap().bytes, &payload[6..]);
     // Both topics bumped once by the one frame.
     assert_eq!(rig.node.topic(0, T_CMD).unwrap().generation, 1);
     assert_eq!(rig.node.topic(0, T_SETPOINT).unwrap().generation, 1);

@@ -134,6 +134,7 @@ fn s2m_group_is_never_torn_under_refusal() {
         std_id: id,
         dir: DataDirection::S2m,
         sequenced: true,
+        masked: false,
         len: 4,
         group_parts: 2,
         group_index: gi,

@@ -19,8 +19,11 @@ pub mod frame_flags {
     /// Byte 0 of the frame is a publication sequence number (frames of a multi-frame
     /// group, `docs/protocol.md` §4.3).
     pub const SEQUENCED: u8 = 1 << 1;
+    /// Byte 0 of the frame is a presence mask saying which of its topics the frame
+    /// delivers (`docs/protocol.md` §4.2, [`crate::presence`]).
+    pub const MASKED: u8 = 1 << 2;
     /// Bits this protocol version defines.
-    pub const KNOWN: u8 = S2M | SEQUENCED;
+    pub const KNOWN: u8 = S2M | SEQUENCED | MASKED;
 }
 
 /// Copies `len` bytes between a topic's packed value (at `src_offset`) and a data frame's
@@ -73,6 +76,9 @@ pub struct FrameHeader {
     pub dir: DataDirection,
     /// Whether byte 0 carries a publication sequence number.
     pub sequenced: bool,
+    /// Whether byte 0 carries a presence mask (the frame is shared by several m2s or
+    /// on-commit topics, [`crate::presence::needs_mask`]).
+    pub masked: bool,
     /// Meaningful payload bytes (the frame goes out padded to a legal length).
     pub len: u8,
     /// Number of frames in this frame's group (1 = an ordinary frame).
@@ -153,6 +159,9 @@ impl<'a> FrameDefine<'a> {
         if h.sequenced {
             flags |= frame_flags::SEQUENCED;
         }
+        if h.masked {
+            flags |= frame_flags::MASKED;
+        }
         w.u8(h.index)?;
         w.u16(h.std_id)?;
         w.u8(flags)?;
@@ -183,6 +192,7 @@ impl<'a> FrameDefine<'a> {
                 DataDirection::M2s
             },
             sequenced: flags & frame_flags::SEQUENCED != 0,
+            masked: flags & frame_flags::MASKED != 0,
             len: r.u8()?,
             group_parts: r.u8()?,
             group_index: r.u8()?,

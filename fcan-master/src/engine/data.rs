@@ -2,6 +2,8 @@
 //! s2m frames into topic samples, sequenced groups whole or not at all.
 
 use super::*;
+use fcan_core::msg::CopyEntry;
+use fcan_core::presence::PresenceBits;
 
 impl Engine {
     /// Publishes an m2s topic: stores its value and sends every frame that carries it.
@@ -79,54 +81,72 @@ impl Engine {
         sink.sample(node, block, topic, bytes, now);
         let seq = self.group_seq.entry((node, block, topic)).or_insert(0);
         *seq = seq.wrapping_add(1);
-        for (i, f) in plan.frames.iter().enumerate() {
-            if f.entries
-                .iter()
-                .any(|e| e.block == block && e.topic == topic)
-            {
-                self.dirty_m2s.insert((node, i));
-            }
+        if plan.frames_of(block, topic).next().is_some() {
+            self.published_m2s.insert((node, block, topic));
         }
         Ok(())
     }
 
-    /// Sends every frame [`Engine::stage_publish`] marked, once each, in plan order.
+    /// Sends every frame carrying a topic [`Engine::stage_publish`] staged, once each, in
+    /// plan order. A masked (shared) frame delivers exactly the staged topics: its mask
+    /// has their bits and the bytes of its other topics are zero, so a node never takes
+    /// a value nobody published in this batch for a fresh one.
     pub fn flush_published(&mut self) {
-        let dirty = std::mem::take(&mut self.dirty_m2s);
-        for (node, i) in dirty {
-            let Some(rec) = self.nodes.get(&node) else {
+        let published = std::mem::take(&mut self.published_m2s);
+        let nodes: std::collections::BTreeSet<u8> = published.iter().map(|k| k.0).collect();
+        for node in nodes {
+            // A node that left RUNNING since (a reboot, a new plan) would drop the frame.
+            let Some(rec) = self.nodes.get(&node).filter(|r| r.phase == Phase::Running) else {
                 continue;
             };
             let mtu = rec.mode.mtu();
-            let Some(f) = rec.plan.as_ref().and_then(|p| p.frames.get(i)) else {
+            let Some(plan) = rec.plan.as_ref() else {
                 continue;
             };
-            let mut payload = vec![0u8; f.header.len as usize];
-            if f.header.sequenced {
-                // A group carries one topic; all its parts carry that publication's number.
-                let seq = f
-                    .entries
-                    .first()
-                    .and_then(|e| self.group_seq.get(&(node, e.block, e.topic)));
-                payload[0] = seq.copied().unwrap_or(0);
-            }
-            for e in &f.entries {
-                let Some(src) = rec.topics.get(&(e.block, e.topic)) else {
+            let is_published = |e: &CopyEntry| published.contains(&(node, e.block, e.topic));
+            for f in &plan.frames {
+                if f.header.dir != DataDirection::M2s || !f.entries.iter().any(is_published) {
                     continue;
-                };
-                let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
-                if let (Some(dst), Some(src)) = (payload.get_mut(d..d + l), src.get(s..s + l)) {
-                    dst.copy_from_slice(src);
                 }
-            }
-            if let Ok(frame) = Frame::padded(mtu, CanId::Standard(f.header.std_id), &payload) {
-                let frame = if mtu == Mtu::Fd && !self.cfg.brs {
-                    frame.without_brs()
-                } else {
-                    frame
-                };
-                self.out.push_back(frame);
-                self.stats.tx_frames += 1;
+                let mut payload = vec![0u8; f.header.len as usize];
+                let mut bits = PresenceBits::new();
+                let mut mask = 0u8;
+                for e in &f.entries {
+                    let bit = bits.bit((e.block, e.topic));
+                    if !is_published(e) {
+                        continue;
+                    }
+                    if let Some(b) = bit {
+                        mask |= 1 << b;
+                    }
+                    let Some(src) = rec.topics.get(&(e.block, e.topic)) else {
+                        continue;
+                    };
+                    let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
+                    if let (Some(dst), Some(src)) = (payload.get_mut(d..d + l), src.get(s..s + l)) {
+                        dst.copy_from_slice(src);
+                    }
+                }
+                if f.header.masked {
+                    payload[0] = mask;
+                } else if f.header.sequenced {
+                    // A group carries one topic; all its parts carry that publication's
+                    // number.
+                    let seq = f
+                        .entries
+                        .first()
+                        .and_then(|e| self.group_seq.get(&(node, e.block, e.topic)));
+                    payload[0] = seq.copied().unwrap_or(0);
+                }
+                if let Ok(frame) = Frame::padded(mtu, CanId::Standard(f.header.std_id), &payload) {
+                    let frame = if mtu == Mtu::Fd && !self.cfg.brs {
+                        frame.without_brs()
+                    } else {
+                        frame
+                    };
+                    self.out.push_back(frame);
+                    self.stats.tx_frames += 1;
+                }
             }
         }
     }
@@ -159,7 +179,29 @@ impl Engine {
             return;
         }
         if h.group_parts <= 1 {
+            // A masked frame delivers the topics whose bit is set; a bit for a topic the
+            // frame does not carry means the frame is not from a conforming node.
+            let mask = if h.masked {
+                let keys = frame.entries.iter().map(|e| (e.block, e.topic));
+                let all = fcan_core::presence::all_of(keys).unwrap_or(u8::MAX);
+                match data.first() {
+                    Some(&m) if m & !all == 0 => Some(m),
+                    _ => {
+                        self.stats.rx_malformed += 1;
+                        return;
+                    }
+                }
+            } else {
+                None
+            };
+            let mut bits = PresenceBits::new();
             for e in &frame.entries {
+                let bit = bits.bit((e.block, e.topic));
+                if let Some(m) = mask {
+                    if bit.is_none_or(|b| m & (1 << b) == 0) {
+                        continue;
+                    }
+                }
                 let Some(buf) = rec.topics.get_mut(&(e.block, e.topic)) else {
                     continue;
                 };

@@ -246,8 +246,8 @@ pub struct Engine {
     next_heartbeat: u64,
     next_request: u64,
     pending_user: BTreeMap<u64, u8>,
-    /// m2s frames (node, plan index) with a staged publication not sent yet.
-    dirty_m2s: std::collections::BTreeSet<(u8, usize)>,
+    /// m2s topics (node, block, topic) staged and not sent yet.
+    published_m2s: std::collections::BTreeSet<(u8, u8, u8)>,
     stats: EngineStats,
     scratch: Vec<u8>,
     /// Cache lookups, queued downloads and refused blobs (bounded; `discovery.rs`).
@@ -274,7 +274,7 @@ impl Engine {
             next_heartbeat: 0,
             next_request: 1,
             pending_user: BTreeMap::new(),
-            dirty_m2s: Default::default(),
+            published_m2s: Default::default(),
             stats: EngineStats::default(),
             scratch: vec![0; 8192],
             blobs: Default::default(),

@@ -438,6 +438,8 @@ fuzz_target!(|data: &[u8]| {
                         DataDirection::M2s
                     },
                     sequenced: flags & 2 != 0,
+                    // Shared m2s and on-commit frames need the presence mask.
+                    masked: flags & 8 != 0,
                     len,
                     group_parts: parts % 4,
                     group_index: (parts >> 4) % 4,
