@@ -5,9 +5,10 @@
 mod support;
 
 use fcan_core::frame::{CanId, Mtu};
-use fcan_core::id::{ConfigId, Opcode};
-use fcan_core::msg::{ConfigMessage, SchemaData};
+use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
+use fcan_core::msg::{Announce, ConfigMessage, NodeState, SchemaData};
 use fcan_core::segment::ReassemblyPool;
+use fcan_core::segment::Segmenter;
 use fcan_master::engine::{NoSink, Phase};
 use support::World;
 
@@ -115,4 +116,107 @@ fn staged_publications_share_their_frame() {
         .frames
         .len();
     assert!(data.len() < plan_frames);
+}
+
+/// The configuration messages the master sent from index `from` of `master_sent` on.
+fn master_messages_since(w: &World, from: usize) -> Vec<(ConfigId, Vec<u8>)> {
+    let mut pool: Box<ReassemblyPool<8, 8192>> = Box::new(ReassemblyPool::new());
+    let mut out = Vec::new();
+    for f in &w.master_sent[from..] {
+        let Ok(id) = ConfigId::from_can_id(f.id()) else {
+            continue;
+        };
+        if let Ok(Some(p)) = pool.push(id, f.data(), 0) {
+            out.push((id, p.to_vec()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_discover_leaves_running_nodes_alone() {
+    // Every node answers DISCOVER, also while running; a DISCOVER may come from us (a
+    // user's `discover()`) or from another device on a shared bus. A running node that
+    // answers with the boot and schema we know must not be re-provisioned: FRAME_DEFINE
+    // index 0 clears its plan and its outputs stop until START.
+    for mtu in [Mtu::Fd, Mtu::Classic] {
+        let mut w = World::new(mtu, 1, 1);
+        w.provision();
+        let from = w.master_sent.len();
+        w.engine.discover();
+        for _ in 0..5000 {
+            w.step(100, &mut NoSink);
+        }
+        let again: Vec<_> = master_messages_since(&w, from)
+            .into_iter()
+            .filter(|(id, _)| {
+                matches!(
+                    id.opcode,
+                    Opcode::FrameDefine | Opcode::Start | Opcode::AnnounceAck
+                )
+            })
+            .map(|(id, _)| id.opcode)
+            .collect();
+        assert!(
+            again.is_empty(),
+            "{mtu:?}: re-provisioned after DISCOVER: {again:?}"
+        );
+        assert_eq!(running(&w), 2, "{mtu:?}");
+    }
+}
+
+#[test]
+fn a_node_back_in_another_frame_mode_gets_a_new_plan() {
+    // A node planned for CAN FD announces again (same boot, same schema) without the FD
+    // capability, as it does behind a router that masks FD for a classic downlink. The
+    // old plan has 64-byte frames the node can no longer receive: the master must plan
+    // again for 8-byte frames rather than resend the old one.
+    let mut w = World::new(Mtu::Fd, 1, 0);
+    w.provision();
+    let rec = w.engine.node(1).unwrap();
+    let longest = |w: &World| {
+        w.engine
+            .node(1)
+            .unwrap()
+            .plan
+            .as_ref()
+            .unwrap()
+            .frames
+            .iter()
+            .map(|f| f.header.len)
+            .max()
+            .unwrap()
+    };
+    assert!(longest(&w) > 8, "the FD plan uses long frames");
+    let msg = ConfigMessage::Announce(Announce {
+        protocol: fcan_core::PROTOCOL_VERSION,
+        state: NodeState::Running,
+        caps: 0,
+        boot_id: rec.announce.boot_id,
+        blob_len: rec.announce.blob_len,
+        hash: rec.announce.hash,
+        counts: &rec.announce.counts.clone(),
+    });
+    let mut buf = vec![0u8; 64];
+    let len = msg.encode(&mut buf).unwrap();
+    let id = ConfigId::single(
+        Opcode::Discover,
+        Direction::ToMaster,
+        NodeId::new(1).unwrap(),
+        0x55,
+    );
+    let from = w.master_sent.len();
+    for f in Segmenter::new(id, Mtu::Classic, &buf[..len], &[]).unwrap() {
+        w.engine.handle_frame(&f, w.now_us, &mut NoSink);
+    }
+    while running(&w) < 1 || w.master_sent.len() == from {
+        w.step(100, &mut NoSink);
+        assert!(w.now_us < 10_000_000, "never running again");
+    }
+    assert!(longest(&w) <= 8, "the new plan fits Classical frames");
+    let defines: Vec<_> = master_messages_since(&w, from)
+        .into_iter()
+        .filter(|(id, _)| id.opcode == Opcode::FrameDefine)
+        .collect();
+    assert!(!defines.is_empty(), "the node was given the new plan");
 }

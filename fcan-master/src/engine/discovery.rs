@@ -49,6 +49,20 @@ impl Engine {
             BusMode::Classic
         };
         if let Some(rec) = self.nodes.get_mut(&node) {
+            if rec.announce == ann
+                && rec.phase == Phase::Running
+                && a.state == NodeState::Running
+                && rec.mode == mode
+                && rec.plan.is_some()
+            {
+                // A running node of ours answering a DISCOVER (ours, or one another device
+                // sent on a shared bus): same boot, same schema, still running the plan we
+                // gave it. Re-provisioning would clear its plan and stop its outputs until
+                // START for nothing, so a DISCOVER never disturbs a running node.
+                rec.last_seen = at;
+                rec.state = a.state;
+                return;
+            }
             let busy = rec.in_flight.is_some() || rec.download.is_some();
             if rec.announce == ann
                 && busy
@@ -103,6 +117,9 @@ impl Engine {
             return;
         };
         let schema_changed = rec.announce.hash != ann.hash || rec.announce.counts != ann.counts;
+        // A plan is sized for the frame length of the mode it was made for: a node that
+        // comes back able to do less (or more) FD needs a new plan, not the old one.
+        let frames_changed = rec.plan.is_some() && rec.mode.mtu() != mode.mtu();
         rec.announce = ann;
         rec.mode = mode;
         rec.state = a.state;
@@ -116,6 +133,9 @@ impl Engine {
         if schema_changed {
             rec.schema = None;
             rec.schema_cached = None;
+        }
+        let resume = resume && !schema_changed && !frames_changed;
+        if schema_changed || frames_changed {
             if let Some(plan) = rec.plan.take() {
                 self.release_plan(node, &plan);
             }
