@@ -163,11 +163,11 @@ pub enum CallError {
     #[error("node {0} is not online")]
     NodeNotOnline(u8),
     /// No such block / service / param / topic, or wrong direction.
-    #[error("{0}")]
+    #[error("{}", crate::text::Untrusted(.0))]
     BadTarget(String),
     /// The value does not fit the parameter (type, NaN/inf, range); checked on the
     /// master before anything is sent.
-    #[error("{0}")]
+    #[error("{}", crate::text::Untrusted(.0))]
     BadValue(String),
     /// The node refused (NAK) with a reason.
     #[error("node refused: {0:?}")]
