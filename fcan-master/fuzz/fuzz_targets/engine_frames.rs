@@ -624,8 +624,28 @@ impl Harness {
                     .engine
                     .publish(node, block, topic, &bytes, self.now, &mut Counting);
             }
-            _ => match inp.u8() % 3 {
+            _ => match inp.u8() % 4 {
                 0 => self.engine.discover(),
+                3 => {
+                    // A burst of calls to one service, up to 600 at once: more than the
+                    // 256 transfer ids one node has.
+                    let (node, block, service) = (inp.node(), inp.u8() % 24, inp.u8() % 4);
+                    let count = inp.u16() % 600;
+                    let n = self.size(
+                        inp,
+                        node,
+                        |l| l.requests.get(service as usize).map(|m| m.size),
+                        block,
+                    );
+                    let body = inp.value(n);
+                    for _ in 0..count {
+                        let r = self
+                            .engine
+                            .call_service(node, block, service, &body, self.now);
+                        self.accepted(r);
+                        self.drain();
+                    }
+                }
                 1 => {
                     // A data frame on an identifier a node's plan uses.
                     let node = inp.node();
