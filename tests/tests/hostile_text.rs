@@ -170,9 +170,10 @@ async fn serve(mut ep: SimEndpoint, mut nodes: Vec<RawNode>) {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn node_strings_reach_the_terminal_escaped() {
-    let w = World::new(Mtu::Fd);
+both_links!(node_strings_reach_the_terminal_escaped);
+
+async fn node_strings_reach_the_terminal_escaped(mtu: Mtu) {
+    let w = World::new(mtu);
     let (bad, ros) = blobs();
     let counts = |b: &[u8]| -> Vec<u8> {
         fcan_core::blob::decode(b)
@@ -201,17 +202,13 @@ async fn node_strings_reach_the_terminal_escaped() {
     tokio::spawn(serve(w.endpoint(), nodes));
     let m = w.start_master().await;
     wait_running(&m, &[ROS_NODE], Duration::from_secs(3)).await;
-    let (phase, _) = eventually(
-        "node 20 fails validation",
-        Duration::from_millis(10),
-        || {
-            let m = &m;
-            async move {
-                let n = node_info(m, BAD_NODE).await?;
-                n.phase.starts_with("failed").then_some(n.phase)
-            }
-        },
-    )
+    let (phase, _) = eventually("node 20 fails validation", Duration::from_secs(3), || {
+        let m = &m;
+        async move {
+            let n = node_info(m, BAD_NODE).await?;
+            n.phase.starts_with("failed").then_some(n.phase)
+        }
+    })
     .await;
     assert!(
         phase.contains(HOSTILE),
