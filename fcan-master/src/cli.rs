@@ -14,6 +14,7 @@ use crate::cache::{BlobStore, DiskStore, MemoryStore};
 use crate::engine::Event;
 use crate::master::{Master, MasterError, MasterOptions};
 use crate::registry::Registry;
+use crate::text::{json_safe, Untrusted};
 use crate::transport::sim::SimBus;
 use crate::value::{unpack_param, Value};
 
@@ -275,8 +276,10 @@ pub async fn settle(master: &Master, wait: Duration) -> Result<(), CliError> {
     }
 }
 
+/// One JSON line. Every string in it may have come from a node: `json_safe` leaves none
+/// of the characters a terminal acts on raw (the value read back is the same).
 fn json_line(out: &mut dyn Write, v: serde_json::Value) -> Result<(), CliError> {
-    writeln!(out, "{v}")?;
+    writeln!(out, "{}", json_safe(v.to_string()))?;
     Ok(())
 }
 
@@ -290,8 +293,8 @@ fn fields_summary(fields: &[fcan_core::ir::Field]) -> String {
     let parts: Vec<String> = fields
         .iter()
         .map(|f| match f.len {
-            Some(n) => format!("{}: [{}; {n}]", f.name, f.ty),
-            None => format!("{}: {}", f.name, f.ty),
+            Some(n) => format!("{}: [{}; {n}]", Untrusted(&f.name), f.ty),
+            None => format!("{}: {}", Untrusted(&f.name), f.ty),
         })
         .collect();
     format!("{{{}}}", parts.join(", "))
@@ -341,9 +344,9 @@ pub async fn execute(
                         out,
                         "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
                         n.id,
-                        n.name,
+                        Untrusted(&n.name),
                         format!("{:?}", n.state),
-                        n.phase,
+                        Untrusted(&n.phase),
                         format!("{:?}", n.mode),
                         n.frames,
                         n.errors
@@ -362,14 +365,17 @@ pub async fn execute(
                 .ok_or_else(|| {
                     let names: Vec<String> = nodes
                         .iter()
-                        .map(|n| format!("{} ({})", n.name, n.id))
+                        .map(|n| format!("{} ({})", Untrusted(&n.name), n.id))
                         .collect();
-                    CliError::Usage(format!("no node `{node}`; known: {}", names.join(", ")))
+                    CliError::Usage(format!(
+                        "no node `{}`; known: {}",
+                        Untrusted(node),
+                        names.join(", ")
+                    ))
                 })?;
-            let schema = master
-                .schema(n.id)
-                .await?
-                .ok_or_else(|| CliError::Usage(format!("node {} has no schema yet", n.name)))?;
+            let schema = master.schema(n.id).await?.ok_or_else(|| {
+                CliError::Usage(format!("node {} has no schema yet", Untrusted(&n.name)))
+            })?;
             writeln!(
                 out,
                 "{}",
@@ -399,7 +405,7 @@ async fn topic(
                     writeln!(
                         out,
                         "{:<40} {:<4} {:<12} {}",
-                        t.name,
+                        Untrusted(&t.name),
                         format!("{:?}", t.dir).to_lowercase(),
                         period(t.dir, t.period_us),
                         fields_summary(&t.fields)
@@ -410,7 +416,7 @@ async fn topic(
         TopicCmd::Info { name } => {
             let reg = master.registry().await?;
             let t = reg.topic(name).map_err(MasterError::from)?;
-            writeln!(out, "topic:     {}", t.name)?;
+            writeln!(out, "topic:     {}", Untrusted(&t.name))?;
             writeln!(out, "direction: {:?}", t.dir)?;
             writeln!(out, "rate:      {}", period(t.dir, t.period_us))?;
             writeln!(
@@ -419,13 +425,13 @@ async fn topic(
                 fcan_core::numbering::layout(&t.fields).size
             )?;
             if let Some(r) = &t.ros_type {
-                writeln!(out, "ros type:  {r}")?;
+                writeln!(out, "ros type:  {}", Untrusted(r))?;
             }
             writeln!(out, "fields:")?;
             for f in &t.fields {
                 match f.len {
-                    Some(n) => writeln!(out, "  {}: [{}; {n}]", f.name, f.ty)?,
-                    None => writeln!(out, "  {}: {}", f.name, f.ty)?,
+                    Some(n) => writeln!(out, "  {}: [{}; {n}]", Untrusted(&f.name), f.ty)?,
+                    None => writeln!(out, "  {}: {}", Untrusted(&f.name), f.ty)?,
                 }
             }
         }
@@ -551,7 +557,7 @@ async fn service(
                     writeln!(
                         out,
                         "{:<40} {} -> {}",
-                        s.name,
+                        Untrusted(&s.name),
                         fields_summary(&s.request),
                         fields_summary(&s.response)
                     )?;
@@ -597,7 +603,7 @@ async fn param(
                     writeln!(
                         out,
                         "{:<44} {:<5} default {:<8} min {:<8} max {}",
-                        p.name,
+                        Untrusted(&p.name),
                         d.ty.name(),
                         show(Some(d.default)),
                         show(d.min),
@@ -640,7 +646,7 @@ async fn param(
                         serde_json::json!({"name": p.name, "value": v.to_json()}),
                     )?;
                 } else {
-                    writeln!(out, "{}: {}", p.name, v)?;
+                    writeln!(out, "{}: {}", Untrusted(&p.name), v)?;
                 }
             }
         }
@@ -660,7 +666,7 @@ async fn param(
                     Ok(()) => writeln!(out, "{name}: ok")?,
                     Err(e) => {
                         failed += 1;
-                        writeln!(out, "{name}: {e}")?;
+                        writeln!(out, "{name}: {}", Untrusted(&e.to_string()))?;
                     }
                 }
             }
@@ -731,8 +737,8 @@ async fn monitor(
                     out,
                     "{:>3}  {:<20} {:<16} {:<8} {:>6}",
                     node.id,
-                    node.name,
-                    node.phase,
+                    Untrusted(&node.name),
+                    Untrusted(&node.phase),
                     format!("{:?}", node.mode),
                     node.errors
                 )?;
@@ -740,7 +746,7 @@ async fn monitor(
             writeln!(out, "{:<44} {:>10}", "TOPIC", "RATE")?;
             for (k, v) in &now.samples {
                 let rate = (v - last.samples.get(k).copied().unwrap_or(0)) as f64 / dt;
-                writeln!(out, "{k:<44} {rate:>8.1}/s")?;
+                writeln!(out, "{:<44} {rate:>8.1}/s", Untrusted(k))?;
             }
             for line in &recent {
                 writeln!(out, "  · {line}")?;
@@ -784,7 +790,7 @@ pub fn describe_event(e: &Event) -> Option<String> {
             format!("node {node} rebooted: re-provisioning, restoring parameters")
         }
         Event::Offline { node } => format!("node {node} offline"),
-        Event::Failed { node, reason } => format!("node {node} failed: {reason}"),
+        Event::Failed { node, reason } => format!("node {node} failed: {}", Untrusted(reason)),
         Event::Collision { node, boot_ids } => format!(
             "node id {node} is used by two nodes (boot ids {:#010x}, {:#010x})",
             boot_ids.0, boot_ids.1
@@ -804,12 +810,12 @@ pub fn render_schema(s: &fcan_core::ir::Schema, digest: &str) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(o, "# sha256 {digest}");
-    let _ = writeln!(o, "node: {}\nprotocol: {}", s.node, s.protocol);
+    let _ = writeln!(o, "node: {}\nprotocol: {}", Untrusted(&s.node), s.protocol);
     let l = &s.limits;
     let _ = writeln!(o, "limits: {{max_frames: {}, max_copy_entries: {}, service_buffer: {}, service_reassembly: {}}}", l.max_frames, l.max_copy_entries, l.service_buffer, l.service_reassembly);
     let _ = writeln!(o, "types:");
     for t in &s.types {
-        let _ = writeln!(o, "  {}:", t.name);
+        let _ = writeln!(o, "  {}:", Untrusted(&t.name));
         if !t.params.is_empty() {
             let _ = writeln!(o, "    params:");
             for p in &t.params {
@@ -824,7 +830,7 @@ pub fn render_schema(s: &fcan_core::ir::Schema, digest: &str) -> String {
                 if let Some(m) = p.max {
                     let _ = write!(line, ", max: {}", Value::from_scalar(m));
                 }
-                let _ = writeln!(o, "      {}: {line}}}", p.name);
+                let _ = writeln!(o, "      {}: {line}}}", Untrusted(&p.name));
             }
         }
         if !t.topics.is_empty() {
@@ -833,7 +839,7 @@ pub fn render_schema(s: &fcan_core::ir::Schema, digest: &str) -> String {
                 let _ = writeln!(
                     o,
                     "      {}: {{dir: {}, period_us: {}, fields: {}}}",
-                    tp.name,
+                    Untrusted(&tp.name),
                     format!("{:?}", tp.dir).to_lowercase(),
                     tp.period_us,
                     fields_summary(&tp.fields)
@@ -846,7 +852,7 @@ pub fn render_schema(s: &fcan_core::ir::Schema, digest: &str) -> String {
                 let _ = writeln!(
                     o,
                     "      {}: {{request: {}, response: {}}}",
-                    sv.name,
+                    Untrusted(&sv.name),
                     fields_summary(&sv.request),
                     fields_summary(&sv.response)
                 );
@@ -858,7 +864,9 @@ pub fn render_schema(s: &fcan_core::ir::Schema, digest: &str) -> String {
         let _ = writeln!(
             o,
             "  - {{type: {}, max_count: {}, ns: \"{}\"}}",
-            a.ty, a.max_count, a.ns
+            Untrusted(&a.ty),
+            a.max_count,
+            Untrusted(&a.ns)
         );
     }
     o

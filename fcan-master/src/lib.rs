@@ -24,3 +24,4 @@ pub mod value;
 pub use master::{Master, MasterError, MasterOptions, NodeInfo, Sample, Status};
 pub mod cli;
 pub mod dispatch;
+pub mod text;

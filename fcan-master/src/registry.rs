@@ -74,7 +74,8 @@ pub struct Registry {
 
 /// A name that is not offered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("no {kind} named `{name}`{hint}")]
+// The hint lists names from node schemas: escaped like every node string printed.
+#[error("no {kind} named `{}`{}", crate::text::Untrusted(.name), crate::text::Untrusted(.hint))]
 pub struct UnknownName {
     /// `topic`, `service` or `param`.
     pub kind: &'static str,

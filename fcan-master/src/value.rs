@@ -269,7 +269,8 @@ impl Value {
 
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.to_json())
+        // Field names come from a node's blob.
+        f.write_str(&crate::text::json_safe(self.to_json().to_string()))
     }
 }
 

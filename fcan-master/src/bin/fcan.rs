@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fcan_master::cli::{run, Cli};
+use fcan_master::text::Untrusted;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -11,7 +12,8 @@ async fn main() -> ExitCode {
     match run(cli, None).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fcan: error: {e}");
+            // Errors quote names and reasons that came from nodes.
+            eprintln!("fcan: error: {}", Untrusted(&e.to_string()));
             ExitCode::FAILURE
         }
     }

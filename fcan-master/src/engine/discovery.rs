@@ -123,7 +123,7 @@ impl Engine {
         rec.announce = ann;
         rec.mode = mode;
         rec.state = a.state;
-        rec.in_flight = None;
+        requeue_in_flight(rec);
         rec.steps.retain(|s| {
             matches!(
                 s,

@@ -163,11 +163,11 @@ pub enum CallError {
     #[error("node {0} is not online")]
     NodeNotOnline(u8),
     /// No such block / service / param / topic, or wrong direction.
-    #[error("{0}")]
+    #[error("{}", crate::text::Untrusted(.0))]
     BadTarget(String),
     /// The value does not fit the parameter (type, NaN/inf, range); checked on the
     /// master before anything is sent.
-    #[error("{0}")]
+    #[error("{}", crate::text::Untrusted(.0))]
     BadValue(String),
     /// The node refused (NAK) with a reason.
     #[error("node refused: {0:?}")]
@@ -228,6 +228,10 @@ pub struct EngineStats {
     pub retries: u64,
     /// Schema bytes downloaded.
     pub schema_bytes_read: u64,
+    /// User requests (service calls, parameter reads and writes) not finished yet: each
+    /// ends with exactly one [`Event::CallDone`] or [`Event::ParamDone`]. A gauge, not a
+    /// counter.
+    pub pending_requests: u64,
 }
 
 /// The master engine.
@@ -288,7 +292,10 @@ impl Engine {
 
     /// Engine counters.
     pub fn stats(&self) -> EngineStats {
-        self.stats
+        EngineStats {
+            pending_requests: self.pending_user.len() as u64,
+            ..self.stats
+        }
     }
 
     /// Every node known, by id.
@@ -369,12 +376,16 @@ impl Engine {
         };
         if n.phase != Phase::Offline && now >= n.last_seen + self.cfg.offline_timeout_us {
             n.phase = Phase::Offline;
-            n.in_flight = None;
+            requeue_in_flight(n);
             n.download = None;
-            n.steps
-                .retain(|s| matches!(s, Step::ParamSet { req: None, .. }));
             self.events.push_back(Event::Offline { node: id });
+            // The user's requests (queued or in flight) end here, each with its answer;
+            // of the rest only the parameter restores are kept.
             self.fail_user_requests(id, CallError::NodeLost(id));
+            if let Some(n) = self.nodes.get_mut(&id) {
+                n.steps
+                    .retain(|s| matches!(s, Step::ParamSet { req: None, .. }));
+            }
             return;
         }
         // Service timeouts.
@@ -450,16 +461,18 @@ impl Engine {
                     self.stats.rx_malformed += 1;
                     return;
                 };
-                let mut pool = std::mem::replace(&mut self.rx, Box::new(ReassemblyPool::new()));
-                match pool.push(cid, frame.data(), at as u32) {
-                    Ok(Some(payload)) => {
-                        let payload = payload.to_vec();
-                        self.handle_message(cid, &payload, at);
+                // Copy the message out so the pool is free again: no 256 KiB stand-in pool
+                // allocated and zeroed per configuration frame (a burst of them would
+                // cost the master more than the bus does).
+                let payload = match self.rx.push(cid, frame.data(), at as u32) {
+                    Ok(Some(payload)) => payload.to_vec(),
+                    Ok(None) => return,
+                    Err(_) => {
+                        self.stats.rx_reassembly_dropped += 1;
+                        return;
                     }
-                    Ok(None) => {}
-                    Err(_) => self.stats.rx_reassembly_dropped += 1,
-                }
-                self.rx = pool;
+                };
+                self.handle_message(cid, &payload, at);
             }
         }
     }

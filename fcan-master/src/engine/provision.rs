@@ -241,7 +241,7 @@ impl Engine {
     pub(super) fn fail_node(&mut self, node: u8, reason: String) {
         if let Some(rec) = self.nodes.get_mut(&node) {
             rec.phase = Phase::Failed(reason.clone());
-            rec.in_flight = None;
+            requeue_in_flight(rec);
         }
         self.fail_user_requests(node, CallError::NodeNotOnline(node));
         self.events.push_back(Event::Failed { node, reason });
@@ -290,6 +290,17 @@ pub(super) fn step_opcode(step: &Step) -> Opcode {
         Step::ParamSet { .. } => Opcode::ParamSet,
         Step::ParamGet { .. } => Opcode::ParamGet,
         Step::Start => Opcode::Start,
+    }
+}
+
+/// Clears the step in flight. A user's request goes back to the front of the queue, so
+/// it still ends with its `ParamDone` (re-sent after re-provisioning, or failed with the
+/// queue) instead of being dropped with its id still pending.
+pub(super) fn requeue_in_flight(rec: &mut NodeRecord) {
+    if let Some(f) = rec.in_flight.take() {
+        if user_request(&f.step).is_some() {
+            rec.steps.push_front(f.step);
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use clap::Parser;
 use fcan_core::frame::Mtu;
 use fcan_examples::{io_board, motor_driver, run_node};
 use fcan_master::cli::{describe_event, execute, Cli, Command, Output, StreamArgs, TopicCmd};
+use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
@@ -45,7 +46,7 @@ async fn main() -> std::process::ExitCode {
     match run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("demo: {e}");
+            eprintln!("demo: {}", Untrusted(&e.to_string()));
             std::process::ExitCode::FAILURE
         }
     }
@@ -226,7 +227,8 @@ async fn repl(master: &Master) -> Result<(), Box<dyn std::error::Error>> {
         let cmd = with_default_limits(cli.command);
         let mut out = std::io::stdout();
         if let Err(e) = execute(master, &cmd, Output { json: cli.json }, &mut out).await {
-            println!("error: {e}");
+            // Errors quote names and reasons that came from nodes.
+            println!("error: {}", Untrusted(&e.to_string()));
         }
     }
 }
