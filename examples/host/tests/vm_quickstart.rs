@@ -4,6 +4,9 @@
 //! verbatim and in order; `readme_quickstart_is_what_the_vm_test_runs` (which runs in
 //! every `cargo test`) fails when the README and this list drift apart. Change both.
 //!
+//! `foreign_traffic_on_vcan0` runs the nodes and `fcan` commands again while can-utils'
+//! `cangen` fills about half the bus with random frames.
+//!
 //! `quickstart_on_vcan0` needs real SocketCAN with `vcan0` up, which the host here does
 //! not have: it runs inside the VM of `../shared/tools/run-in-vm.sh`, started by
 //! `.ci/vm-e2e.sh` with `FCAN_VM=1` (otherwise it prints "skipped" and passes). There it
@@ -481,6 +484,127 @@ fn quickstart_on_vcan0() {
     );
     drop(bg);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Foreign traffic at about half the bus while the quickstart's nodes are provisioned
+/// and used (issue 10, item 7): can-utils' `cangen` (on `PATH` in the VM, `--with
+/// cangen`) fills vcan0 with random standard and extended frames — random identifiers
+/// (half of the extended ones with bit 28 set, so they parse as configuration-plane
+/// identifiers), lengths and payloads; on a CAN FD interface also FD frames (`-m`). vcan
+/// has no bit rate, so cangen is paced: two generators of 2 frames per millisecond each,
+/// ~4,000 frames/s of ~110 bits, about half of a 1 Mbit/s bus. Every `fcan` command is a
+/// new master (cold first, then warm), each must succeed — several times over, since
+/// before the fix most runs failed.
+#[test]
+fn foreign_traffic_on_vcan0() {
+    if std::env::var("FCAN_VM").as_deref() != Ok("1") {
+        println!("skipped: set FCAN_VM=1 (run through .ci/vm-e2e.sh)");
+        return;
+    }
+    let fd = mtu_of(IFACE) == 72;
+    let dir = std::env::temp_dir().join(format!("fcan-vm-foreign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut ctx = Ctx {
+        fd,
+        cache: cache.clone(),
+        cache_after_cold: None,
+        position_before: None,
+        steps_run: 0,
+    };
+    let mut bg = Background(Vec::new());
+    let ext = if fd { "-m" } else { "-e" };
+    let generators = [
+        format!("cangen {IFACE} -g 1 -c 2 -I r -L r -D r"),
+        format!("cangen {IFACE} -g 1 -c 2 -I r -L r -D r {ext}"),
+    ];
+    let nodes = [
+        "motor-node --bus socketcan:vcan0 --node-id 1".to_string(),
+        "io-node --bus socketcan:vcan0 --node-id 2".to_string(),
+    ];
+    for (n, line) in generators.iter().chain(&nodes).enumerate() {
+        let argv = shlex::split(line).expect("argv");
+        let log = dir.join(format!("bg{n}.log"));
+        let f = std::fs::File::create(&log).expect("log file");
+        let mut c = if argv[0] == "cangen" {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]).stdin(Stdio::null());
+            c
+        } else {
+            command(&argv, &cache)
+        };
+        let child = c
+            .stdout(f.try_clone().expect("log file"))
+            .stderr(f)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{line}`: {e}"));
+        bg.0.push((line.clone(), child, log));
+    }
+    // Let the generators run before the first master starts.
+    std::thread::sleep(Duration::from_millis(500));
+    let rx_before = frames_carried(IFACE);
+    let t0 = Instant::now();
+    let mut lines: Vec<(&str, fn(&mut Ctx, &Run))> = vec![(
+        "fcan --bus socketcan:vcan0 nodes",
+        check_nodes_cold as fn(&mut Ctx, &Run),
+    )];
+    for _ in 0..5 {
+        lines.push((
+            "fcan --bus socketcan:vcan0 topic echo /motor_driver1/motor0/feedback --count 3 --json",
+            |_, r| {
+                feedback(r, 3);
+            },
+        ));
+    }
+    lines.push((
+        "fcan --bus socketcan:vcan0 param set motor_driver1.motor0.velocity.kp 0.5",
+        check_param_set,
+    ));
+    lines.push((
+        "fcan --bus socketcan:vcan0 param get motor_driver1.motor0.velocity.kp",
+        check_param_get,
+    ));
+    lines.push((
+        "fcan --bus socketcan:vcan0 service call /io_board2/out0/set '{on: true}'",
+        check_service_call,
+    ));
+    lines.push(("fcan --bus socketcan:vcan0 --json nodes", check_nodes_warm));
+    for (n, (line, check)) in lines.iter().enumerate() {
+        let (argv, _) = parse_line(line);
+        println!("\n$ {line}   (with cangen running)");
+        let t = Instant::now();
+        let r = run_foreground(&argv, &cache, &dir, n);
+        print!("{}", r.stdout);
+        eprint!("{}", r.stderr);
+        println!("[exit {}, {:.1} s]", r.code, t.elapsed().as_secs_f64());
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check(&mut ctx, &r);
+            bg.check_alive();
+        }));
+        if let Err(e) = result {
+            bg.print_logs();
+            std::panic::resume_unwind(e);
+        }
+    }
+    // The generators really loaded the bus: frames seen on vcan0 per second.
+    let rate = (frames_carried(IFACE) - rx_before) as f64 / t0.elapsed().as_secs_f64();
+    println!(
+        "\nvm foreign traffic: {} commands passed; {rate:.0} frames/s on {IFACE}",
+        lines.len()
+    );
+    assert!(rate > 2_000.0, "cangen produced only {rate:.0} frames/s");
+    drop(bg);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Frames the interface has carried (vcan counts each frame sent once).
+fn frames_carried(iface: &str) -> u64 {
+    let p = format!("/sys/class/net/{iface}/statistics/tx_packets");
+    std::fs::read_to_string(&p)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("cannot read {p}"))
 }
 
 /// Runs one `fcan` command line in-process as the binary does (`fcan_master::cli::run`:
