@@ -14,7 +14,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-runner="$root/../shared/tools/run-in-vm.sh"
+runner="${FCAN_VM_RUNNER:-$root/../shared/tools/run-in-vm.sh}"
 [[ -f $runner ]] || { echo "vm-e2e: $runner not found" >&2; exit 1; }
 
 echo "==> building fcan, motor-node and io-node (release)"

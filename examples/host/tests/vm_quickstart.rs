@@ -545,9 +545,10 @@ fn foreign_traffic_on_vcan0() {
     std::thread::sleep(Duration::from_millis(500));
     let rx_before = frames_carried(IFACE);
     let t0 = Instant::now();
-    let mut lines: Vec<(&str, fn(&mut Ctx, &Run))> = vec![(
+    type Check = fn(&mut Ctx, &Run);
+    let mut lines: Vec<(&str, Check)> = vec![(
         "fcan --bus socketcan:vcan0 nodes",
-        check_nodes_cold as fn(&mut Ctx, &Run),
+        check_nodes_cold as Check,
     )];
     for _ in 0..5 {
         lines.push((
