@@ -302,3 +302,43 @@ fn only_a_real_master_heartbeat_means_another_master() {
         })
     );
 }
+
+#[test]
+fn foreign_transfer_starts_do_not_starve_a_schema_download() {
+    // Classical CAN: the blob comes in many multi-frame chunks, each needing a slot.
+    let mut w = World::new(Mtu::Classic, 1, 0);
+    w.engine.discover();
+    let mut rng = fastrand::Rng::with_seed(3);
+    // Every 100 µs, 8 first segments of transfers nobody asked for (each would hold a
+    // reassembly slot for 100 ms), from any node id, with the opcodes of answers.
+    let ops = [
+        Opcode::Schema,
+        Opcode::Service,
+        Opcode::ParamGet,
+        Opcode::Stats,
+    ];
+    while w
+        .engine
+        .nodes()
+        .all(|n| n.phase != fcan_master::engine::Phase::Running)
+    {
+        for _ in 0..8 {
+            let id = ConfigId::single(
+                ops[rng.usize(..ops.len())],
+                Direction::ToMaster,
+                NodeId::new(rng.u8(1..=126)).unwrap(),
+                rng.u8(..),
+            )
+            .with_segment(0, false);
+            let f = Frame::classic(id.can_id(), &[rng.u8(..); 8]).unwrap();
+            w.engine.handle_frame(&f, w.now_us, &mut NoSink);
+        }
+        w.step(100, &mut NoSink);
+        assert!(
+            w.now_us < 5_000_000,
+            "not provisioned under foreign traffic: {:?}",
+            w.engine.node(1).map(|n| n.phase.clone())
+        );
+    }
+    assert!(w.engine.stats().rx_ignored > 0);
+}

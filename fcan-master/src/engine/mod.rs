@@ -232,8 +232,8 @@ pub struct EngineStats {
     pub rx_malformed: u64,
     /// Data frames with an identifier no plan uses.
     pub rx_unrouted: u64,
-    /// Master→node configuration frames (not for the master) other than another
-    /// master's heartbeat.
+    /// Configuration frames not for the master: master → node frames other than another
+    /// master's heartbeat, and multi-frame transfers nobody asked for.
     pub rx_ignored: u64,
     /// Multi-frame transfers or groups dropped.
     pub rx_reassembly_dropped: u64,
@@ -501,6 +501,12 @@ impl Engine {
                     }
                     return;
                 }
+                if cid.segment == 0 && !cid.eot && !self.expects_transfer(cid) {
+                    // A multi-frame transfer nobody asked for would hold a reassembly
+                    // slot for 100 ms: a foreign device could starve the downloads.
+                    self.stats.rx_ignored += 1;
+                    return;
+                }
                 // The payload is copied out of the pool into a buffer kept between calls
                 // (so handling it may use `self`): no allocation per frame.
                 let mut payload = std::mem::take(&mut self.rx_payload);
@@ -516,6 +522,22 @@ impl Engine {
                 self.rx_payload = payload;
             }
         }
+    }
+
+    /// Whether a node → master transfer of several frames may start: an ANNOUNCE (nodes
+    /// announce unasked), or the answer to a request this master has pending with that
+    /// node under that transfer id (a schema chunk, a parameter value, a service
+    /// response).
+    fn expects_transfer(&self, cid: ConfigId) -> bool {
+        if cid.opcode == Opcode::Discover {
+            return true;
+        }
+        let t = cid.transfer;
+        self.nodes.get(&cid.node.get()).is_some_and(|n| {
+            n.download.as_ref().is_some_and(|d| d.transfer == t)
+                || n.in_flight.as_ref().is_some_and(|f| f.transfer == t)
+                || n.calls.contains_key(&t)
+        })
     }
 
     fn handle_message(&mut self, cid: ConfigId, payload: &[u8], at: u64) {
