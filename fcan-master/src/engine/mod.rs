@@ -729,8 +729,14 @@ impl Engine {
         let Ok(seg) = Segmenter::new(id, mtu, &self.scratch[..len], &[]) else {
             return;
         };
+        // Bit-rate switching only for a node acknowledged with it (mode FdBrs): a node in
+        // plain FD mode has no BRS capability and cannot receive a switched frame.
+        let brs = self
+            .nodes
+            .get(&to.get())
+            .is_some_and(|r| r.mode == BusMode::FdBrs);
         for f in seg {
-            let f = if mtu == Mtu::Fd && !self.cfg.brs {
+            let f = if mtu == Mtu::Fd && !brs {
                 f.without_brs()
             } else {
                 f
