@@ -541,6 +541,8 @@ fuzz_target!(|data: &[u8]| {
                         transfer: which,
                         block: which % 6,
                         service: which % 3,
+                        // A forged or stale token: any generation, usually a wrong one.
+                        generation: u32::from(which % 3),
                     },
                 };
                 let _ = node.complete(tok, &[7u8; 24][..len]);
