@@ -494,10 +494,13 @@ fn quickstart_on_vcan0() {
 /// cangen`) fills vcan0 with random standard and extended frames — random identifiers
 /// (half of the extended ones with bit 28 set, so they parse as configuration-plane
 /// identifiers), lengths and payloads; on a CAN FD interface also FD frames (`-m`). vcan
-/// has no bit rate, so cangen is paced: two generators, each a burst of 10 frames per
-/// millisecond. Half of a 1 Mbit/s bus is ~5,000 of these ~100-bit frames per second;
-/// what the generators reach depends on the VM's CPU (measured 3,500–15,000 frames/s
-/// during the commands), and the test requires at least 2,500 during the commands. Every `fcan` command is a
+/// has no bit rate, so cangen is paced: two generators, each a burst of 3 frames per
+/// millisecond, 6,000 frames/s in all at most. Half of a 1 Mbit/s bus is ~5,000 of these
+/// ~100-bit frames per second. (Bursts of 10 per ms, 15,000 frames/s measured, is 1.5×
+/// what a real 1 Mbit/s bus can carry; under an emulated VM's CPU the single-frame
+/// socket I/O of every process then falls behind and frames are lost in socket queues,
+/// which tests the VM, not the protocol.) The test requires more than 3,000 frames/s
+/// from the generators alone. Every `fcan` command is a
 /// new master (cold first, then warm), each must succeed — several times over, since
 /// before the fix most runs failed.
 #[test]
@@ -521,8 +524,8 @@ fn foreign_traffic_on_vcan0() {
     let mut bg = Background(Vec::new());
     let ext = if fd { "-m" } else { "-e" };
     let generators = [
-        format!("cangen {IFACE} -g 1 -c 10 -I r -L r -D r"),
-        format!("cangen {IFACE} -g 1 -c 10 -I r -L r -D r {ext}"),
+        format!("cangen {IFACE} -g 1 -c 3 -I r -L r -D r"),
+        format!("cangen {IFACE} -g 1 -c 3 -I r -L r -D r {ext}"),
     ];
     let nodes = [
         "motor-node --bus socketcan:vcan0 --node-id 1".to_string(),
