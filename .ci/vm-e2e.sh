@@ -6,13 +6,15 @@
 # ../shared/tools/run-in-vm.sh, with the binaries on the guest's PATH, twice: vcan0 at
 # MTU 72 (CAN FD) and at MTU 16 (Classical CAN). The test starts the two example nodes
 # and runs every `fcan` command of the quickstart as separate processes, checking exit
-# codes and output.
+# codes and output. In a VM run of its own, `foreign_traffic_on_vcan0` does it again while
+# can-utils' `cangen` (copied in with --with; installed here if missing and root) fills
+# about half the bus with random standard and extended frames.
 # Exits non-zero if a build or either run fails, or if the test did not really run (it
 # prints "skipped: …" without FCAN_VM=1, which --nocapture lets through).
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-runner="$root/../shared/tools/run-in-vm.sh"
+runner="${FCAN_VM_RUNNER:-$root/../shared/tools/run-in-vm.sh}"
 [[ -f $runner ]] || { echo "vm-e2e: $runner not found" >&2; exit 1; }
 
 echo "==> building fcan, motor-node and io-node (release)"
@@ -27,6 +29,15 @@ for name in fcan motor-node io-node; do
   with+=(--with "$exe")
 done
 
+if ! command -v cangen >/dev/null && [[ $(id -u) = 0 ]] && command -v apt-get >/dev/null; then
+  echo "vm-e2e: installing can-utils (for cangen)" >&2
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq can-utils \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq can-utils; }; } \
+    >/dev/null 2>&1 || true
+fi
+command -v cangen >/dev/null || { echo "vm-e2e: cangen (can-utils) is needed" >&2; exit 1; }
+with+=(--with cangen)
+
 echo "==> building the vm_quickstart test binary"
 cargo test -p fcan-examples --test vm_quickstart --no-run
 test_bin=$(cargo test -p fcan-examples --test vm_quickstart --no-run --message-format=json 2>/dev/null \
@@ -35,18 +46,21 @@ test_bin=$(cargo test -p fcan-examples --test vm_quickstart --no-run --message-f
 
 status=0
 for mtu in 72 16; do
-  echo "==> README quickstart in the VM, vcan0 MTU $mtu"
-  log=$(mktemp)
-  if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_VM=1 "${with[@]}" \
-      "$test_bin" quickstart_on_vcan0 --exact --test-threads=1 --nocapture 2>&1 | tee "$log"; then
-    if grep -q 'skipped: set FCAN_VM' "$log" || ! grep -q '^test result: ok\. 1 passed' "$log"; then
-      echo "vm-e2e: MTU $mtu: the test did not run" >&2
+  # One VM run per test: each starts its own nodes on a fresh vcan0.
+  for t in quickstart_on_vcan0 foreign_traffic_on_vcan0; do
+    echo "==> $t in the VM, vcan0 MTU $mtu"
+    log=$(mktemp)
+    if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_VM=1 "${with[@]}" \
+        "$test_bin" "$t" --exact --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+      if grep -q 'skipped: set FCAN_VM' "$log" || ! grep -q '^test result: ok\. 1 passed' "$log"; then
+        echo "vm-e2e: $t, MTU $mtu: the test did not run" >&2
+        status=1
+      fi
+    else
+      echo "vm-e2e: $t, MTU $mtu: FAILED" >&2
       status=1
     fi
-  else
-    echo "vm-e2e: MTU $mtu: FAILED" >&2
-    status=1
-  fi
-  rm -f "$log"
+    rm -f "$log"
+  done
 done
 exit $status

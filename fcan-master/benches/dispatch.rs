@@ -2,6 +2,10 @@
 //! realistic system (12 eight-motor drivers and 4 I/O boards on one CAN FD link, packed
 //! frames) to subscribers.
 //!
+//! Also the configuration plane (extended identifiers), which must cost no more than
+//! 3× a data frame: the nodes' heartbeats, and a foreign device's random extended frames
+//! with bit 28 set (parsed as configuration identifiers, most of them dropped).
+//!
 //! `cargo bench -p fcan-master --bench dispatch`
 
 #[path = "../tests/support/mod.rs"]
@@ -10,7 +14,7 @@ mod common;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fcan_core::frame::Mtu;
+use fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_master::dispatch::SubscriberSink;
 use fcan_master::engine::NoSink;
 use fcan_master::registry::Registry;
@@ -48,6 +52,54 @@ fn dispatch(c: &mut Criterion) {
             for rx in &mut receivers {
                 while rx.try_recv().is_ok() {}
             }
+        })
+    });
+    g.finish();
+
+    // Configuration plane. The nodes' own heartbeats (1/s each), recorded from the world.
+    let mut heartbeats = Vec::new();
+    while heartbeats.len() < 64 {
+        heartbeats.extend(
+            world
+                .step(1000, &mut NoSink)
+                .into_iter()
+                .filter(|f| matches!(f.id(), CanId::Extended(_))),
+        );
+    }
+    let heartbeats: Vec<Frame> = heartbeats.iter().cycle().take(1000).copied().collect();
+    // A foreign device's traffic: random 29-bit identifiers with bit 28 set, random
+    // lengths and payloads (what `cangen -e` puts on a shared bus).
+    let mut rng = fastrand::Rng::with_seed(7);
+    let foreign: Vec<Frame> = (0..1000)
+        .map(|_| {
+            let id = CanId::Extended(0x1000_0000 | rng.u32(0..0x1000_0000));
+            let mut data = [0u8; 8];
+            rng.fill(&mut data);
+            Frame::classic(id, &data[..rng.usize(0..=8)]).unwrap()
+        })
+        .collect();
+    let mut g = c.benchmark_group("master_rx_config");
+    g.throughput(Throughput::Elements(1000));
+    g.bench_function("node_heartbeats", |b| {
+        b.iter(|| {
+            for f in &heartbeats {
+                world
+                    .engine
+                    .handle_frame(black_box(f), world.now_us, &mut NoSink);
+            }
+        })
+    });
+    g.bench_function("foreign_extended", |b| {
+        b.iter(|| {
+            for f in &foreign {
+                world
+                    .engine
+                    .handle_frame(black_box(f), world.now_us, &mut NoSink);
+            }
+            // What the engine's poll does between frames: bounded work for what the
+            // foreign frames started (partial transfers expire, DISCOVERs are limited).
+            while world.engine.pop_frame().is_some() {}
+            while world.engine.pop_event().is_some() {}
         })
     });
     g.finish();

@@ -315,6 +315,47 @@ pub async fn execute(
     o: Output,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
+    match execute_command(master, cmd, o, out).await {
+        Err(CliError::Master(MasterError::Unknown(u))) => Err(not_found(master, u).await),
+        r => r,
+    }
+}
+
+/// A name that is not among the running nodes' topics, services or parameters. While a
+/// node has announced but is not running, the name may well be one of its own: say what
+/// did not happen instead of claiming the name does not exist.
+async fn not_found(master: &Master, unknown: crate::registry::UnknownName) -> CliError {
+    let Ok(nodes) = master.nodes().await else {
+        return MasterError::Unknown(unknown).into();
+    };
+    let unfinished: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.phase != "running")
+        .map(|n| {
+            format!(
+                "node {} ({:?}) announced but provisioning did not finish: {} (node state {:?})",
+                n.id, n.name, n.phase, n.state
+            )
+        })
+        .collect();
+    if unfinished.is_empty() {
+        return MasterError::Unknown(unknown).into();
+    }
+    CliError::Usage(format!(
+        "{} `{}` is not among the running nodes', and {}; it may be one of theirs. \
+         Try again, or give discovery more time (--discover-ms)",
+        unknown.kind,
+        unknown.name,
+        unfinished.join("; ")
+    ))
+}
+
+async fn execute_command(
+    master: &Master,
+    cmd: &Command,
+    o: Output,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     match cmd {
         Command::Nodes => {
             let nodes = master.nodes().await?;

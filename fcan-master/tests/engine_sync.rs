@@ -220,3 +220,53 @@ fn a_node_back_in_another_frame_mode_gets_a_new_plan() {
         .collect();
     assert!(!defines.is_empty(), "the node was given the new plan");
 }
+
+#[test]
+fn a_node_without_brs_gets_no_switched_frames() {
+    // An FD node that does not announce BRS is acknowledged in plain FD mode; a frame with
+    // bit-rate switching would be an error frame to it. The real firmware can do BRS, so
+    // its ANNOUNCE is rewritten on the way to the master with the BRS capability cleared
+    // (the first ANNOUNCE segment carries the capabilities in byte 2).
+    let mut w = World::new(Mtu::Fd, 1, 0);
+    w.engine.discover();
+    let mut to_node = Vec::new();
+    while running(&w) < 1 {
+        w.now_us += 100;
+        let now = w.now_us;
+        w.engine.poll(now);
+        while let Some(f) = w.engine.pop_frame() {
+            w.nodes[0].receive(&f, now as u32);
+            to_node.push(f);
+        }
+        let mut tx = support::Collect::default();
+        w.nodes[0].poll(now as u32, &mut tx);
+        for f in tx.0 {
+            let f = match ConfigId::from_can_id(f.id()) {
+                Ok(id) if id.opcode == Opcode::Discover && id.segment == 0 => {
+                    let mut d = f.data().to_vec();
+                    d[2] &= !fcan_core::msg::caps::BRS;
+                    fcan_core::frame::Frame::classic(f.id(), &d).unwrap()
+                }
+                _ => f,
+            };
+            w.engine.handle_frame(&f, now, &mut NoSink);
+        }
+        assert!(w.now_us < 5_000_000, "the node never ran");
+    }
+    // Publish a command: data frames must not switch either.
+    w.engine
+        .stage_publish(1, 0, 0, &[1, 0, 0, 0, 0], w.now_us, &mut NoSink)
+        .unwrap();
+    w.engine.flush_published();
+    while let Some(f) = w.engine.pop_frame() {
+        to_node.push(f);
+    }
+    let fd: Vec<_> = to_node.iter().filter(|f| f.is_fd()).collect();
+    assert!(!fd.is_empty(), "the node was run in an FD mode");
+    assert!(
+        fd.iter().all(|f| !f.is_brs()),
+        "{} of {} FD frames switch bit rate",
+        fd.iter().filter(|f| f.is_brs()).count(),
+        fd.len()
+    );
+}

@@ -17,8 +17,9 @@ use crate::{params, sched, CONFIG_REASSEMBLY_BYTES};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::id::{is_data_id, ConfigId, Direction, IdError, NodeId, Opcode};
 use fcan_core::msg::{
-    AnnounceAck, BusMode, ConfigMessage, Counters, FaultCode, FrameDefine, NodeState, ParamValue,
-    ResultCode, SchemaData, SchemaRead, ServiceResponse, ServiceStatus, Start,
+    AnnounceAck, BusMode, ConfigMessage, Counters, FaultCode, FrameDefine, NodeHeartbeat,
+    NodeState, ParamValue, ResultCode, SchemaData, SchemaRead, ServiceResponse, ServiceStatus,
+    Start,
 };
 use fcan_core::segment::ReassemblyPool;
 
@@ -648,14 +649,24 @@ fn collision(
     id: &ConfigId,
     data: &[u8],
 ) {
-    let boot = match (id.opcode, id.segment) {
-        (Opcode::Discover, 0) => data.get(4..8),
-        (Opcode::Heartbeat, 0) => data.get(2..6),
+    // Only the first segment of an ANNOUNCE (always segmented: it is longer than a
+    // Classical frame) or a whole HEARTBEAT names the boot that sent it, and only when
+    // its leading bytes are well-formed: a foreign device on the bus may use any 29-bit
+    // identifier, and one that parses as ours must not pass for another node.
+    let boot = match (id.opcode, id.segment, id.eot) {
+        (Opcode::Discover, 0, false) if announce_head(data) => data.get(4..8),
+        (Opcode::Heartbeat, 0, true)
+            if data.len() == NodeHeartbeat::LEN
+                && ConfigMessage::decode(Opcode::Heartbeat, Direction::ToMaster, data).is_ok() =>
+        {
+            data.get(2..6)
+        }
         _ => None,
     }
     .and_then(|b| b.try_into().ok())
     .map(u32::from_le_bytes);
     if boot.is_none_or(|b| b == core.boot_id) {
+        // No boot named (a foreign frame, a later segment, our own echo): proof of nothing.
         bump(&mut core.counters.rx_ignored);
         return;
     }
@@ -667,6 +678,19 @@ fn collision(
         // We hold the id: assert it so the master sees two boot_ids and the newcomer,
         // unacknowledged, hears us and faults.
         core.heartbeat(outq);
+    }
+}
+
+/// Whether `data` starts like an ANNOUNCE's first segment: a full Classical segment with
+/// this protocol version, a valid state and only known capability bits.
+fn announce_head(data: &[u8]) -> bool {
+    match data {
+        [protocol, state, caps, _, _, _, _, _] => {
+            *protocol == fcan_core::PROTOCOL_VERSION
+                && NodeState::try_from(*state).is_ok()
+                && *caps & !fcan_core::msg::caps::KNOWN == 0
+        }
+        _ => false,
     }
 }
 

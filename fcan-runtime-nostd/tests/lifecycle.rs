@@ -404,6 +404,45 @@ fn collision_before_ack_faults_and_goes_silent() {
 }
 
 #[test]
+fn only_a_frame_naming_another_boot_is_a_collision_while_unprovisioned() {
+    let mut rig = Rig::new(false);
+    rig.poll();
+    rig.advance(listen_end() + 1_000);
+    rig.take();
+    // Frames a foreign CAN device may send whose 29-bit identifiers parse as node →
+    // master frames under our id: a RESULT, a "heartbeat" of the wrong length or with an
+    // invalid state, a later ANNOUNCE segment, an ANNOUNCE head of another protocol.
+    let at = |op, seg: u8, eot| {
+        ConfigId::single(op, Direction::ToMaster, node_id(), 1)
+            .with_segment(seg, eot)
+            .can_id()
+    };
+    let foreign = [
+        Frame::classic(at(Opcode::Result, 0, true), &[2, 0, 0, 0]).unwrap(),
+        Frame::classic(at(Opcode::Heartbeat, 0, true), &[2, 0, 1, 2, 3, 4]).unwrap(),
+        Frame::classic(at(Opcode::Heartbeat, 0, true), &[0xEE, 0, 1, 2, 3, 4, 5, 6]).unwrap(),
+        Frame::classic(at(Opcode::Discover, 1, false), &[7; 8]).unwrap(),
+        Frame::classic(at(Opcode::Discover, 0, false), &[0x7F, 0, 0, 0, 1, 2, 3, 4]).unwrap(),
+        Frame::classic(at(Opcode::Schema, 0, false), &[9; 8]).unwrap(),
+    ];
+    for f in foreign {
+        rig.inject(f);
+        assert_eq!(rig.node.state(), NodeState::Unprovisioned, "{f:?}");
+    }
+    // Another node's real HEARTBEAT under our id does.
+    let hb = ConfigMessage::NodeHeartbeat(NodeHeartbeat {
+        state: NodeState::Running,
+        fault: FaultCode::None,
+        boot_id: 0x0BAD_0BAD,
+        errors: 0,
+    });
+    let mut buf = [0u8; 8];
+    hb.encode(&mut buf).unwrap();
+    rig.inject(Frame::classic(at(Opcode::Heartbeat, 0, true), &buf).unwrap());
+    assert_eq!(rig.node.state(), NodeState::Fault);
+}
+
+#[test]
 fn own_echo_is_not_a_collision() {
     let mut rig = Rig::new(false);
     rig.poll();

@@ -100,6 +100,9 @@ impl Engine {
                 continue;
             };
             let mtu = rec.mode.mtu();
+            // Bit-rate switching only for a node acknowledged with it: a node in plain FD
+            // mode has no BRS capability and cannot receive a switched frame.
+            let brs = rec.mode == BusMode::FdBrs;
             let Some(plan) = rec.plan.as_ref() else {
                 continue;
             };
@@ -139,7 +142,7 @@ impl Engine {
                     payload[0] = seq.copied().unwrap_or(0);
                 }
                 if let Ok(frame) = Frame::padded(mtu, CanId::Standard(f.header.std_id), &payload) {
-                    let frame = if mtu == Mtu::Fd && !self.cfg.brs {
+                    let frame = if mtu == Mtu::Fd && !brs {
                         frame.without_brs()
                     } else {
                         frame

@@ -30,7 +30,7 @@ use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::timing;
 use fcan_core::types::{check_range, Scalar};
 
-pub use node::{Announcement, NodeRecord, NodeSchema, Phase};
+pub use node::{Announcement, NodeRecord, NodeSchema, Phase, MAX_OUTSTANDING_REQUESTS};
 use node::{Download, InFlight, PendingCall, Step};
 use provision::*;
 use requests::*;
@@ -158,6 +158,7 @@ pub enum Event {
 
 /// Why a user request failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// No such node, or it is not running.
     #[error("node {0} is not online")]
@@ -181,6 +182,17 @@ pub enum CallError {
     /// The node rebooted or went offline while the request was pending.
     #[error("node {0} went away while the request was pending")]
     NodeLost(u8),
+    /// The node already has as many requests outstanding as the master allows
+    /// ([`MAX_OUTSTANDING_REQUESTS`]); nothing was sent.
+    #[error(
+        "node {node} already has {limit} requests outstanding (the limit); wait for one to finish"
+    )]
+    TooManyRequests {
+        /// Node id.
+        node: u8,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// Receives topic samples as they are decoded. Called from [`Engine::handle_frame`] for
@@ -220,6 +232,9 @@ pub struct EngineStats {
     pub rx_malformed: u64,
     /// Data frames with an identifier no plan uses.
     pub rx_unrouted: u64,
+    /// Configuration frames not for the master: master → node frames other than another
+    /// master's heartbeat, and multi-frame transfers nobody asked for.
+    pub rx_ignored: u64,
     /// Multi-frame transfers or groups dropped.
     pub rx_reassembly_dropped: u64,
     /// Frames queued for transmission.
@@ -232,6 +247,8 @@ pub struct EngineStats {
     /// ends with exactly one [`Event::CallDone`] or [`Event::ParamDone`]. A gauge, not a
     /// counter.
     pub pending_requests: u64,
+    /// DISCOVERs to one node not sent because of the rate limits.
+    pub discovers_limited: u64,
 }
 
 /// The master engine.
@@ -245,6 +262,8 @@ pub struct Engine {
     staging: BTreeMap<(u8, u8, u8), Staging>,
     group_seq: BTreeMap<(u8, u8, u8), u8>,
     rx: Box<ReassemblyPool<32, 8192>>,
+    /// The message being handled, copied out of `rx` (capacity kept between frames).
+    rx_payload: Vec<u8>,
     out: VecDeque<Frame>,
     events: VecDeque<Event>,
     next_heartbeat: u64,
@@ -256,9 +275,29 @@ pub struct Engine {
     scratch: Vec<u8>,
     /// Cache lookups, queued downloads and refused blobs (bounded; `discovery.rs`).
     blobs: discovery::BlobWork,
+    /// When each node id was last sent a DISCOVER of its own.
+    discover_last: [Option<u64>; 128],
+    /// Start of the current one-second window and the DISCOVERs sent in it.
+    discover_window: (u64, u32),
 }
 
 const ROUTES: usize = 0x800;
+
+/// A node is sent at most one DISCOVER of its own per this long (µs): shorter than the
+/// 1 s node heartbeat period, so a node heard once per heartbeat is asked every time.
+pub const DISCOVER_PER_NODE_US: u64 = 500_000;
+/// DISCOVERs to single nodes, in all, per second.
+pub const DISCOVER_PER_SECOND: u32 = 16;
+
+/// Whether a master→node frame is a master HEARTBEAT as a master sends it: a whole
+/// broadcast Classical frame of exactly [`MasterHeartbeat::LEN`] bytes.
+fn is_master_heartbeat(cid: ConfigId, data: &[u8]) -> bool {
+    cid.opcode == Opcode::Heartbeat
+        && cid.node.is_broadcast()
+        && cid.segment == 0
+        && cid.eot
+        && data.len() == MasterHeartbeat::LEN
+}
 
 impl Engine {
     /// An engine using `store` as its blob cache.
@@ -273,6 +312,7 @@ impl Engine {
             staging: BTreeMap::new(),
             group_seq: BTreeMap::new(),
             rx: Box::new(ReassemblyPool::new()),
+            rx_payload: Vec::with_capacity(8192),
             out: VecDeque::new(),
             events: VecDeque::new(),
             next_heartbeat: 0,
@@ -282,6 +322,8 @@ impl Engine {
             stats: EngineStats::default(),
             scratch: vec![0; 8192],
             blobs: Default::default(),
+            discover_last: [None; 128],
+            discover_window: (0, 0),
         }
     }
 
@@ -461,20 +503,56 @@ impl Engine {
                     self.stats.rx_malformed += 1;
                     return;
                 };
-                // Copy the message out so the pool is free again: no 256 KiB stand-in pool
-                // allocated and zeroed per configuration frame (a burst of them would
-                // cost the master more than the bus does).
-                let payload = match self.rx.push(cid, frame.data(), at as u32) {
-                    Ok(Some(payload)) => payload.to_vec(),
-                    Ok(None) => return,
-                    Err(_) => {
-                        self.stats.rx_reassembly_dropped += 1;
-                        return;
+                if cid.dir == Direction::ToNode {
+                    // Master→node traffic is not for us. Only another master's heartbeat
+                    // matters, and only as that master sends it: one whole broadcast
+                    // frame of exactly its size. A foreign device on the bus may use any
+                    // 29-bit identifier; one that merely parses as ours must not pass
+                    // for a second master, nor take a reassembly slot.
+                    if is_master_heartbeat(cid, frame.data()) {
+                        self.handle_message(cid, frame.data(), at);
+                    } else {
+                        self.stats.rx_ignored += 1;
                     }
-                };
-                self.handle_message(cid, &payload, at);
+                    return;
+                }
+                if cid.segment == 0 && !cid.eot && !self.expects_transfer(cid) {
+                    // A multi-frame transfer nobody asked for would hold a reassembly
+                    // slot for 100 ms: a foreign device could starve the downloads.
+                    self.stats.rx_ignored += 1;
+                    return;
+                }
+                // The payload is copied out of the pool into a buffer kept between calls
+                // (so handling it may use `self`): no allocation per frame.
+                let mut payload = std::mem::take(&mut self.rx_payload);
+                payload.clear();
+                match self.rx.push(cid, frame.data(), at as u32) {
+                    Ok(Some(p)) => {
+                        payload.extend_from_slice(p);
+                        self.handle_message(cid, &payload, at);
+                    }
+                    Ok(None) => {}
+                    Err(_) => self.stats.rx_reassembly_dropped += 1,
+                }
+                self.rx_payload = payload;
             }
         }
+    }
+
+    /// Whether a node → master transfer of several frames may start: an ANNOUNCE (nodes
+    /// announce unasked), or the answer to a request this master has pending with that
+    /// node under that transfer id (a schema chunk, a parameter value, a service
+    /// response).
+    fn expects_transfer(&self, cid: ConfigId) -> bool {
+        if cid.opcode == Opcode::Discover {
+            return true;
+        }
+        let t = cid.transfer;
+        self.nodes.get(&cid.node.get()).is_some_and(|n| {
+            n.download.as_ref().is_some_and(|d| d.transfer == t)
+                || n.in_flight.as_ref().is_some_and(|f| f.transfer == t)
+                || n.calls.contains_key(&t)
+        })
     }
 
     fn handle_message(&mut self, cid: ConfigId, payload: &[u8], at: u64) {
@@ -496,7 +574,7 @@ impl Engine {
             ConfigMessage::NodeHeartbeat(hb) => {
                 let Some(n) = self.nodes.get_mut(&node) else {
                     // A node we never heard announce (we started after it): ask it.
-                    self.send_discover_to(node);
+                    self.send_discover_to(node, at);
                     return;
                 };
                 if hb.boot_id != n.announce.boot_id {
@@ -525,7 +603,7 @@ impl Engine {
                     // be sure it runs (the node answers BAD_PLAN if not, and we re-plan).
                     // A failed node that is acknowledged never announces again on its
                     // own: ask it (once per heartbeat), so provisioning is retried.
-                    self.send_discover_to(node);
+                    self.send_discover_to(node, at);
                 }
             }
             ConfigMessage::SchemaData(d) => self.on_schema_data(node, cid.transfer, &d, at),
@@ -563,14 +641,22 @@ impl Engine {
                     return;
                 };
                 n.last_seen = at;
-                let Some(call) = n.calls.get_mut(&cid.transfer) else {
+                // The answer must name what was called, not only echo the transfer id.
+                let Some(call) = n
+                    .calls
+                    .get_mut(&cid.transfer)
+                    .filter(|c| c.block == r.block && c.service == r.service)
+                else {
                     return;
                 };
                 match r.status {
-                    ServiceStatus::Accepted => {
+                    // ACCEPTED restarts the timeout once: a node repeating it cannot keep
+                    // a call waiting for ever.
+                    ServiceStatus::Accepted if !call.accepted => {
                         call.accepted = true;
                         call.deadline = at + self.cfg.service_timeout_us;
                     }
+                    ServiceStatus::Accepted => {}
                     ServiceStatus::Ok => {
                         let size = response_size(n, r.block, r.service).unwrap_or(r.body.len());
                         let Some(call) = n.calls.remove(&cid.transfer) else {
@@ -603,7 +689,25 @@ impl Engine {
         }
     }
 
-    fn send_discover_to(&mut self, node: u8) {
+    /// A DISCOVER to one node, unless the rate limits say no (protocol §5.4): the node's
+    /// heartbeats, or frames that look like them, must not turn into a flood.
+    fn send_discover_to(&mut self, node: u8, at: u64) {
+        let last = self.discover_last.get(node as usize).copied().flatten();
+        if last.is_some_and(|t| at < t + DISCOVER_PER_NODE_US) {
+            self.stats.discovers_limited += 1;
+            return;
+        }
+        let (start, count) = self.discover_window;
+        if at >= start + 1_000_000 {
+            self.discover_window = (at, 0);
+        } else if count >= DISCOVER_PER_SECOND {
+            self.stats.discovers_limited += 1;
+            return;
+        }
+        self.discover_window.1 += 1;
+        if let Some(slot) = self.discover_last.get_mut(node as usize) {
+            *slot = Some(at);
+        }
         if let Some(id) = NodeId::new(node) {
             let msg = ConfigMessage::Discover(Discover {
                 session: self.cfg.session,
@@ -625,8 +729,14 @@ impl Engine {
         let Ok(seg) = Segmenter::new(id, mtu, &self.scratch[..len], &[]) else {
             return;
         };
+        // Bit-rate switching only for a node acknowledged with it (mode FdBrs): a node in
+        // plain FD mode has no BRS capability and cannot receive a switched frame.
+        let brs = self
+            .nodes
+            .get(&to.get())
+            .is_some_and(|r| r.mode == BusMode::FdBrs);
         for f in seg {
-            let f = if mtu == Mtu::Fd && !self.cfg.brs {
+            let f = if mtu == Mtu::Fd && !brs {
                 f.without_brs()
             } else {
                 f

@@ -92,13 +92,24 @@ pub(crate) struct Download {
     pub tries: u8,
 }
 
-/// A service call waiting for its response.
+/// A service call waiting for its response. The node's answer must name the same
+/// block and service under the call's transfer id (and come from this node, as a
+/// SERVICE response) to complete it.
 #[derive(Clone, Debug)]
 pub(crate) struct PendingCall {
     pub id: u64,
+    pub block: u8,
+    pub service: u8,
     pub deadline: u64,
     pub accepted: bool,
 }
+
+/// Requests of the user one node may have outstanding at once: service calls waiting
+/// for their response plus parameter reads and writes queued or in flight
+/// (docs/protocol.md §3.11). One more fails at once with
+/// [`crate::engine::CallError::TooManyRequests`]. Well below the 256 transfer ids, so a
+/// pending call's id is never reused while it waits.
+pub const MAX_OUTSTANDING_REQUESTS: usize = 32;
 
 /// Everything the master holds for one node id.
 #[derive(Debug)]
@@ -166,10 +177,36 @@ impl NodeRecord {
         }
     }
 
-    /// A fresh transfer id for a request to this node.
+    /// A fresh transfer id for a request to this node: the next one that no pending
+    /// service call, step in flight or download is using (at most
+    /// [`MAX_OUTSTANDING_REQUESTS`] + 2 of the 256 are), so an answer can only ever match
+    /// the request it answers.
     pub(crate) fn transfer(&mut self) -> u8 {
-        self.next_transfer = self.next_transfer.wrapping_add(1);
+        for _ in 0..=u8::MAX {
+            self.next_transfer = self.next_transfer.wrapping_add(1);
+            let t = self.next_transfer;
+            let busy = self.calls.contains_key(&t)
+                || self.in_flight.as_ref().is_some_and(|f| f.transfer == t)
+                || self.download.as_ref().is_some_and(|d| d.transfer == t);
+            if !busy {
+                break;
+            }
+        }
         self.next_transfer
+    }
+
+    /// The user's requests to this node not finished yet: service calls waiting, and
+    /// parameter reads and writes queued or in flight.
+    pub(crate) fn outstanding(&self) -> usize {
+        let user_step = |s: &Step| {
+            matches!(
+                s,
+                Step::ParamSet { req: Some(_), .. } | Step::ParamGet { .. }
+            )
+        };
+        self.calls.len()
+            + self.steps.iter().filter(|s| user_step(s)).count()
+            + self.in_flight.as_ref().is_some_and(|f| user_step(&f.step)) as usize
     }
 
     /// The node's name with `{i}` replaced, or `node<id>` before its schema is known.

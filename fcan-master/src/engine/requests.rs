@@ -6,7 +6,15 @@ use super::*;
 impl Engine {
     pub(super) fn running(&self, node: u8) -> Result<&NodeRecord, CallError> {
         match self.nodes.get(&node) {
-            Some(n) if n.phase == Phase::Running || n.phase == Phase::Provisioning => Ok(n),
+            Some(n) if n.phase == Phase::Running || n.phase == Phase::Provisioning => {
+                if n.outstanding() >= MAX_OUTSTANDING_REQUESTS {
+                    return Err(CallError::TooManyRequests {
+                        node,
+                        limit: MAX_OUTSTANDING_REQUESTS,
+                    });
+                }
+                Ok(n)
+            }
             _ => Err(CallError::NodeNotOnline(node)),
         }
     }
@@ -46,6 +54,8 @@ impl Engine {
             transfer,
             PendingCall {
                 id,
+                block,
+                service,
                 deadline: now + self.cfg.service_timeout_us,
                 accepted: false,
             },
