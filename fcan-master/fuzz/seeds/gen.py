@@ -44,10 +44,10 @@ for name, setup, nodes in [
         f.write(prog(setup, nodes))
 
 
-# Not a seed: the reproducer of the open 8-bit transfer-id keying bug (docs/fuzzing.md),
-# kept out of seeds/ so CI's smoke run stays green until the fix lands. One motor driver
-# booted, then 300 calls to one service with no answer: 44 never end.
+# The reproducer of the 8-bit transfer-id keying bug of pending calls (docs/fuzzing.md),
+# fixed since: one motor driver booted, then 300 calls to one service with no answer (44
+# never ended before the fix).
 p = [0, 6, 0, 0, 0x30, 0, 0, 0] + [8, 0, 0, 0x20] * 60
 p += [15, 3, 0, 0, 0] + list((300).to_bytes(2, "little")) + [0, 0, 0]
-with open(os.path.join(os.path.dirname(here), "..", "known", "calls_300.bin"), "wb") as f:
+with open(os.path.join(here, "calls_300.bin"), "wb") as f:
     f.write(bytes(p))
