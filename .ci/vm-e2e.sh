@@ -18,7 +18,7 @@ runner="${FCAN_VM_RUNNER:-$root/../shared/tools/run-in-vm.sh}"
 [[ -f $runner ]] || { echo "vm-e2e: $runner not found" >&2; exit 1; }
 
 echo "==> building fcan, motor-node and io-node (release)"
-build=(cargo build --release -p fcan-examples -p fcan-master --bin fcan --bin motor-node --bin io-node)
+build=(cargo build --release -p fcan-examples -p fcan-cli --bin fcan --bin motor-node --bin io-node)
 "${build[@]}"
 bins=$("${build[@]}" --message-format=json 2>/dev/null \
   | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fcan-router binary on real kernel SocketCAN.
 #
-# Builds the `fcan-router` binary and the `vm_router` integration test binary, and runs the
+# Builds the `fcan-router` binary and the `router_vm` integration test (fcan-e2e) binary, and runs the
 # test in the throw-away Linux VM of ../shared/tools/run-in-vm.sh (with the router binary
 # on PATH there) twice: with CAN FD interfaces (vcan0/vcan1 at MTU 72) and with classical
 # ones (MTU 16). The test starts `fcan-router --uplink socketcan:vcan0 --downlink
@@ -14,14 +14,14 @@ cd "$root"
 runner="$root/../shared/tools/run-in-vm.sh"
 [[ -f $runner ]] || { echo "vm-router: $runner not found" >&2; exit 1; }
 
-echo "==> building fcan-router and the vm_router test binary"
+echo "==> building fcan-router and the router_vm test binary"
 cargo build -p fcan-router --bin fcan-router
 router=$(cargo build -p fcan-router --bin fcan-router --message-format=json 2>/dev/null \
   | grep -o '"executable":"[^"]*/fcan-router"' | tail -1 | sed 's/^"executable":"//; s/"$//')
 [[ -n $router && -x $router ]] || { echo "vm-router: fcan-router binary not found" >&2; exit 1; }
-cargo test -p fcan-router --test vm_router --no-run
-bin=$(cargo test -p fcan-router --test vm_router --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*vm_router[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
+cargo test -p fcan-e2e --test router_vm --no-run
+bin=$(cargo test -p fcan-e2e --test router_vm --no-run --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*router_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
 [[ -n $bin && -x $bin ]] || { echo "vm-router: test binary not found" >&2; exit 1; }
 
 status=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real-kernel SocketCAN tests for fcan-master.
+# Real-kernel SocketCAN tests for fcan-transport.
 #
 # Builds the `socketcan_vm` integration test binary and runs it in the throw-away Linux VM
 # of ../shared/tools/run-in-vm.sh twice: with CAN FD interfaces (vcan0/vcan1 at MTU 72)
@@ -28,8 +28,8 @@ else
 fi
 
 echo "==> building the socketcan_vm test binary"
-cargo test -p fcan-master --test socketcan_vm --no-run
-bin=$(cargo test -p fcan-master --test socketcan_vm --no-run --message-format=json 2>/dev/null \
+cargo test -p fcan-transport --test socketcan_vm --no-run
+bin=$(cargo test -p fcan-transport --test socketcan_vm --no-run --message-format=json 2>/dev/null \
   | grep -o '"executable":"[^"]*socketcan_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
 [[ -n $bin && -x $bin ]] || { echo "vm-socketcan: test binary not found" >&2; exit 1; }
 

@@ -515,7 +515,7 @@ impl g::App for A {
     write(
         &root.join("built/Cargo.toml"),
         &format!(
-            "[package]\nname = \"built\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nfcan-runtime-nostd = {{ path = {:?} }}\n\n[build-dependencies]\nfcan-codegen = {{ path = {:?} }}\n",
+            "[package]\nname = \"built\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nfcan-runtime-nostd = {{ path = {:?} }}\n\n[build-dependencies]\nfcan-codegen = {{ path = {:?}, default-features = false }}\n",
             runtime.display().to_string(),
             ws.join("fcan-codegen").display().to_string()
         ),

@@ -13,7 +13,9 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod transport;
+/// The links to a bus the master runs on: the `fcan-transport` crate, re-exported so a
+/// program that depends on the master alone names the same types.
+pub use fcan_transport as transport;
 
 pub mod cache;
 pub mod engine;
@@ -21,7 +23,7 @@ pub mod master;
 pub mod planner;
 pub mod registry;
 pub mod value;
-pub use master::{Master, MasterError, MasterOptions, NodeInfo, Sample, Status};
-pub mod cli;
+pub use engine::Phase;
+pub use master::{Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status};
 pub mod dispatch;
 pub mod text;

@@ -20,6 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fcan_core::frame::Mtu;
+use fcan_core::hash::SchemaDigest;
+use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::cache::{BlobStore, MemoryStore, Offloaded};
@@ -95,28 +97,55 @@ pub enum MasterError {
 
 /// A node as the user sees it.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NodeInfo {
     /// Node id.
-    pub id: u8,
+    pub id: NodeId,
     /// Name (`md3`).
     pub name: String,
-    /// Master-side phase (`running`, `provisioning`, `offline`, `failed: …`).
-    pub phase: String,
+    /// Where the master is with the node (its `Display` is what the CLI prints:
+    /// `running`, `provisioning`, `offline`, `failed: …`).
+    pub phase: Phase,
     /// State the node reported.
     pub state: fcan_core::msg::NodeState,
     /// Boot id.
     pub boot_id: u32,
-    /// Schema digest, once known.
-    pub digest: Option<String>,
-    /// Where this master got the schema: `"downloaded"` from the node, or `"cache"` (a
-    /// warm start: no schema transfer); `None` while unknown.
-    pub schema_source: Option<&'static str>,
+    /// The SHA-256 of the node's schema blob, once known (`Display`: 64 hex digits).
+    pub digest: Option<SchemaDigest>,
+    /// Where this master got the schema; `None` while unknown.
+    pub schema_source: Option<SchemaSource>,
     /// Error summary from its heartbeat.
     pub errors: u16,
     /// Bus mode.
     pub mode: fcan_core::msg::BusMode,
     /// Data frames planned.
     pub frames: usize,
+}
+
+/// Where a master got a node's schema blob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SchemaSource {
+    /// Downloaded from the node (SCHEMA_READ).
+    Downloaded,
+    /// Found in the blob cache by digest: a warm start, no schema transfer.
+    Cache,
+}
+
+impl SchemaSource {
+    /// `"downloaded"` or `"cache"`, as the CLI prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaSource::Downloaded => "downloaded",
+            SchemaSource::Cache => "cache",
+        }
+    }
+}
+
+impl std::fmt::Display for SchemaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A snapshot for monitors.
@@ -272,9 +301,9 @@ impl Master {
     /// A node's decoded schema.
     pub async fn schema(
         &self,
-        node: u8,
+        node: NodeId,
     ) -> Result<Option<Arc<crate::engine::NodeSchema>>, MasterError> {
-        self.ask(|tx| Command::Schema(node, tx)).await
+        self.ask(|tx| Command::Schema(node.get(), tx)).await
     }
 
     /// Waits until at least `n` nodes are running.
@@ -287,7 +316,7 @@ impl Master {
         let start = tokio::time::Instant::now();
         loop {
             let nodes = self.nodes().await?;
-            let running = nodes.iter().filter(|x| x.phase == "running").count();
+            let running = nodes.iter().filter(|x| x.phase == Phase::Running).count();
             if running >= n {
                 return Ok(nodes);
             }
@@ -343,13 +372,6 @@ impl Master {
     pub async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
         self.ask(|r| Command::ParamSet(param.to_string(), value, r))
             .await?
-    }
-}
-
-impl std::str::FromStr for Value {
-    type Err = ValueError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Value::parse(s)
     }
 }
 
@@ -639,21 +661,19 @@ impl<T: Transport> Task<T> {
 
 fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
     NodeInfo {
-        id: n.id,
+        id: NodeId::new(n.id).unwrap_or(NodeId::BROADCAST),
         name: n.name(),
-        phase: match &n.phase {
-            Phase::Reading => "reading schema".into(),
-            Phase::Provisioning => "provisioning".into(),
-            Phase::Running => "running".into(),
-            Phase::Offline => "offline".into(),
-            Phase::Failed(r) => format!("failed: {r}"),
-        },
+        phase: n.phase.clone(),
         state: n.state,
         boot_id: n.announce.boot_id,
-        digest: n.schema.as_ref().map(|s| s.digest.to_string()),
-        schema_source: n
-            .schema_cached
-            .map(|c| if c { "cache" } else { "downloaded" }),
+        digest: n.schema.as_ref().map(|s| s.digest),
+        schema_source: n.schema_cached.map(|c| {
+            if c {
+                SchemaSource::Cache
+            } else {
+                SchemaSource::Downloaded
+            }
+        }),
         errors: n.errors,
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),

@@ -136,7 +136,7 @@ impl Value {
     ///
     /// ```
     /// use fcan_master::value::Value;
-    /// let v = Value::parse("{on: true}").unwrap();
+    /// let v = Value::from_json_str(r#"{"on": true}"#).unwrap();
     /// assert_eq!(v.field("on"), Some(&Value::Bool(true)));
     /// assert_eq!(v.field("off"), None);
     /// ```
@@ -212,58 +212,20 @@ impl Value {
         }
     }
 
-    /// Parses user text: JSON, or YAML flow syntax (`{type: 1, value: 0.5}`, `[1, 2]`,
-    /// `true`, `.nan`).
+    /// Parses JSON text (`{"type": 1, "value": 0.5}`, `[1, 2]`, `true`). The `fcan` CLI
+    /// also accepts YAML flow syntax (`fcan_cli::parse_value`); a library takes JSON only,
+    /// so it carries no YAML parser.
     ///
     /// ```
     /// use fcan_master::value::Value;
-    /// let v = Value::parse("{type: 2, value: 0.5}").unwrap();
+    /// let v = Value::from_json_str(r#"{"type": 2, "value": 0.5}"#).unwrap();
     /// assert_eq!(v, Value::Struct(vec![("type".into(), Value::UInt(2)), ("value".into(), Value::Float(0.5))]));
+    /// assert!(Value::from_json_str("{type: 2}").is_err());
     /// ```
-    pub fn parse(text: &str) -> Result<Value, ValueError> {
-        if let Ok(j) = serde_json::from_str::<serde_json::Value>(text) {
-            return Value::from_json(&j);
-        }
-        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)
-            .map_err(|e| err("(value)", format!("not JSON or YAML: {e}")))?;
-        Value::from_yaml(&y)
-    }
-
-    fn from_yaml(y: &serde_yaml_ng::Value) -> Result<Value, ValueError> {
-        use serde_yaml_ng::Value as Y;
-        Ok(match y {
-            Y::Bool(b) => Value::Bool(*b),
-            Y::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    Value::UInt(u)
-                } else if let Some(i) = n.as_i64() {
-                    Value::Int(i)
-                } else {
-                    Value::Float(n.as_f64().unwrap_or(f64::NAN))
-                }
-            }
-            Y::Sequence(s) => {
-                Value::Array(s.iter().map(Value::from_yaml).collect::<Result<_, _>>()?)
-            }
-            Y::Mapping(m) => Value::Struct(
-                m.iter()
-                    .map(|(k, v)| {
-                        let k = k
-                            .as_str()
-                            .ok_or_else(|| err("(value)", "field names must be strings"))?;
-                        Ok((Arc::from(k), Value::from_yaml(v)?))
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            Y::Tagged(t) => Value::from_yaml(&t.value)?,
-            Y::String(s) => {
-                return Err(err(
-                    "(value)",
-                    format!("strings are not a value type: {s:?}"),
-                ))
-            }
-            Y::Null => return Err(err("(value)", "null is not a value")),
-        })
+    pub fn from_json_str(text: &str) -> Result<Value, ValueError> {
+        let j: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| err("(value)", format!("not JSON: {e}")))?;
+        Value::from_json(&j)
     }
 }
 
@@ -326,8 +288,8 @@ fn unpack_field(r: &mut Reader, ty: ScalarType, len: Option<u32>) -> Result<Valu
 /// use fcan_core::types::ScalarType;
 /// use fcan_master::value::{pack_message, Value};
 /// let fields = [Field { name: "on".into(), ty: ScalarType::Bool, len: None }];
-/// assert_eq!(pack_message(&fields, &Value::parse("{on: true}").unwrap()).unwrap(), vec![1]);
-/// let e = pack_message(&fields, &Value::parse("{of: true}").unwrap()).unwrap_err();
+/// assert_eq!(pack_message(&fields, &Value::from_json_str(r#"{"on": true}"#).unwrap()).unwrap(), vec![1]);
+/// let e = pack_message(&fields, &Value::from_json_str(r#"{"of": true}"#).unwrap()).unwrap_err();
 /// assert!(e.to_string().contains("did you mean `on`"));
 /// ```
 pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueError> {
@@ -448,7 +410,7 @@ mod tests {
 
     #[test]
     fn message_roundtrip_through_bytes_and_json() {
-        let v = Value::parse(r#"{"type": 3, "value": -0.5, "p": [-2, 7]}"#).unwrap();
+        let v = Value::from_json_str(r#"{"type": 3, "value": -0.5, "p": [-2, 7]}"#).unwrap();
         let bytes = pack_message(&fields(), &v).unwrap();
         assert_eq!(bytes.len(), 1 + 4 + 4);
         let back = unpack_message(&fields(), &bytes).unwrap();
@@ -462,39 +424,29 @@ mod tests {
     fn errors_name_the_field() {
         let e = pack_message(
             &fields(),
-            &Value::parse("{type: 300, value: 1, p: [1, 2]}").unwrap(),
+            &Value::from_json_str(r#"{"type": 300, "value": 1, "p": [1, 2]}"#).unwrap(),
         )
         .unwrap_err();
         assert_eq!(e.path, "type");
         let e = pack_message(
             &fields(),
-            &Value::parse("{type: 1, value: 1, p: [1]}").unwrap(),
+            &Value::from_json_str(r#"{"type": 1, "value": 1, "p": [1]}"#).unwrap(),
         )
         .unwrap_err();
         assert_eq!(e.path, "p");
         assert!(e.message.contains("expected 2 elements"));
-        let e =
-            pack_message(&fields(), &Value::parse("{type: 1, p: [1, 2]}").unwrap()).unwrap_err();
+        let e = pack_message(
+            &fields(),
+            &Value::from_json_str(r#"{"type": 1, "p": [1, 2]}"#).unwrap(),
+        )
+        .unwrap_err();
         assert_eq!((e.path.as_str(), e.message.as_str()), ("value", "missing"));
         let e = pack_message(
             &fields(),
-            &Value::parse("{type: 1, value: true, p: [1, 2]}").unwrap(),
+            &Value::from_json_str(r#"{"type": 1, "value": true, "p": [1, 2]}"#).unwrap(),
         )
         .unwrap_err();
         assert_eq!(e.path, "value");
-    }
-
-    #[test]
-    fn yaml_special_floats_parse() {
-        assert!(matches!(Value::parse(".nan").unwrap(), Value::Float(f) if f.is_nan()));
-        assert_eq!(
-            Value::parse("-.inf").unwrap(),
-            Value::Float(f64::NEG_INFINITY)
-        );
-        assert_eq!(
-            Value::parse("[1, 2]").unwrap(),
-            Value::Array(vec![Value::UInt(1), Value::UInt(2)])
-        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The routing core driven by tokio over `fcan_master::transport` links.
+//! The routing core driven by tokio over `fcan_transport` links.
 //!
 //! One task per link owns its [`Transport`]: it reads frames and hands them to the router
 //! task, and sends what the router task queues for it. The router task owns the
@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use fcan_master::transport::open;
+//! use fcan_transport::open;
 //! use fcan_router::bridge::{Bridge, BridgeOptions};
 //! let up = open("socketcan:can0", None)?;
 //! let downs = vec![open("socketcan:can1", None)?, open("socketcan:can2", None)?];
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use fcan_core::frame::Frame;
-use fcan_master::transport::{Transport, TransportError};
+use fcan_transport::{Transport, TransportError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

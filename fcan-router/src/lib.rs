@@ -27,7 +27,7 @@
 //!   [`Router::counters`] and [`Router::pop_event`]. Usable on a microcontroller bridging
 //!   USB or one FD bus to several buses, and on a PC.
 //! * `bridge` (feature `std`, on by default): the core driven by tokio over
-//!   `fcan_master::transport` links (SocketCAN, simulated buses).
+//!   `fcan_transport` links (SocketCAN, simulated buses).
 //! * the `fcan-router` binary: `fcan-router --uplink socketcan:can0 --downlink
 //!   socketcan:can1 --downlink socketcan:can2`.
 #![cfg_attr(not(feature = "std"), no_std)]

@@ -210,10 +210,11 @@ pub async fn wait_running(m: &Master, ids: &[u8], bound: Duration) -> Duration {
     let start = Instant::now();
     loop {
         let nodes = m.nodes().await.expect("master alive");
-        if ids
-            .iter()
-            .all(|id| nodes.iter().any(|n| n.id == *id && n.phase == "running"))
-        {
+        if ids.iter().all(|id| {
+            nodes
+                .iter()
+                .any(|n| n.id.get() == *id && n.phase == fcan_master::Phase::Running)
+        }) {
             return start.elapsed();
         }
         if start.elapsed() > bound {
@@ -234,7 +235,7 @@ pub async fn wait_running(m: &Master, ids: &[u8], bound: Duration) -> Duration {
 
 /// The master's view of one node.
 pub async fn node_info(m: &Master, id: u8) -> Option<NodeInfo> {
-    m.nodes().await.ok()?.into_iter().find(|n| n.id == id)
+    m.nodes().await.ok()?.into_iter().find(|n| n.id.get() == id)
 }
 
 /// A field of a struct value.
@@ -262,7 +263,7 @@ pub fn num(v: &Value) -> f64 {
 
 /// Parses a value in the CLI's syntax.
 pub fn val(text: &str) -> Value {
-    Value::parse(text).unwrap_or_else(|e| panic!("bad test value `{text}`: {e}"))
+    fcan_cli::parse_value(text).unwrap_or_else(|e| panic!("bad test value `{text}`: {e}"))
 }
 
 /// A raw participant on the bus: sends hand-made master→node configuration messages

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use clap::Parser;
+use fcan_cli::{execute, Cli, CliError, Output};
 use fcan_core::frame::Mtu;
 use fcan_e2e::*;
-use fcan_master::cli::{execute, Cli, CliError, Output};
 use fcan_master::Master;
 
 async fn run(m: &Master, args: &[&str]) -> Result<String, CliError> {

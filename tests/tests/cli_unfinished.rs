@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use clap::Parser;
+use fcan_cli::{execute, Cli, Output};
 use fcan_core::frame::Mtu;
 use fcan_core::hash::HashPrefix;
 use fcan_core::id::{ConfigId, Direction, NodeId};
 use fcan_core::msg::{Announce, ConfigMessage, NodeState};
 use fcan_core::segment::Segmenter;
 use fcan_e2e::*;
-use fcan_master::cli::{execute, Cli, Output};
 use fcan_master::transport::Transport;
 
 async fn unknown_name_while_a_node_is_unprovisioned(mtu: Mtu) {
@@ -42,7 +42,9 @@ async fn unknown_name_while_a_node_is_unprovisioned(mtu: Mtu) {
         node9.send(&f).await.unwrap();
     }
     eventually("node 9 known", Duration::from_millis(100), || async {
-        node_info(&m, 9).await.filter(|n| n.phase != "running")
+        node_info(&m, 9)
+            .await
+            .filter(|n| n.phase != fcan_master::Phase::Running)
     })
     .await;
 

@@ -72,9 +72,9 @@ async fn cold_then_warm(mtu: Mtu) {
         (MD2, "motor_driver2"),
         (IO3, "io_board3"),
     ] {
-        let n = nodes.iter().find(|n| n.id == id).unwrap();
+        let n = nodes.iter().find(|n| n.id.get() == id).unwrap();
         assert_eq!(n.name, name);
-        assert_eq!(n.phase, "running");
+        assert_eq!(n.phase, fcan_master::Phase::Running);
         assert_eq!(n.state, NodeState::Running);
         assert_eq!(n.mode, want_mode);
         assert!(n.frames > 0);
@@ -84,7 +84,7 @@ async fn cold_then_warm(mtu: Mtu) {
     let md1 = w.motor(MD1).with(|f| (f.node.boot_id(), f.node.bus_mode()));
     assert_eq!(md1.1, want_mode);
     assert_eq!(
-        nodes.iter().find(|n| n.id == MD1).unwrap().boot_id,
+        nodes.iter().find(|n| n.id.get() == MD1).unwrap().boot_id,
         md1.0,
         "the master knows this boot"
     );

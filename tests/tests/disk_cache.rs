@@ -37,7 +37,7 @@ async fn a_disk_cache_off_the_task_serves_a_warm_start() {
     wait_running(&master, &[MD1, IO3], Duration::from_secs(10)).await;
     for id in [MD1, IO3] {
         let n = node_info(&master, id).await.unwrap();
-        assert_eq!(n.schema_source, Some("downloaded"));
+        assert_eq!(n.schema_source, Some(fcan_master::SchemaSource::Downloaded));
     }
     // The cache thread writes both blobs.
     let blobs = || {
@@ -62,7 +62,11 @@ async fn a_disk_cache_off_the_task_serves_a_warm_start() {
     wait_running(&master, &[MD1, IO3], Duration::from_secs(10)).await;
     for id in [MD1, IO3] {
         let n = node_info(&master, id).await.unwrap();
-        assert_eq!(n.schema_source, Some("cache"), "node {id}");
+        assert_eq!(
+            n.schema_source,
+            Some(fcan_master::SchemaSource::Cache),
+            "node {id}"
+        );
     }
     assert_eq!(master.status().await.unwrap().stats.schema_bytes_read, 0);
     let _ = std::fs::remove_dir_all(&dir);

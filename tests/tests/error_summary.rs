@@ -58,7 +58,7 @@ async fn healthy_nodes_report_no_errors(mtu: Mtu) {
             "node {id} heard other nodes' traffic: {c:?}"
         );
         assert_eq!(c.error_summary(), 0, "node {id}: {c:?}");
-        let info = nodes.iter().find(|n| n.id == id).unwrap();
+        let info = nodes.iter().find(|n| n.id.get() == id).unwrap();
         assert_eq!(info.errors, 0, "node {id} as the master sees it: {c:?}");
     }
 }

@@ -110,7 +110,7 @@ async fn provisioning_and_traffic_under_foreign_load(mtu: Mtu) {
     for id in [MD1, MD2, IO3] {
         assert_eq!(
             node_info(&m, id).await.unwrap().phase,
-            "running",
+            fcan_master::Phase::Running,
             "node {id}"
         );
     }

@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use clap::Parser;
+use fcan_cli::{describe_event, execute, Cli, CliError, Output};
 use fcan_core::frame::{CanId, Mtu};
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::{ConfigId, Direction, NodeId};
@@ -23,7 +24,6 @@ use fcan_core::ir::Ros;
 use fcan_core::msg::*;
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_e2e::*;
-use fcan_master::cli::{describe_event, execute, Cli, CliError, Output};
 use fcan_master::engine::Event;
 use fcan_master::text::is_unsafe;
 use fcan_master::transport::sim::SimEndpoint;
@@ -206,7 +206,10 @@ async fn node_strings_reach_the_terminal_escaped(mtu: Mtu) {
         let m = &m;
         async move {
             let n = node_info(m, BAD_NODE).await?;
-            n.phase.starts_with("failed").then_some(n.phase)
+            match n.phase {
+                fcan_master::Phase::Failed(reason) => Some(reason),
+                _ => None,
+            }
         }
     })
     .await;
@@ -231,7 +234,10 @@ async fn node_strings_reach_the_terminal_escaped(mtu: Mtu) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let bad = parsed.iter().find(|n| n["id"] == BAD_NODE).unwrap();
-    assert_eq!(bad["phase"].as_str(), Some(phase.as_str()));
+    assert_eq!(
+        bad["phase"].as_str(),
+        Some(format!("failed: {phase}").as_str())
+    );
 
     // `fcan topic info`: the free-text ros type, escaped.
     let list = run(&m, &["topic", "list"]).await.unwrap();

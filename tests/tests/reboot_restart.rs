@@ -35,7 +35,7 @@ async fn node_reboot_restores_params(mtu: Mtu) {
         Duration::from_secs(1),
         || async {
             let n = node_info(&m, MD1).await?;
-            (n.boot_id == new && n.phase == "running").then_some(())
+            (n.boot_id == new && n.phase == fcan_master::Phase::Running).then_some(())
         },
     )
     .await;
@@ -84,7 +84,10 @@ async fn node_reboot_restores_params(mtu: Mtu) {
     .await;
     // The other nodes never noticed.
     for id in [MD2, IO3] {
-        assert_eq!(node_info(&m, id).await.unwrap().phase, "running");
+        assert_eq!(
+            node_info(&m, id).await.unwrap().phase,
+            fcan_master::Phase::Running
+        );
     }
 }
 

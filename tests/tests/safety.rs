@@ -138,7 +138,7 @@ async fn node_id_collision(mtu: Mtu) {
     assert_eq!(w.node_state(MD2), NodeState::Running);
     assert_eq!(second.with(|f| f.node.state()), NodeState::Fault);
     let n = node_info(&m, MD2).await.unwrap();
-    assert_eq!((n.boot_id, n.phase.as_str()), (first, "running"));
+    assert_eq!((n.boot_id, n.phase), (first, fcan_master::Phase::Running));
     m.publish("/motor_driver2/motor0/target", val("{type: 0, value: 0.3}"))
         .await
         .unwrap();
@@ -169,7 +169,10 @@ async fn one_master_per_bus(mtu: Mtu) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     for id in [MD1, MD2, IO3] {
         assert_eq!(w.node_state(id), NodeState::Running);
-        assert_eq!(node_info(&m, id).await.unwrap().phase, "running");
+        assert_eq!(
+            node_info(&m, id).await.unwrap().phase,
+            fcan_master::Phase::Running
+        );
     }
 }
 
@@ -187,11 +190,14 @@ async fn silent_node_offline_and_back(mtu: Mtu) {
 
     switch.trip();
     let (_, took) = eventually("io offline", Duration::from_millis(3200), || async {
-        (node_info(&m, IO3).await?.phase == "offline").then_some(())
+        (node_info(&m, IO3).await?.phase == fcan_master::Phase::Offline).then_some(())
     })
     .await;
     assert!(took >= Duration::from_millis(2000), "{took:?}");
-    assert_eq!(node_info(&m, MD1).await.unwrap().phase, "running");
+    assert_eq!(
+        node_info(&m, MD1).await.unwrap().phase,
+        fcan_master::Phase::Running
+    );
     assert_eq!(w.node_state(IO3), NodeState::Suspended);
 
     switch.recover();

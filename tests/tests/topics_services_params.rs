@@ -244,10 +244,13 @@ async fn service_timeout_and_others_keep_working(mtu: Mtu) {
     assert!(n >= 290, "only {n} feedback samples in {took:?}");
     // The silent node is marked offline after 3 s without a frame.
     eventually("io_board3 offline", Duration::from_millis(3100), || async {
-        (node_info(&m, IO3).await?.phase == "offline").then_some(())
+        (node_info(&m, IO3).await?.phase == fcan_master::Phase::Offline).then_some(())
     })
     .await;
-    assert_eq!(node_info(&m, MD1).await.unwrap().phase, "running");
+    assert_eq!(
+        node_info(&m, MD1).await.unwrap().phase,
+        fcan_master::Phase::Running
+    );
 }
 
 async fn params(mtu: Mtu) {
@@ -414,7 +417,10 @@ async fn node_side_param_checks(mtu: Mtu) {
         0.125
     );
     // The master, which did not send those, is undisturbed.
-    assert_eq!(node_info(&m, MD1).await.unwrap().phase, "running");
+    assert_eq!(
+        node_info(&m, MD1).await.unwrap().phase,
+        fcan_master::Phase::Running
+    );
 }
 
 /// Data frames the master sent in a window: m2s frames use the fast identifier band

@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fcan_cli::Cli;
 use fcan_core::frame::Mtu;
 use fcan_examples::{io_board, motor_driver, run_node};
-use fcan_master::cli::{self, Cli};
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use serde_json::Value as Json;
 
@@ -630,7 +630,7 @@ fn frames_carried(iface: &str) -> u64 {
         .unwrap_or_else(|| panic!("cannot read {p}"))
 }
 
-/// Runs one `fcan` command line in-process as the binary does (`fcan_master::cli::run`:
+/// Runs one `fcan` command line in-process as the binary does (`fcan_cli::run`:
 /// a new master that discovers, runs the command and stops), on the simulated bus.
 async fn fcan_in_process(argv: &[String], bus: &SimBus) -> Run {
     let cli = match Cli::try_parse_from(argv) {
@@ -644,7 +644,7 @@ async fn fcan_in_process(argv: &[String], bus: &SimBus) -> Run {
         }
     };
     let mut out = Vec::new();
-    let r = cli::run_to(cli, Some(bus), &mut out).await;
+    let r = fcan_cli::run_to(cli, Some(bus), &mut out).await;
     Run {
         code: if r.is_ok() { 0 } else { 1 },
         stdout: String::from_utf8_lossy(&out).into_owned(),
@@ -765,7 +765,7 @@ fn readme_quickstart_is_what_the_vm_test_runs() {
         "sudo ip link add dev vcan0 type vcan",
         "sudo ip link set vcan0 mtu 72 && sudo ip link set up vcan0",
         "sudo ip link set vcan0 mtu 16 && sudo ip link set up vcan0",
-        "cargo build --release -p fcan-examples -p fcan-master",
+        "cargo build --release -p fcan-examples -p fcan-cli",
     ] {
         assert!(
             readme[start..].contains(setup),

@@ -42,6 +42,7 @@ pub struct Announcement {
 
 /// Where the master is with a node.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Phase {
     /// Downloading its blob.
     Reading,
@@ -53,6 +54,20 @@ pub enum Phase {
     Failed(String),
     /// Silent for longer than the offline timeout.
     Offline,
+}
+
+impl std::fmt::Display for Phase {
+    /// `reading schema`, `provisioning`, `running`, `offline`, `failed: <reason>` (the
+    /// reason may quote text from the node: escape it before printing to a terminal).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Phase::Reading => f.write_str("reading schema"),
+            Phase::Provisioning => f.write_str("provisioning"),
+            Phase::Running => f.write_str("running"),
+            Phase::Offline => f.write_str("offline"),
+            Phase::Failed(r) => write!(f, "failed: {r}"),
+        }
+    }
 }
 
 /// One step of provisioning or a user command that waits for RESULT.

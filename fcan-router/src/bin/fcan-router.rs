@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use fcan_core::frame::Mtu;
-use fcan_master::transport::sim::SimBus;
-use fcan_master::transport::{open, AnyTransport};
 use fcan_router::bridge::{describe, format_counters, Bridge, BridgeOptions};
 use fcan_router::Link;
+use fcan_transport::sim::SimBus;
+use fcan_transport::{open, AnyTransport};
 
 /// Most downlinks the binary routes.
 const MAX_DOWNLINKS: usize = 16;

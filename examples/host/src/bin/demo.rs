@@ -13,9 +13,9 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use clap::Parser;
+use fcan_cli::{describe_event, execute, Cli, Command, Output, StreamArgs, TopicCmd};
 use fcan_core::frame::Mtu;
 use fcan_examples::{io_board, motor_driver, run_node};
-use fcan_master::cli::{describe_event, execute, Cli, Command, Output, StreamArgs, TopicCmd};
 use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
@@ -116,7 +116,7 @@ async fn live(
         ("motor_driver1.motor1.velocity.kp", "0.05"),
         ("motor_driver1.motor1.velocity.ki", "1.0"),
     ] {
-        master.param_set(name, Value::parse(v)?).await?;
+        master.param_set(name, fcan_cli::parse_value(v)?).await?;
     }
     let mut fb0 = master.subscribe("/motor_driver1/motor0/feedback").await?;
     let mut fb1 = master.subscribe("/motor_driver1/motor1/feedback").await?;
@@ -140,14 +140,14 @@ async fn live(
         master
             .publish(
                 "/motor_driver1/motor0/target",
-                Value::parse(&format!("{{type: 2, value: {target}}}"))?,
+                fcan_cli::parse_value(&format!("{{type: 2, value: {target}}}"))?,
             )
             .await?;
         let v1 = if t < seconds / 2.0 { 10.0 } else { -5.0 };
         master
             .publish(
                 "/motor_driver1/motor1/target",
-                Value::parse(&format!("{{type: 1, value: {v1}}}"))?,
+                fcan_cli::parse_value(&format!("{{type: 1, value: {v1}}}"))?,
             )
             .await?;
         while let Ok(s) = fb0.try_recv() {

@@ -36,7 +36,9 @@ async fn running(m: &Master) -> Duration {
     let t0 = Instant::now();
     loop {
         let n = m.nodes().await.expect("master");
-        if n.iter().any(|n| n.id == NODE && n.phase == "running") {
+        if n.iter()
+            .any(|n| n.id.get() == NODE && n.phase == fcan_master::Phase::Running)
+        {
             return t0.elapsed();
         }
         assert!(t0.elapsed() < Duration::from_secs(10), "not provisioned");

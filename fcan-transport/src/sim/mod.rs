@@ -2,7 +2,7 @@
 //!
 //! ```
 //! use fcan_core::frame::{CanId, Frame, Mtu};
-//! use fcan_master::transport::{sim::SimBus, Transport};
+//! use fcan_transport::{sim::SimBus, Transport};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {

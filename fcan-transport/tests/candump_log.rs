@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Frame, Mtu, FD_LENGTHS};
-use fcan_master::transport::candump::{
+use fcan_transport::candump::{
     format_line, parse_line, parse_log, CandumpReader, CandumpWriter, LogEntry, LogRecord,
 };
-use fcan_master::transport::recorder::Recorder;
-use fcan_master::transport::replay::{Pacing, ReplayOptions, ReplayTransport};
-use fcan_master::transport::sim::{SimBus, SimConfig};
-use fcan_master::transport::{BusErrorKind, Transport, TransportError};
+use fcan_transport::recorder::Recorder;
+use fcan_transport::replay::{Pacing, ReplayOptions, ReplayTransport};
+use fcan_transport::sim::{SimBus, SimConfig};
+use fcan_transport::{BusErrorKind, Transport, TransportError};
 use proptest::prelude::*;
 
 fn arb_id() -> impl Strategy<Value = CanId> {

@@ -1,7 +1,7 @@
-//! Links to a CAN bus: the [`Transport`] trait and its implementations.
+//! Links to a CAN bus for fcan's PC side: the [`Transport`] trait and its implementations.
 //!
-//! The master's engine talks to the bus only through [`Transport`], so the same engine
-//! runs on
+//! The master's engine (`fcan-master`) and the router's bridge (`fcan-router`) talk to a
+//! bus only through [`Transport`], so the same code runs on
 //!
 //! * real hardware or `vcan` through Linux SocketCAN ([`socketcan::SocketCanTransport`],
 //!   Linux only),
@@ -33,6 +33,9 @@
 //! | `candump.rs` | `candump -L` log format: writer and reader |
 //! | `replay.rs` | a transport that plays a candump log |
 //! | `recorder.rs` | a wrapper that logs all traffic in candump format |
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use core::future::Future;
 use std::time::Instant;

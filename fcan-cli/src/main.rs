@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use fcan_master::cli::{run, Cli};
+use fcan_cli::{run, Cli};
 use fcan_master::text::Untrusted;
 
 #[tokio::main(flavor = "current_thread")]

@@ -6,11 +6,10 @@
 //!                                 └── B (classic): n3
 //! ```
 
-mod common;
+mod scripted_node;
 
 use std::time::Duration;
 
-use common::*;
 use fcan_core::frame::{Frame, Mtu};
 use fcan_core::id::NodeId;
 use fcan_core::msg::{BusMode, DataDirection};
@@ -20,6 +19,7 @@ use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
 use fcan_router::bridge::{Bridge, BridgeOptions, LinkEvent};
 use fcan_router::{DropReason, Event, Link};
+use scripted_node::*;
 
 struct Net {
     up: SimBus,
@@ -106,7 +106,7 @@ async fn master_sees_one_bus_and_each_downlink_keeps_its_traffic() {
         .await
         .expect("all three nodes running");
     assert_eq!(nodes.len(), 3);
-    let mode = |id: u8| nodes.iter().find(|n| n.id == id).unwrap().mode;
+    let mode = |id: u8| nodes.iter().find(|n| n.id.get() == id).unwrap().mode;
     assert_eq!(mode(1), BusMode::FdBrs);
     assert_eq!(mode(3), BusMode::Classic, "n3 is on a classic downlink");
     for n in [&n1, &n2, &n3] {
@@ -314,8 +314,8 @@ async fn a_node_moved_to_another_downlink_recovers() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let nodes = master.nodes().await.unwrap();
-        let n = nodes.iter().find(|n| n.id == 4).unwrap();
-        if n.boot_id == 0x4445 && n.phase == "running" {
+        let n = nodes.iter().find(|n| n.id.get() == 4).unwrap();
+        if n.boot_id == 0x4445 && n.phase == fcan_master::Phase::Running {
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "n4 not back: {n:?}");

@@ -54,8 +54,8 @@ const LOC_CRC_DEL: u8 = 0x18;
 /// bare counter reports).
 ///
 /// ```
-/// use fcan_master::transport::error_frame::{class, classify};
-/// use fcan_master::transport::TransportError;
+/// use fcan_transport::error_frame::{class, classify};
+/// use fcan_transport::TransportError;
 /// assert!(matches!(classify(class::BUSOFF | class::CRTL, &[0; 8]), Some(TransportError::BusOff)));
 /// assert!(classify(class::LOSTARB, &[0; 8]).is_none());
 /// ```
@@ -112,8 +112,8 @@ pub fn classify(class: u32, data: &[u8]) -> Option<TransportError> {
 /// recorder can log bus events in candump format. `None` for errors that are no bus event.
 ///
 /// ```
-/// use fcan_master::transport::error_frame::{class, classify, to_error_frame};
-/// use fcan_master::transport::{BusErrorKind, TransportError};
+/// use fcan_transport::error_frame::{class, classify, to_error_frame};
+/// use fcan_transport::{BusErrorKind, TransportError};
 /// let (c, d) = to_error_frame(&TransportError::BusError(BusErrorKind::Crc)).unwrap();
 /// assert_eq!(c, class::PROT);
 /// assert!(matches!(classify(c, &d), Some(TransportError::BusError(BusErrorKind::Crc))));

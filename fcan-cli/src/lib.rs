@@ -1,6 +1,14 @@
 //! The `fcan` command line, as a library: [`run`] is the binary; [`execute`] runs one
 //! command against a [`Master`] that is already running (the demo uses it with its
 //! simulated nodes attached).
+//!
+//! The CLI is its own crate so that a program using `fcan-master` as a library compiles
+//! neither clap nor a YAML parser.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod value_text;
+pub use value_text::parse_value;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -10,13 +18,14 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use fcan_core::msg::DataDirection;
 
-use crate::cache::{BlobStore, DiskStore, MemoryStore};
-use crate::engine::Event;
-use crate::master::{Master, MasterError, MasterOptions};
-use crate::registry::Registry;
-use crate::text::{json_safe, Untrusted};
-use crate::transport::sim::SimBus;
-use crate::value::{unpack_param, Value};
+use fcan_master::cache::{BlobStore, DiskStore, MemoryStore};
+use fcan_master::engine::Event;
+use fcan_master::master::{Master, MasterError, MasterOptions};
+use fcan_master::registry::Registry;
+use fcan_master::text::{json_safe, Untrusted};
+use fcan_master::transport::sim::SimBus;
+use fcan_master::value::{unpack_param, Value};
+use fcan_master::Phase;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -239,7 +248,7 @@ pub async fn run(cli: Cli, sim: Option<&SimBus>) -> Result<(), CliError> {
 /// [`run`], writing the command's output to `out` (for tests that run `fcan` command
 /// lines in-process).
 pub async fn run_to(cli: Cli, sim: Option<&SimBus>, out: &mut dyn Write) -> Result<(), CliError> {
-    let transport = crate::transport::open(&cli.bus, sim).map_err(MasterError::from)?;
+    let transport = fcan_master::transport::open(&cli.bus, sim).map_err(MasterError::from)?;
     let store: Box<dyn BlobStore> = if cli.no_cache {
         Box::new(MemoryStore::new())
     } else {
@@ -268,7 +277,7 @@ pub async fn settle(master: &Master, wait: Duration) -> Result<(), CliError> {
         let nodes = master.nodes().await?;
         let busy = nodes
             .iter()
-            .any(|n| n.phase == "reading schema" || n.phase == "provisioning");
+            .any(|n| matches!(n.phase, Phase::Reading | Phase::Provisioning));
         if (!busy && start.elapsed() >= wait) || start.elapsed() >= wait * 3 {
             return Ok(());
         }
@@ -324,13 +333,13 @@ pub async fn execute(
 /// A name that is not among the running nodes' topics, services or parameters. While a
 /// node has announced but is not running, the name may well be one of its own: say what
 /// did not happen instead of claiming the name does not exist.
-async fn not_found(master: &Master, unknown: crate::registry::UnknownName) -> CliError {
+async fn not_found(master: &Master, unknown: fcan_master::registry::UnknownName) -> CliError {
     let Ok(nodes) = master.nodes().await else {
         return MasterError::Unknown(unknown).into();
     };
     let unfinished: Vec<String> = nodes
         .iter()
-        .filter(|n| n.phase != "running")
+        .filter(|n| n.phase != Phase::Running)
         .map(|n| {
             format!(
                 "node {} ({:?}) announced but provisioning did not finish: {} (node state {:?})",
@@ -363,8 +372,8 @@ async fn execute_command(
                 for n in nodes {
                     json_line(
                         out,
-                        serde_json::json!({"id": n.id, "name": n.name, "phase": n.phase, "state": format!("{:?}", n.state),
-                            "boot_id": n.boot_id, "mode": format!("{:?}", n.mode), "frames": n.frames, "errors": n.errors, "schema": n.digest, "schema_source": n.schema_source}),
+                        serde_json::json!({"id": n.id.get(), "name": n.name, "phase": n.phase.to_string(), "state": format!("{:?}", n.state),
+                            "boot_id": n.boot_id, "mode": format!("{:?}", n.mode), "frames": n.frames, "errors": n.errors, "schema": n.digest.map(|d| d.to_string()), "schema_source": n.schema_source.map(|s| s.as_str())}),
                     )?;
                 }
             } else {
@@ -376,8 +385,7 @@ async fn execute_command(
                 for n in nodes {
                     let mut digest = n
                         .digest
-                        .as_deref()
-                        .map_or("-".to_string(), |d| d[..16].to_string());
+                        .map_or("-".to_string(), |d| d.to_string()[..16].to_string());
                     if let Some(source) = n.schema_source {
                         digest.push_str(&format!(" ({source})"));
                     }
@@ -387,7 +395,7 @@ async fn execute_command(
                         n.id,
                         Untrusted(&n.name),
                         format!("{:?}", n.state),
-                        Untrusted(&n.phase),
+                        Untrusted(&n.phase.to_string()),
                         format!("{:?}", n.mode),
                         n.frames,
                         n.errors
@@ -402,7 +410,7 @@ async fn execute_command(
             let nodes = master.nodes().await?;
             let n = nodes
                 .iter()
-                .find(|n| n.name == *node || node.parse::<u8>().ok() == Some(n.id))
+                .find(|n| n.name == *node || node.parse::<u8>().ok() == Some(n.id.get()))
                 .ok_or_else(|| {
                     let names: Vec<String> = nodes
                         .iter()
@@ -478,7 +486,7 @@ async fn topic(
         }
         TopicCmd::Echo { name, stream } => {
             // Times count from the request: samples can arrive before `subscribe` returns.
-            let start = crate::transport::now();
+            let start = fcan_master::transport::now();
             let mut sub = master.subscribe(name).await?;
             let end = deadline(stream);
             let mut n = 0u64;
@@ -517,7 +525,7 @@ async fn topic(
             count,
             rate,
         } => {
-            let v = Value::parse(value).map_err(MasterError::from)?;
+            let v = parse_value(value).map_err(MasterError::from)?;
             let period = Duration::from_secs_f64(1.0 / rate.max(0.001));
             let mut tick = tokio::time::interval(period);
             for _ in 0..*count {
@@ -606,7 +614,7 @@ async fn service(
             }
         }
         ServiceCmd::Call { name, value } => {
-            let v = Value::parse(value).map_err(MasterError::from)?;
+            let v = parse_value(value).map_err(MasterError::from)?;
             let resp = master.call(name, v).await?;
             if o.json {
                 json_line(
@@ -662,7 +670,7 @@ async fn param(
             }
         }
         ParamCmd::Set { name, value } => {
-            let v = Value::parse(value).map_err(MasterError::from)?;
+            let v = parse_value(value).map_err(MasterError::from)?;
             master.param_set(name, v.clone()).await?;
             if o.json {
                 json_line(
@@ -699,7 +707,7 @@ async fn param(
             let mut failed = 0;
             for (name, v) in map {
                 let text = serde_yaml_ng::to_string(&v).unwrap_or_default();
-                let r = match Value::parse(text.trim()) {
+                let r = match parse_value(text.trim()) {
                     Ok(v) => master.param_set(&name, v).await.map_err(CliError::from),
                     Err(e) => Err(CliError::Master(MasterError::Value(e))),
                 };
@@ -757,7 +765,7 @@ async fn monitor(
                 .collect();
             json_line(
                 out,
-                serde_json::json!({"nodes": now.nodes.iter().map(|n| serde_json::json!({"id": n.id, "name": n.name, "phase": n.phase, "errors": n.errors})).collect::<Vec<_>>(),
+                serde_json::json!({"nodes": now.nodes.iter().map(|n| serde_json::json!({"id": n.id.get(), "name": n.name, "phase": n.phase.to_string(), "errors": n.errors})).collect::<Vec<_>>(),
                 "rates_hz": rates, "bus_load": (now.bus_busy.saturating_sub(last.bus_busy)).as_secs_f64() / dt, "rx_frames": now.stats.rx_frames, "tx_frames": now.stats.tx_frames}),
             )?;
         } else {
@@ -779,7 +787,7 @@ async fn monitor(
                     "{:>3}  {:<20} {:<16} {:<8} {:>6}",
                     node.id,
                     Untrusted(&node.name),
-                    Untrusted(&node.phase),
+                    Untrusted(&node.phase.to_string()),
                     format!("{:?}", node.mode),
                     node.errors
                 )?;
@@ -914,6 +922,6 @@ pub fn render_schema(s: &fcan_core::ir::Schema, digest: &str) -> String {
 }
 
 /// Reads a parameter's packed value into a [`Value`] (for callers holding raw bytes).
-pub fn param_value(p: &crate::registry::ParamInfo, bytes: &[u8]) -> Option<Value> {
+pub fn param_value(p: &fcan_master::registry::ParamInfo, bytes: &[u8]) -> Option<Value> {
     unpack_param(p.decl.ty, p.decl.len, bytes).ok()
 }

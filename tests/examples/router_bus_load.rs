@@ -5,19 +5,19 @@
 //! * shared: master and the four nodes on one bus;
 //! * routed: master on the uplink, nodes 1–2 on downlink A, nodes 3–4 on downlink B.
 //!
-//! `cargo run --release -p fcan-router --example bus_load [classic|fd]`
+//! `cargo run --release -p fcan-e2e --example router_bus_load [classic|fd]`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/scripted_node/mod.rs"]
+mod scripted_node;
 
 use std::time::Duration;
 
-use common::*;
 use fcan_core::frame::Mtu;
 use fcan_master::transport::sim::SimBus;
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
 use fcan_router::bridge::{Bridge, BridgeOptions};
+use scripted_node::*;
 
 const NODES: u8 = 4;
 const WARMUP: Duration = Duration::from_secs(10);

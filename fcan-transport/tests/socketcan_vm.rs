@@ -1,7 +1,7 @@
 //! SocketCAN against a real kernel: run inside the VM.
 //!
 //! ```text
-//! cargo test -p fcan-master --test socketcan_vm --no-run     # prints the binary's path
+//! cargo test -p fcan-transport --test socketcan_vm --no-run     # prints the binary's path
 //! ../shared/tools/run-in-vm.sh --env FCAN_VM=1 --with candump BINARY --test-threads=1 --nocapture
 //! ../shared/tools/run-in-vm.sh --env FCAN_VM=1 --mtu 16 --with candump BINARY --test-threads=1 --nocapture
 //! ```
@@ -15,9 +15,9 @@
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Frame, Mtu};
-use fcan_master::transport::candump::{format_line, parse_line, LogEntry};
-use fcan_master::transport::socketcan::SocketCanTransport;
-use fcan_master::transport::{open, AnyTransport, Transport, TransportError};
+use fcan_transport::candump::{format_line, parse_line, LogEntry};
+use fcan_transport::socketcan::SocketCanTransport;
+use fcan_transport::{open, AnyTransport, Transport, TransportError};
 
 fn vm() -> bool {
     if std::env::var("FCAN_VM").as_deref() == Ok("1") {
@@ -183,9 +183,7 @@ async fn spec_string_opens_socketcan() {
     assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), f);
 }
 
-async fn next(
-    t: &mut SocketCanTransport,
-) -> Result<fcan_master::transport::Received, TransportError> {
+async fn next(t: &mut SocketCanTransport) -> Result<fcan_transport::Received, TransportError> {
     tokio::time::timeout(Duration::from_millis(1000), t.recv())
         .await
         .expect("an event in time")
@@ -213,14 +211,13 @@ async fn error_frames_come_out_as_bus_events() {
     assert!(matches!(
         next(&mut t).await,
         Err(TransportError::BusError(
-            fcan_master::transport::BusErrorKind::NoAck
+            fcan_transport::BusErrorKind::NoAck
         ))
     ));
     assert!(matches!(next(&mut t).await, Err(TransportError::Restarted)));
     // and the transport still works
     let f = Frame::classic(CanId::Standard(1), &[1]).unwrap();
-    let Ok(socketcan::CanAnyFrame::Normal(d)) = fcan_master::transport::socketcan::to_socketcan(&f)
-    else {
+    let Ok(socketcan::CanAnyFrame::Normal(d)) = fcan_transport::socketcan::to_socketcan(&f) else {
         panic!("a classical frame converts to a data frame")
     };
     raw.write_frame(&CanFrame::Data(d)).unwrap();

@@ -60,7 +60,7 @@ impl BitRates {
     /// Time on the wire of `bits`, rounded up to the nanosecond.
     ///
     /// ```
-    /// use fcan_master::transport::sim::{BitRates, FrameBits};
+    /// use fcan_transport::sim::{BitRates, FrameBits};
     /// let r = BitRates::default();
     /// let b = FrameBits { nominal: 30, data: 549, stuff: 0 };
     /// assert_eq!(r.duration(b).as_nanos(), 30_000 + 109_800);
@@ -126,7 +126,7 @@ impl Bits {
 /// CRC-15/CAN (polynomial 0x4599, initial value 0) over a bit sequence.
 ///
 /// ```
-/// use fcan_master::transport::sim::crc15;
+/// use fcan_transport::sim::crc15;
 /// // The CRC catalogue's check value: CRC-15/CAN of ASCII "123456789".
 /// let bits: Vec<bool> = b"123456789".iter()
 ///     .flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1 == 1)).collect();
@@ -175,7 +175,7 @@ fn count_stuff(bits: &[bool], split: usize, stuff_at_end: bool) -> (u32, u32) {
 ///
 /// ```
 /// use fcan_core::frame::{CanId, Frame};
-/// use fcan_master::transport::sim::frame_bits;
+/// use fcan_transport::sim::frame_bits;
 /// // Classical, standard ID 0, 8 zero bytes: 98 raw bits + 16 stuff bits + 13 trailer.
 /// let f = Frame::classic(CanId::Standard(0), &[0; 8]).unwrap();
 /// assert_eq!(frame_bits(&f).total(), 127);

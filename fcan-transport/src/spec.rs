@@ -32,7 +32,7 @@ pub enum AnyTransport {
 /// attach to. Call inside a tokio runtime.
 ///
 /// ```
-/// use fcan_master::transport::{open, TransportError};
+/// use fcan_transport::{open, TransportError};
 /// let err = open("can0", None).unwrap_err();
 /// assert!(matches!(err, TransportError::InvalidSpec { .. }));
 /// assert!(err.to_string().contains("socketcan:IFACE"));

@@ -113,7 +113,7 @@ impl TransportError {
     /// Whether this is a bus event (the link stays usable) rather than a link failure.
     ///
     /// ```
-    /// use fcan_master::transport::{BusErrorKind, TransportError};
+    /// use fcan_transport::{BusErrorKind, TransportError};
     /// assert!(TransportError::BusOff.is_bus_event());
     /// assert!(TransportError::BusError(BusErrorKind::Crc).is_bus_event());
     /// assert!(!TransportError::Closed.is_bus_event());

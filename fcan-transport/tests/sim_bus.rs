@@ -5,10 +5,8 @@
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Frame, Mtu};
-use fcan_master::transport::sim::{
-    frame_bits, BitRates, EndpointConfig, Outcome, SimBus, SimConfig,
-};
-use fcan_master::transport::{BusErrorKind, Transport, TransportError};
+use fcan_transport::sim::{frame_bits, BitRates, EndpointConfig, Outcome, SimBus, SimConfig};
+use fcan_transport::{BusErrorKind, Transport, TransportError};
 
 fn classic(id: CanId, data: &[u8]) -> Frame {
     Frame::classic(id, data).unwrap()
@@ -182,7 +180,7 @@ async fn delivery_time_is_the_frame_time() {
     let mut a = bus.endpoint(Mtu::Fd);
     let mut b = bus.endpoint(Mtu::Fd);
     tokio::time::advance(Duration::from_millis(3)).await;
-    let t0 = fcan_master::transport::now();
+    let t0 = fcan_transport::now();
     let f = Frame::fd(CanId::Standard(0x123), &[0x55; 64]).unwrap();
     a.send(&f).await.unwrap();
     let r = b.recv().await.unwrap();
@@ -190,7 +188,7 @@ async fn delivery_time_is_the_frame_time() {
     assert_eq!(r.at - t0, us(139.8));
     // The receiver wakes on tokio's timer (millisecond resolution): not before the frame
     // ended, while `at` carries the exact end.
-    assert!(fcan_master::transport::now() - t0 >= us(139.8));
+    assert!(fcan_transport::now() - t0 >= us(139.8));
 }
 
 #[tokio::test(start_paused = true)]

@@ -79,7 +79,7 @@ pub struct ParseError {
 ///
 /// ```
 /// use fcan_core::frame::{CanId, Frame};
-/// use fcan_master::transport::candump::format_frame;
+/// use fcan_transport::candump::format_frame;
 /// let f = Frame::classic(CanId::Extended(0x1234_5678), &[0xDE, 0xAD]).unwrap();
 /// assert_eq!(format_frame(&f, true), "12345678#DEAD");
 /// let f = Frame::fd(CanId::Standard(0x123), &[0xBE, 0xEF]).unwrap();
@@ -119,7 +119,7 @@ fn push_hex(s: &mut String, data: &[u8]) {
 /// ```
 /// use std::time::Duration;
 /// use fcan_core::frame::{CanId, Frame};
-/// use fcan_master::transport::candump::{format_line, LogEntry};
+/// use fcan_transport::candump::{format_line, LogEntry};
 /// let f = Frame::classic(CanId::Standard(0x123), &[0xDE, 0xAD, 0xBE, 0xEF]).unwrap();
 /// let t = Duration::new(1_700_000_000, 123_456_789);
 /// assert_eq!(format_line(t, "vcan0", &LogEntry::Frame(f), true),
@@ -281,7 +281,7 @@ impl<R: BufRead> Iterator for CandumpReader<R> {
 /// Parses a whole log; the first malformed line is the error.
 ///
 /// ```
-/// use fcan_master::transport::candump::parse_log;
+/// use fcan_transport::candump::parse_log;
 /// let log = "(1.000001) vcan0 123#01\n\n(1.000002) vcan0 123#XYZ\n";
 /// let err = parse_log(log).unwrap_err();
 /// assert_eq!(err.line, 3);

@@ -6,17 +6,17 @@
 //! (`run-in-vm.sh --env FCAN_VM=1 --with target/…/fcan-router <this test binary>`), which
 //! puts the router binary on `PATH`. Elsewhere it prints "skipped" and passes.
 
-mod common;
+mod scripted_node;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
 use fcan_core::frame::Mtu;
 use fcan_master::transport::{open, Transport};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
+use scripted_node::*;
 
 fn signal(pid: u32, sig: i32) {
     // SAFETY: kill(2) with a pid we spawned; no memory is involved.

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Frame, Mtu};
-use fcan_master::transport::fault::{CorruptMode, FaultConfig, FaultInjector, FaultStats};
-use fcan_master::transport::sim::{EndpointConfig, SimBus, SimConfig, SimEndpoint};
-use fcan_master::transport::{BusErrorKind, Received, Transport, TransportError};
+use fcan_transport::fault::{CorruptMode, FaultConfig, FaultInjector, FaultStats};
+use fcan_transport::sim::{EndpointConfig, SimBus, SimConfig, SimEndpoint};
+use fcan_transport::{BusErrorKind, Received, Transport, TransportError};
 
 const N: usize = 1000;
 
@@ -172,7 +172,7 @@ async fn delayed_frames_are_overtaken() {
         ..Default::default()
     };
     let mut node = FaultInjector::new(bus.endpoint(Mtu::Fd), cfg, 11);
-    let t0 = fcan_master::transport::now();
+    let t0 = fcan_transport::now();
     // one frame per millisecond
     let sending = async {
         for i in 0..100 {

@@ -34,7 +34,7 @@ use std::time::Duration;
 use fcan_core::frame::{Frame, Mtu};
 
 use super::bittime::{fd_rejected_bits, frame_bits, BitRates, FrameBits};
-use crate::transport::{BusErrorKind, TransportError};
+use crate::{BusErrorKind, TransportError};
 
 /// Identifies an endpoint attached to one bus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -235,8 +235,8 @@ impl BusModel {
             .get_mut(sender.0)
             .filter(|e| e.attached)
             .ok_or(TransportError::Closed)?;
-        crate::transport::check_id(&frame)?;
-        crate::transport::check_mtu(&ep.name, ep.mtu, &frame)?;
+        crate::check_id(&frame)?;
+        crate::check_mtu(&ep.name, ep.mtu, &frame)?;
         if ep.queued >= ep.tx_queue_len {
             return Err(TransportError::TxQueueFull);
         }
