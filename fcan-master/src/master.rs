@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use fcan_master::{Master, MasterOptions};
+//! use fcan_master::{value::Value, Master, MasterOptions};
 //! let bus = fcan_master::transport::open("socketcan:can0", None)?;
 //! let master = Master::start(bus, MasterOptions::default()).await?;
 //! master.wait_for_nodes(1, std::time::Duration::from_secs(3)).await?;
@@ -11,7 +11,7 @@
 //! if let Some(sample) = sub.recv().await {
 //!     println!("{} = {}", sample.name, sample.value);
 //! }
-//! master.param_set("md3.motor0.velocity.kp", "0.5".parse()?).await?;
+//! master.param_set("md3.motor0.velocity.kp", Value::Float(0.5)).await?;
 //! # Ok(()) }
 //! ```
 
