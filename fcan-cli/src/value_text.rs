@@ -60,7 +60,7 @@ fn from_yaml(y: &serde_yaml_ng::Value) -> Result<Value, ValueError> {
         Y::String(s) => {
             return Err(err(
                 "(value)",
-                format!("strings are not a value type: {s:?}"),
+                format!("strings are not a value type: `{s}`"),
             ))
         }
         Y::Null => return Err(err("(value)", "null is not a value")),

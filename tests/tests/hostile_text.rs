@@ -250,12 +250,31 @@ async fn node_strings_reach_the_terminal_escaped(mtu: Mtu) {
     let info = run(&m, &["topic", "info", topic]).await.unwrap();
     assert_inert("topic info", &info);
     assert!(info.contains("ros type:  std_msgs/\\u{1b}[2J"), "{info}");
+    // `--json`: the same text inert, and the node's string once parsed.
+    let info = run(&m, &["topic", "info", topic, "--json"]).await.unwrap();
+    assert_inert("topic info --json", &info);
+    let parsed: serde_json::Value = serde_json::from_str(info.trim()).unwrap();
+    assert_eq!(
+        parsed["ros_type"].as_str(),
+        Some(format!("std_msgs/{HOSTILE}").as_str())
+    );
 
     // `fcan schema show` and the monitor's event line.
     let show = run(&m, &["schema", "show", &ROS_NODE.to_string()])
         .await
         .unwrap();
     assert_inert("schema show", &show);
+    let show = run(&m, &["schema", "show", &ROS_NODE.to_string(), "--json"])
+        .await
+        .unwrap();
+    assert_inert("schema show --json", &show);
+    let mon = run(
+        &m,
+        &["monitor", "-n", "1", "--interval-ms", "100", "--json"],
+    )
+    .await
+    .unwrap();
+    assert_inert("monitor --json", &mon);
     let line = describe_event(&Event::Failed {
         node: BAD_NODE,
         reason: phase.clone(),

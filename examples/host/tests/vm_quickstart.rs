@@ -13,7 +13,7 @@
 //! spawns the example nodes and runs every `fcan` command as separate processes, exactly
 //! as a user types them (binaries found on `PATH`, or in `$FCAN_BIN_DIR`), and checks
 //! their exit codes and output. It adapts to the interface: at MTU 72 (CAN FD) the nodes
-//! run in an FD mode, at MTU 16 in `Classic`.
+//! run in an FD mode, at MTU 16 in `classic`.
 //!
 //! The only difference from the README: the schema cache lives in a fresh temporary
 //! directory (`FCAN_CACHE_DIR`, the default of `--cache-dir`), so the first command is a
@@ -262,9 +262,9 @@ fn table_rows(stdout: &str) -> Vec<Vec<String>> {
 
 fn mode_ok(ctx: &Ctx, mode: &str) -> bool {
     if ctx.fd {
-        mode == "Fd" || mode == "FdBrs"
+        mode == "fd" || mode == "fd_brs"
     } else {
-        mode == "Classic"
+        mode == "classic"
     }
 }
 
@@ -280,7 +280,7 @@ fn check_nodes_cold(ctx: &mut Ctx, r: &Run) {
         assert_eq!(row.len(), 9, "unexpected row: {row:?}");
         assert_eq!(row[0], id.to_string(), "{row:?}");
         assert_eq!(row[1], *name, "{row:?}");
-        assert_eq!(row[2], "Running", "{row:?}");
+        assert_eq!(row[2], "running", "{row:?}");
         assert_eq!(row[3], "running", "{row:?}");
         assert!(mode_ok(ctx, &row[4]), "mode {} at fd={}", row[4], ctx.fd);
         assert!(row[5].parse::<u32>().unwrap_or(0) > 0, "no frames: {row:?}");
@@ -395,7 +395,7 @@ fn check_nodes_warm(ctx: &mut Ctx, r: &Run) {
     for ((id, name), n) in NODES.iter().zip(&lines) {
         assert_eq!(n["id"], *id, "{n}");
         assert_eq!(n["name"], *name, "{n}");
-        assert_eq!(n["state"], "Running", "{n}");
+        assert_eq!(n["state"], "running", "{n}");
         assert_eq!(n["phase"], "running", "{n}");
         assert!(mode_ok(ctx, n["mode"].as_str().unwrap_or("")), "{n}");
         // A warm start: the schema came from the cache, nothing was downloaded.

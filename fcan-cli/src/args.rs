@@ -1,0 +1,264 @@
+//! What the user typed: the clap structures of every `fcan` command and their help text.
+//!
+//! Every subcommand's help carries an example, and every number it takes names its unit
+//! in its value name (`<SECONDS>`, `<MS>`, `<HZ>`, `<N>`), so `fcan topic pub --help` says
+//! how to use it without the README.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Examples:
+  fcan --bus socketcan:can0 nodes
+  fcan --bus socketcan:can0 topic echo /md3/motor0/feedback --count 5
+  fcan --bus socketcan:can0 topic pub /md3/motor0/target '{type: 1, value: 2.5}'
+  fcan --bus socketcan:can0 service call /md3/motor0/reset_encoder '{offset: false, value: 0}'
+  fcan --bus socketcan:can0 param set md3.motor0.velocity.kp 0.8
+  fcan --bus socketcan:can0 monitor
+
+Values are JSON or YAML flow syntax. Names: topics and services /<node>/<ns>/<name>,
+parameters <node>.<ns>.<param>. `--json` prints one JSON object per line (docs/cli.md
+lists the fields of each command).";
+
+/// `fcan`: talk to fcan nodes on a CAN or CAN FD bus.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "fcan", version, about = "Talk to fcan nodes on a CAN or CAN FD bus: discovery, topics, services, parameters.", after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The bus: `socketcan:IFACE` (FD when the interface MTU is 72), or `sim` (only
+    /// meaningful inside the demo, which attaches simulated nodes).
+    #[arg(
+        long,
+        global = true,
+        default_value = "socketcan:can0",
+        env = "FCAN_BUS"
+    )]
+    pub bus: String,
+    /// Output one JSON object per line, for scripts (fields: docs/cli.md).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Where downloaded schema blobs are cached (default: $XDG_CACHE_HOME/fcan/blobs).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not use the on-disk schema cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+    /// How long to wait for nodes to be discovered and provisioned, in milliseconds.
+    #[arg(long, global = true, default_value_t = 2000, value_name = "MS")]
+    pub discover_ms: u64,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One `fcan` command.
+#[derive(Subcommand, Debug, Clone)]
+pub enum Command {
+    /// List the nodes: id, name, state, bus mode, frames, errors, schema.
+    #[command(after_help = "Example: fcan nodes --json")]
+    Nodes,
+    /// Topics: list, info, echo, pub, hz.
+    #[command(
+        subcommand,
+        after_help = "Example: fcan topic echo /md3/motor0/feedback --count 10"
+    )]
+    Topic(TopicCmd),
+    /// Services: list, call.
+    #[command(
+        subcommand,
+        after_help = "Example: fcan service call /io1/out0/set '{on: true}'"
+    )]
+    Service(ServiceCmd),
+    /// Parameters: list, get, set, dump, load.
+    #[command(
+        subcommand,
+        after_help = "Example: fcan param set md3.motor0.velocity.kp 0.8"
+    )]
+    Param(ParamCmd),
+    /// Schemas: show a node's schema as the master decoded it.
+    #[command(subcommand, after_help = "Example: fcan schema show md3")]
+    Schema(SchemaCmd),
+    /// A refreshing view of nodes, topic rates (messages per second) and bus counters.
+    #[command(after_help = "Example: fcan monitor --interval-ms 500 --count 10")]
+    Monitor(MonitorArgs),
+}
+
+/// Limits for commands that stream.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StreamArgs {
+    /// Stop after this many messages.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after this many seconds (fractions allowed: 0.5).
+    #[arg(long, short = 't', value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+}
+
+/// `fcan topic …`
+#[derive(Subcommand, Debug, Clone)]
+pub enum TopicCmd {
+    /// List topics with direction, rate and fields.
+    #[command(after_help = "Example: fcan topic list --json")]
+    List,
+    /// Show a topic's direction, rate, size in bytes, and fields with their types.
+    #[command(after_help = "Example: fcan topic info /md3/motor0/feedback")]
+    Info {
+        /// Topic name, e.g. /md3/motor0/feedback.
+        name: String,
+    },
+    /// Print a topic's values as they arrive, with the time in seconds since the command
+    /// started.
+    #[command(after_help = "Example: fcan topic echo /md3/motor0/feedback --count 10")]
+    Echo {
+        /// Topic name.
+        name: String,
+        /// Limits.
+        #[command(flatten)]
+        stream: StreamArgs,
+    },
+    /// Publish a value to an m2s topic.
+    #[command(
+        after_help = "Example: fcan topic pub /md3/motor0/target '{type: 1, value: 2.5}' --rate 100 --count 500\n(500 publications at 100 Hz: 5 seconds)"
+    )]
+    Pub {
+        /// Topic name.
+        name: String,
+        /// The value (JSON or YAML flow syntax).
+        value: String,
+        /// Publish this many times (default once).
+        #[arg(long, short = 'n', default_value_t = 1, value_name = "N")]
+        count: u64,
+        /// Publications per second (Hz) when publishing more than once.
+        #[arg(long, default_value_t = 10.0, value_name = "HZ")]
+        rate: f64,
+    },
+    /// Measure a topic's rate in messages per second (Hz) and the gaps between them.
+    #[command(after_help = "Example: fcan topic hz /md3/motor0/feedback --window 5")]
+    Hz {
+        /// Topic name.
+        name: String,
+        /// Measuring window in seconds.
+        #[arg(long, short = 'w', default_value_t = 2.0, value_name = "SECONDS")]
+        window: f64,
+    },
+}
+
+/// `fcan service …`
+#[derive(Subcommand, Debug, Clone)]
+pub enum ServiceCmd {
+    /// List services with their request and response fields.
+    #[command(after_help = "Example: fcan service list --json")]
+    List,
+    /// Call a service and print the response.
+    #[command(after_help = "Example: fcan service call /io1/board/run_self_test '{}'")]
+    Call {
+        /// Service name.
+        name: String,
+        /// The request (JSON or YAML flow syntax); `{}` for an empty request.
+        #[arg(default_value = "{}")]
+        value: String,
+    },
+}
+
+/// `fcan param …`
+#[derive(Subcommand, Debug, Clone)]
+pub enum ParamCmd {
+    /// List parameters with type, default and range (in the parameter's own unit, as
+    /// the schema declares it).
+    #[command(after_help = "Example: fcan param list")]
+    List,
+    /// Read a parameter from its node.
+    #[command(after_help = "Example: fcan param get md3.motor0.velocity.kp")]
+    Get {
+        /// Parameter name, e.g. md3.motor0.velocity.kp.
+        name: String,
+    },
+    /// Write a parameter (range-checked here and on the node; restored after reboots).
+    #[command(after_help = "Example: fcan param set md3.motor0.velocity.kp 0.8")]
+    Set {
+        /// Parameter name.
+        name: String,
+        /// The value, in the parameter's unit (`fcan param list` shows its range).
+        value: String,
+    },
+    /// Read every parameter (optionally only those starting with PREFIX) as YAML.
+    #[command(after_help = "Example: fcan param dump md3.motor0. > motor0.yaml")]
+    Dump {
+        /// Only names starting with this.
+        prefix: Option<String>,
+    },
+    /// Write every parameter in a YAML file of `name: value` lines (as `dump` prints).
+    #[command(after_help = "Example: fcan param load motor0.yaml")]
+    Load {
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+/// `fcan schema …`
+#[derive(Subcommand, Debug, Clone)]
+pub enum SchemaCmd {
+    /// Show a node's schema (by node id or name); rates as `period_us`, in microseconds.
+    #[command(after_help = "Example: fcan schema show md3   (or: fcan schema show 3)")]
+    Show {
+        /// Node id or name.
+        node: String,
+    },
+}
+
+/// `fcan monitor` options.
+#[derive(Args, Debug, Clone)]
+pub struct MonitorArgs {
+    /// Refresh period in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub interval_ms: u64,
+    /// Stop after this many refreshes.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub count: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every command, `fcan` itself included, with its path (`fcan topic pub`).
+    fn all(cmd: &clap::Command, path: String, acc: &mut Vec<(String, clap::Command)>) {
+        acc.push((path.clone(), cmd.clone()));
+        // clap's generated `help` subcommands are not ours.
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            all(sub, format!("{path} {}", sub.get_name()), acc);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_has_an_example_and_every_number_a_unit() {
+        let mut root = Cli::command();
+        root.build();
+        let mut cmds = Vec::new();
+        all(&root, "fcan".into(), &mut cmds);
+        assert!(cmds.len() > 15, "{}", cmds.len());
+        for (path, mut cmd) in cmds {
+            let help = cmd.render_long_help().to_string();
+            assert!(help.contains("Example"), "`{path} --help` has no example");
+            for arg in cmd.get_arguments() {
+                let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+                if arg.is_positional() || !takes_value {
+                    continue;
+                }
+                let id = arg.get_id().as_str();
+                if matches!(id, "bus" | "cache_dir") {
+                    continue;
+                }
+                let unit = arg
+                    .get_value_names()
+                    .and_then(|v| v.first())
+                    .map(|v| v.as_str().to_string());
+                assert!(
+                    matches!(unit.as_deref(), Some("SECONDS" | "MS" | "HZ" | "N")),
+                    "`{path} --{id}` does not say its unit: {unit:?}"
+                );
+            }
+        }
+    }
+}

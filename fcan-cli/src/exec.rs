@@ -1,0 +1,389 @@
+//! Running a command against a [`Master`]: asks the master, builds the views, hands each
+//! [`Report`] to a [`Sink`] as soon as it is known (streams report message by message).
+//! Knows nothing of text or JSON.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fcan_master::master::{Master, MasterError};
+use fcan_master::text::Untrusted;
+use fcan_master::value::Value;
+use fcan_master::Phase;
+
+use crate::args::{Command, MonitorArgs, ParamCmd, SchemaCmd, ServiceCmd, StreamArgs, TopicCmd};
+use crate::views::*;
+use crate::{parse_value, CliError};
+
+/// Where reports go (the renderer, or a test's list).
+pub(crate) trait Sink {
+    /// Takes one report.
+    fn emit(&mut self, report: Report) -> Result<(), CliError>;
+}
+
+impl Sink for Vec<Report> {
+    fn emit(&mut self, report: Report) -> Result<(), CliError> {
+        self.push(report);
+        Ok(())
+    }
+}
+
+/// Runs `cmd`, reporting to `sink`. A name no running node offers becomes an error that
+/// says which nodes have not finished provisioning (the name may be theirs).
+pub(crate) async fn run(
+    master: &Master,
+    cmd: &Command,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
+    match command(master, cmd, sink).await {
+        Err(CliError::Master(MasterError::Unknown(u))) => Err(not_found(master, u).await),
+        r => r,
+    }
+}
+
+/// A name that is not among the running nodes' topics, services or parameters. While a
+/// node has announced but is not running, the name may well be one of its own: say what
+/// did not happen instead of claiming the name does not exist.
+async fn not_found(master: &Master, unknown: fcan_master::registry::UnknownName) -> CliError {
+    let Ok(nodes) = master.nodes().await else {
+        return MasterError::Unknown(unknown).into();
+    };
+    let unfinished: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.phase != Phase::Running)
+        .map(|n| {
+            format!(
+                "node {} (`{}`) announced but provisioning did not finish: {} (node state {})",
+                n.id,
+                n.name,
+                n.phase,
+                node_state_name(n.state)
+            )
+        })
+        .collect();
+    if unfinished.is_empty() {
+        return MasterError::Unknown(unknown).into();
+    }
+    CliError::Usage(format!(
+        "{} `{}` is not among the running nodes', and {}; it may be one of theirs. \
+         Try again, or give discovery more time (--discover-ms)",
+        unknown.kind,
+        unknown.name,
+        unfinished.join("; ")
+    ))
+}
+
+async fn command(master: &Master, cmd: &Command, sink: &mut dyn Sink) -> Result<(), CliError> {
+    match cmd {
+        Command::Nodes => {
+            let nodes = master.nodes().await?;
+            sink.emit(Report::Nodes(nodes.iter().map(NodeView::from).collect()))
+        }
+        Command::Topic(t) => topic(master, t, sink).await,
+        Command::Service(s) => service(master, s, sink).await,
+        Command::Param(p) => param(master, p, sink).await,
+        Command::Schema(SchemaCmd::Show { node }) => {
+            let nodes = master.nodes().await?;
+            let n = nodes
+                .iter()
+                .find(|n| n.name == *node || node.parse::<u8>().ok() == Some(n.id.get()))
+                .ok_or_else(|| {
+                    let names: Vec<String> = nodes
+                        .iter()
+                        .map(|n| format!("{} ({})", Untrusted(&n.name), n.id))
+                        .collect();
+                    CliError::Usage(format!(
+                        "no node `{}`; known: {}",
+                        Untrusted(node),
+                        names.join(", ")
+                    ))
+                })?;
+            let schema = master.schema(n.id).await?.ok_or_else(|| {
+                CliError::Usage(format!("node {} has no schema yet", Untrusted(&n.name)))
+            })?;
+            sink.emit(Report::Schema(Box::new(SchemaView::new(
+                &schema.schema,
+                &schema.digest,
+            ))))
+        }
+        Command::Monitor(m) => monitor(master, m, sink).await,
+    }
+}
+
+/// A message's fields on one line: `{position: f32, raw: [u8; 4]}`.
+fn fields_summary(fields: &[fcan_core::ir::Field]) -> String {
+    FieldView::line(&FieldView::all(fields))
+}
+
+fn deadline(stream: &StreamArgs) -> Option<tokio::time::Instant> {
+    stream
+        .timeout
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)))
+}
+
+async fn topic(master: &Master, cmd: &TopicCmd, sink: &mut dyn Sink) -> Result<(), CliError> {
+    match cmd {
+        TopicCmd::List => {
+            let topics = master.registry().await?.topics;
+            sink.emit(Report::Topics(
+                topics
+                    .into_iter()
+                    .map(|t| TopicView {
+                        fields: fields_summary(&t.fields),
+                        name: t.name,
+                        dir: t.dir,
+                        period_us: t.period_us,
+                    })
+                    .collect(),
+            ))?;
+        }
+        TopicCmd::Info { name } => {
+            let reg = master.registry().await?;
+            let t = reg.topic(name).map_err(MasterError::from)?;
+            sink.emit(Report::TopicInfo(TopicInfoView {
+                name: t.name.clone(),
+                dir: t.dir,
+                period_us: t.period_us,
+                size_bytes: fcan_core::numbering::layout(&t.fields).size,
+                ros_type: t.ros_type.clone(),
+                fields: FieldView::all(&t.fields),
+            }))?;
+        }
+        TopicCmd::Echo { name, stream } => {
+            // Times count from the request: samples can arrive before `subscribe` returns.
+            let start = fcan_master::transport::now();
+            let mut sub = master.subscribe(name).await?;
+            let end = deadline(stream);
+            let mut n = 0u64;
+            while stream.count.is_none_or(|c| n < c) {
+                let next = match end {
+                    Some(d) => match tokio::time::timeout_at(d, sub.recv()).await {
+                        Ok(s) => s,
+                        Err(_) => break,
+                    },
+                    None => sub.recv().await,
+                };
+                let Some(s) = next else { break };
+                n += 1;
+                sink.emit(Report::Sample(SampleView {
+                    topic: s.name.to_string(),
+                    t: s.at.saturating_duration_since(start).as_secs_f64(),
+                    value: s.value,
+                }))?;
+            }
+            if let Some(c) = stream.count {
+                if n < c {
+                    return Err(CliError::Usage(format!(
+                        "received {n} of {c} messages on {name} before the timeout"
+                    )));
+                }
+            }
+        }
+        TopicCmd::Pub {
+            name,
+            value,
+            count,
+            rate,
+        } => {
+            let v = parse_value(value).map_err(MasterError::from)?;
+            let period = Duration::from_secs_f64(1.0 / rate.max(0.001));
+            let mut tick = tokio::time::interval(period);
+            for _ in 0..*count {
+                tick.tick().await;
+                master.publish(name, v.clone()).await?;
+            }
+            sink.emit(Report::Published(PublishedView {
+                topic: name.clone(),
+                published: *count,
+                value: v,
+            }))?;
+        }
+        TopicCmd::Hz { name, window } => {
+            let mut sub = master.subscribe(name).await?;
+            let end = tokio::time::Instant::now() + Duration::from_secs_f64(*window);
+            let mut times = Vec::new();
+            while let Ok(Some(s)) = tokio::time::timeout_at(end, sub.recv()).await {
+                times.push(s.at);
+            }
+            let gaps: Vec<f64> = times
+                .windows(2)
+                .map(|w| w[1].duration_since(w[0]).as_secs_f64())
+                .collect();
+            let rate = if gaps.is_empty() {
+                0.0
+            } else {
+                gaps.len() as f64 / gaps.iter().sum::<f64>()
+            };
+            let (min, max) = gaps
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(a, b), g| (a.min(*g), b.max(*g)));
+            sink.emit(Report::Rate(RateView {
+                topic: name.clone(),
+                samples: times.len(),
+                rate_hz: rate,
+                min_gap_s: if gaps.is_empty() { 0.0 } else { min },
+                max_gap_s: max,
+                window_s: *window,
+            }))?;
+            if times.is_empty() {
+                return Err(CliError::Usage(format!(
+                    "no message on {name} in {window} s"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn service(master: &Master, cmd: &ServiceCmd, sink: &mut dyn Sink) -> Result<(), CliError> {
+    match cmd {
+        ServiceCmd::List => {
+            let services = master.registry().await?.services;
+            sink.emit(Report::Services(
+                services
+                    .into_iter()
+                    .map(|s| ServiceView {
+                        request: fields_summary(&s.request),
+                        response: fields_summary(&s.response),
+                        name: s.name,
+                    })
+                    .collect(),
+            ))
+        }
+        ServiceCmd::Call { name, value } => {
+            let v = parse_value(value).map_err(MasterError::from)?;
+            let response = master.call(name, v).await?;
+            sink.emit(Report::Call(CallView {
+                service: name.clone(),
+                response,
+            }))
+        }
+    }
+}
+
+async fn param(master: &Master, cmd: &ParamCmd, sink: &mut dyn Sink) -> Result<(), CliError> {
+    match cmd {
+        ParamCmd::List => {
+            let params = master.registry().await?.params;
+            sink.emit(Report::Params(
+                params
+                    .into_iter()
+                    .map(|p| ParamView {
+                        ty: p.decl.ty.name(),
+                        default: Value::from_scalar(p.decl.default),
+                        min: p.decl.min.map(Value::from_scalar),
+                        max: p.decl.max.map(Value::from_scalar),
+                        name: p.name,
+                    })
+                    .collect(),
+            ))
+        }
+        ParamCmd::Get { name } => {
+            let value = master.param_get(name).await?;
+            sink.emit(Report::ParamGet(ParamValueView {
+                name: name.clone(),
+                value,
+            }))
+        }
+        ParamCmd::Set { name, value } => {
+            let v = parse_value(value).map_err(MasterError::from)?;
+            master.param_set(name, v.clone()).await?;
+            sink.emit(Report::ParamSet(ParamSetView {
+                name: name.clone(),
+                value: v,
+                set: true,
+            }))
+        }
+        ParamCmd::Dump { prefix } => {
+            let reg = master.registry().await?;
+            for p in reg.params.iter().filter(|p| {
+                prefix
+                    .as_ref()
+                    .is_none_or(|x| p.name.starts_with(x.as_str()))
+            }) {
+                let value = master.param_get(&p.name).await?;
+                sink.emit(Report::ParamDump(ParamValueView {
+                    name: p.name.clone(),
+                    value,
+                }))?;
+            }
+            Ok(())
+        }
+        ParamCmd::Load { file } => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| CliError::Io(format!("{}: {e}", file.display())))?;
+            let map: BTreeMap<String, serde_yaml_ng::Value> = serde_yaml_ng::from_str(&text)
+                .map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
+            let mut failed = 0;
+            for (name, v) in map {
+                let text = serde_yaml_ng::to_string(&v).unwrap_or_default();
+                let r = match parse_value(text.trim()) {
+                    Ok(v) => master.param_set(&name, v).await.map_err(CliError::from),
+                    Err(e) => Err(CliError::Master(MasterError::Value(e))),
+                };
+                let error = r.err().map(|e| e.to_string());
+                failed += usize::from(error.is_some());
+                sink.emit(Report::ParamLoad(ParamLoadView {
+                    name,
+                    ok: error.is_none(),
+                    error,
+                }))?;
+            }
+            if failed > 0 {
+                return Err(CliError::Usage(format!("{failed} parameter(s) not set")));
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn monitor(master: &Master, m: &MonitorArgs, sink: &mut dyn Sink) -> Result<(), CliError> {
+    let mut events = master.events();
+    let mut last = master.status().await?;
+    let mut last_t = tokio::time::Instant::now();
+    let mut n = 0u64;
+    loop {
+        tokio::time::sleep(Duration::from_millis(m.interval_ms)).await;
+        let mut seen = Vec::new();
+        while let Ok(e) = events.try_recv() {
+            seen.extend(EventView::of(&e));
+        }
+        let now = master.status().await?;
+        let dt = last_t.elapsed().as_secs_f64().max(1e-6);
+        last_t = tokio::time::Instant::now();
+        let per_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
+        sink.emit(Report::Monitor(MonitorView {
+            nodes: now
+                .nodes
+                .iter()
+                .map(|n| MonitorNodeView {
+                    id: n.id.get(),
+                    name: n.name.clone(),
+                    phase: n.phase.clone(),
+                    mode: n.mode,
+                    errors: n.errors,
+                })
+                .collect(),
+            rates_hz: now
+                .samples
+                .iter()
+                .map(|(k, v)| {
+                    let then = last.samples.get(k).copied().unwrap_or(0);
+                    (k.clone(), per_s(*v, then))
+                })
+                .collect(),
+            bus_load: now.bus_busy.saturating_sub(last.bus_busy).as_secs_f64() / dt,
+            rx_frames: now.stats.rx_frames,
+            tx_frames: now.stats.tx_frames,
+            rx_per_s: per_s(now.stats.rx_frames, last.stats.rx_frames),
+            tx_per_s: per_s(now.stats.tx_frames, last.stats.tx_frames),
+            retries: now.stats.retries,
+            rx_malformed: now.stats.rx_malformed,
+            events: seen,
+        }))?;
+        last = now;
+        n += 1;
+        if m.count.is_some_and(|c| n >= c) {
+            return Ok(());
+        }
+    }
+}

@@ -1,0 +1,674 @@
+//! Printing reports: text tables for people, or one JSON object per line for scripts.
+//!
+//! Every string in a view may have come from a node. Text goes through
+//! [`Untrusted`] (control and bidi characters written as `\u{…}`), JSON through
+//! [`json_safe`] (the same characters as `\uXXXX` escapes: the value read back is
+//! unchanged, a terminal shows it inert).
+
+use std::io::Write;
+
+use fcan_master::engine::Event;
+use fcan_master::text::{json_safe, Untrusted};
+use fcan_master::value::Value;
+use serde::Serialize;
+
+use crate::exec::Sink;
+use crate::views::*;
+use crate::CliError;
+
+/// How many of the latest events the text monitor keeps on screen.
+const RECENT_EVENTS: usize = 5;
+
+/// Prints reports to `out`.
+pub(crate) struct Renderer<'a> {
+    out: &'a mut dyn Write,
+    json: bool,
+    /// Text to a terminal: the monitor redraws the screen instead of scrolling.
+    tty: bool,
+    /// The text monitor's latest event lines.
+    recent: Vec<String>,
+}
+
+impl<'a> Renderer<'a> {
+    /// A renderer writing JSON lines (`json`) or text to `out`; `tty` says `out` is a
+    /// terminal (only text to a terminal redraws).
+    pub(crate) fn new(out: &'a mut dyn Write, json: bool, tty: bool) -> Self {
+        Renderer {
+            out,
+            json,
+            tty: tty && !json,
+            recent: Vec::new(),
+        }
+    }
+
+    fn json_line(&mut self, v: &impl Serialize) -> Result<(), CliError> {
+        let text = serde_json::to_string(v).map_err(|e| CliError::Io(e.to_string()))?;
+        writeln!(self.out, "{}", json_safe(text))?;
+        Ok(())
+    }
+
+    fn json_lines<T: Serialize>(&mut self, items: &[T]) -> Result<(), CliError> {
+        items.iter().try_for_each(|v| self.json_line(v))
+    }
+
+    fn json(&mut self, r: &Report) -> Result<(), CliError> {
+        match r {
+            Report::Nodes(v) => self.json_lines(v),
+            Report::Topics(v) => self.json_lines(v),
+            Report::TopicInfo(v) => self.json_line(v),
+            Report::Sample(v) => self.json_line(v),
+            Report::Published(v) => self.json_line(v),
+            Report::Rate(v) => self.json_line(v),
+            Report::Services(v) => self.json_lines(v),
+            Report::Call(v) => self.json_line(v),
+            Report::Params(v) => self.json_lines(v),
+            Report::ParamGet(v) | Report::ParamDump(v) => self.json_line(v),
+            Report::ParamSet(v) => self.json_line(v),
+            Report::ParamLoad(v) => self.json_line(v),
+            Report::Schema(v) => self.json_line(v),
+            Report::Monitor(v) => self.json_line(v),
+        }
+    }
+
+    fn text(&mut self, r: Report) -> Result<(), CliError> {
+        let out = &mut *self.out;
+        match r {
+            Report::Nodes(nodes) => nodes_table(out, &nodes)?,
+            Report::Topics(topics) => {
+                for t in &topics {
+                    writeln!(
+                        out,
+                        "{:<40} {:<4} {:<12} {}",
+                        Untrusted(&t.name),
+                        direction_name(t.dir),
+                        period(t.dir, t.period_us),
+                        Untrusted(&t.fields)
+                    )?;
+                }
+            }
+            Report::TopicInfo(t) => {
+                writeln!(out, "topic:     {}", Untrusted(&t.name))?;
+                writeln!(out, "direction: {}", direction_name(t.dir))?;
+                writeln!(out, "rate:      {}", period(t.dir, t.period_us))?;
+                writeln!(out, "size:      {} bytes", t.size_bytes)?;
+                if let Some(r) = &t.ros_type {
+                    writeln!(out, "ros type:  {}", Untrusted(r))?;
+                }
+                writeln!(out, "fields:")?;
+                for f in &t.fields {
+                    match f.len {
+                        Some(n) => writeln!(out, "  {}: [{}; {n}]", Untrusted(&f.name), f.ty)?,
+                        None => writeln!(out, "  {}: {}", Untrusted(&f.name), f.ty)?,
+                    }
+                }
+            }
+            Report::Sample(s) => writeln!(out, "[{:9.3}] {}", s.t, s.value)?,
+            Report::Published(p) => writeln!(
+                out,
+                "published {} × {} = {}",
+                p.published,
+                Untrusted(&p.topic),
+                p.value
+            )?,
+            Report::Rate(r) if r.samples < 2 => writeln!(
+                out,
+                "{}: {} message(s) in {} s — not enough to measure a rate",
+                Untrusted(&r.topic),
+                r.samples,
+                r.window_s
+            )?,
+            Report::Rate(r) => writeln!(
+                out,
+                "{}: {:.2} Hz over {} messages (gap min {:.3} ms, max {:.3} ms)",
+                Untrusted(&r.topic),
+                r.rate_hz,
+                r.samples,
+                r.min_gap_s * 1e3,
+                r.max_gap_s * 1e3
+            )?,
+            Report::Services(services) => {
+                for s in &services {
+                    writeln!(
+                        out,
+                        "{:<40} {} -> {}",
+                        Untrusted(&s.name),
+                        Untrusted(&s.request),
+                        Untrusted(&s.response)
+                    )?;
+                }
+            }
+            Report::Call(c) => writeln!(out, "{}", c.response)?,
+            Report::Params(params) => {
+                let show = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), Value::to_string);
+                for p in &params {
+                    writeln!(
+                        out,
+                        "{:<44} {:<5} default {:<8} min {:<8} max {}",
+                        Untrusted(&p.name),
+                        p.ty,
+                        p.default.to_string(),
+                        show(&p.min),
+                        show(&p.max)
+                    )?;
+                }
+            }
+            Report::ParamGet(p) => writeln!(out, "{}", p.value)?,
+            Report::ParamSet(p) => writeln!(out, "{} = {}", Untrusted(&p.name), p.value)?,
+            Report::ParamDump(p) => writeln!(out, "{}: {}", Untrusted(&p.name), p.value)?,
+            Report::ParamLoad(p) => match &p.error {
+                None => writeln!(out, "{}: ok", Untrusted(&p.name))?,
+                Some(e) => writeln!(out, "{}: {}", Untrusted(&p.name), Untrusted(e))?,
+            },
+            Report::Schema(s) => write!(out, "{}", schema_text(&s))?,
+            Report::Monitor(m) => {
+                self.recent.extend(m.events.iter().map(|e| e.text.clone()));
+                let excess = self.recent.len().saturating_sub(RECENT_EVENTS);
+                self.recent.drain(..excess);
+                monitor_text(out, &m, &self.recent, self.tty)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Sink for Renderer<'_> {
+    fn emit(&mut self, report: Report) -> Result<(), CliError> {
+        if self.json {
+            self.json(&report)?;
+        } else {
+            self.text(report)?;
+        }
+        // Streams show each message as it comes.
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// A topic's rate for people.
+fn period(dir: fcan_core::msg::DataDirection, us: u32) -> String {
+    use fcan_core::msg::DataDirection;
+    match (dir, us) {
+        (DataDirection::M2s, _) => "on publish".into(),
+        (DataDirection::S2m, 0) => "on commit".into(),
+        (DataDirection::S2m, us) => format!("{} Hz", 1e6 / us as f64),
+    }
+}
+
+/// `fcan nodes`: one row per node under a header.
+fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  SCHEMA",
+        "ID", "NAME", "STATE", "PHASE", "MODE", "FRAMES", "ERRORS"
+    )?;
+    for n in nodes {
+        let mut digest = n
+            .digest
+            .map_or("-".to_string(), |d| d.to_string()[..16].to_string());
+        if let Some(source) = n.schema_source {
+            digest.push_str(&format!(" ({})", source.as_str()));
+        }
+        writeln!(
+            out,
+            "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
+            n.id,
+            Untrusted(&n.name),
+            node_state_name(n.state),
+            Untrusted(&n.phase.to_string()),
+            bus_mode_name(n.mode),
+            n.frames,
+            n.errors
+        )?;
+    }
+    Ok(())
+}
+
+/// One refresh of `fcan monitor`, with the latest events under it.
+fn monitor_text(
+    out: &mut dyn Write,
+    m: &MonitorView,
+    recent: &[String],
+    tty: bool,
+) -> std::io::Result<()> {
+    if tty {
+        write!(out, "\x1b[2J\x1b[H")?;
+    }
+    writeln!(
+        out,
+        "fcan monitor — {} node(s), bus load {:.1} % (at 1/5 Mbit/s), rx {} frames ({:.0}/s), \
+         tx {} frames ({:.0}/s), retries {}, malformed {}",
+        m.nodes.len(),
+        m.bus_load * 100.0,
+        m.rx_frames,
+        m.rx_per_s,
+        m.tx_frames,
+        m.tx_per_s,
+        m.retries,
+        m.rx_malformed
+    )?;
+    writeln!(
+        out,
+        "{:>3}  {:<20} {:<16} {:<8} {:>6}",
+        "ID", "NAME", "PHASE", "MODE", "ERRORS"
+    )?;
+    for node in &m.nodes {
+        writeln!(
+            out,
+            "{:>3}  {:<20} {:<16} {:<8} {:>6}",
+            node.id,
+            Untrusted(&node.name),
+            Untrusted(&node.phase.to_string()),
+            bus_mode_name(node.mode),
+            node.errors
+        )?;
+    }
+    writeln!(out, "{:<44} {:>10}", "TOPIC", "RATE")?;
+    for (k, rate) in &m.rates_hz {
+        writeln!(out, "{:<44} {rate:>8.1}/s", Untrusted(k))?;
+    }
+    for line in recent {
+        writeln!(out, "  · {line}")?;
+    }
+    if !tty {
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// A schema as YAML-like text, the way `fcan schema show` prints it.
+fn schema_text(s: &SchemaView) -> String {
+    use std::fmt::Write as _;
+    let opt = |name: &str, v: &Option<Value>| {
+        v.as_ref()
+            .map_or(String::new(), |v| format!(", {name}: {v}"))
+    };
+    let mut o = String::new();
+    let _ = writeln!(o, "# sha256 {}", s.digest);
+    let _ = writeln!(o, "node: {}\nprotocol: {}", Untrusted(&s.node), s.protocol);
+    let l = &s.limits;
+    let _ = writeln!(
+        o,
+        "limits: {{max_frames: {}, max_copy_entries: {}, service_buffer: {}, service_reassembly: {}}}",
+        l.max_frames, l.max_copy_entries, l.service_buffer, l.service_reassembly
+    );
+    let _ = writeln!(o, "types:");
+    for t in &s.types {
+        let _ = writeln!(o, "  {}:", Untrusted(&t.name));
+        if !t.params.is_empty() {
+            let _ = writeln!(o, "    params:");
+            for p in &t.params {
+                let _ = writeln!(
+                    o,
+                    "      {}: {{type: {}, default: {}{}{}}}",
+                    Untrusted(&p.name),
+                    p.ty,
+                    p.default,
+                    opt("min", &p.min),
+                    opt("max", &p.max)
+                );
+            }
+        }
+        if !t.topics.is_empty() {
+            let _ = writeln!(o, "    topics:");
+            for tp in &t.topics {
+                let _ = writeln!(
+                    o,
+                    "      {}: {{dir: {}, period_us: {}, fields: {}}}",
+                    Untrusted(&tp.name),
+                    direction_name(tp.dir),
+                    tp.period_us,
+                    Untrusted(&FieldView::line(&tp.fields))
+                );
+            }
+        }
+        if !t.services.is_empty() {
+            let _ = writeln!(o, "    services:");
+            for sv in &t.services {
+                let _ = writeln!(
+                    o,
+                    "      {}: {{request: {}, response: {}}}",
+                    Untrusted(&sv.name),
+                    Untrusted(&FieldView::line(&sv.request)),
+                    Untrusted(&FieldView::line(&sv.response))
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "instances:");
+    for a in &s.instances {
+        let _ = writeln!(
+            o,
+            "  - {{type: {}, max_count: {}, ns: \"{}\"}}",
+            Untrusted(&a.ty),
+            a.max_count,
+            Untrusted(&a.ns)
+        );
+    }
+    o
+}
+
+/// One line for people about an engine event, or `None` for the chatty ones.
+pub fn describe_event(e: &Event) -> Option<String> {
+    Some(match e {
+        Event::Announced { node, boot_id } => {
+            format!("node {node} announced (boot {boot_id:#010x})")
+        }
+        Event::SchemaReady {
+            node,
+            digest,
+            cached,
+        } => {
+            format!(
+                "node {node}: schema {} {}",
+                &digest.to_string()[..16],
+                if *cached {
+                    "from cache"
+                } else {
+                    "downloaded and verified"
+                }
+            )
+        }
+        Event::Online { node } => format!("node {node} running"),
+        Event::Rebooted { node, .. } => {
+            format!("node {node} rebooted: re-provisioning, restoring parameters")
+        }
+        Event::Offline { node } => format!("node {node} offline"),
+        Event::Failed { node, reason } => format!("node {node} failed: {}", Untrusted(reason)),
+        Event::Collision { node, boot_ids } => format!(
+            "node id {node} is used by two nodes (boot ids {:#010x}, {:#010x})",
+            boot_ids.0, boot_ids.1
+        ),
+        Event::OtherMaster { session } => {
+            format!("another master (session {session:#010x}) is on this bus")
+        }
+        Event::ClassicNodeOnFdLink { node } => {
+            format!("node {node} cannot do CAN FD: using Classical CAN frames with it")
+        }
+        Event::CallDone { .. } | Event::ParamDone { .. } => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fcan_core::hash::SchemaDigest;
+    use fcan_core::msg::{BusMode, DataDirection, NodeState};
+    use fcan_master::master::SchemaSource;
+    use fcan_master::Phase;
+
+    const HOSTILE: &str = "\x1b[2J\u{202e}x";
+
+    fn render(json: bool, reports: Vec<Report>) -> String {
+        let mut out = Vec::new();
+        let mut r = Renderer::new(&mut out, json, false);
+        for report in reports {
+            r.emit(report).unwrap();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    fn node(id: u8, name: &str, phase: Phase) -> NodeView {
+        NodeView {
+            id,
+            name: name.into(),
+            phase,
+            state: NodeState::Running,
+            boot_id: 7,
+            mode: BusMode::FdBrs,
+            frames: 12,
+            errors: 0,
+            digest: Some(SchemaDigest::of(b"blob")),
+            schema_source: Some(SchemaSource::Cache),
+        }
+    }
+
+    fn inert(text: &str) -> bool {
+        !text
+            .chars()
+            .any(|c| c != '\n' && fcan_master::text::is_unsafe(c))
+    }
+
+    #[test]
+    fn nodes_text_is_a_table_of_stable_names_with_node_text_escaped() {
+        let text = render(
+            false,
+            vec![Report::Nodes(vec![
+                node(3, "md3", Phase::Running),
+                node(4, HOSTILE, Phase::Failed(format!("bad name {HOSTILE}"))),
+            ])],
+        );
+        assert!(inert(&text), "{text:?}");
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows[0],
+            ["ID", "NAME", "STATE", "PHASE", "MODE", "FRAMES", "ERRORS", "SCHEMA"]
+        );
+        let digest = SchemaDigest::of(b"blob").to_string();
+        assert_eq!(
+            rows[1],
+            [
+                "3",
+                "md3",
+                "running",
+                "running",
+                "fd_brs",
+                "12",
+                "0",
+                &digest[..16],
+                "(cache)"
+            ]
+        );
+        assert!(text.contains("\\u{1b}[2J\\u{202e}x"), "{text}");
+    }
+
+    #[test]
+    fn nodes_json_is_one_object_per_node_with_the_documented_fields() {
+        let text = render(
+            true,
+            vec![Report::Nodes(vec![
+                node(3, "md3", Phase::Running),
+                node(4, HOSTILE, Phase::Offline),
+            ])],
+        );
+        assert!(inert(&text), "{text:?}");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        let n = &lines[0];
+        let keys: Vec<&str> = n.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut expected = [
+            "id",
+            "name",
+            "phase",
+            "state",
+            "boot_id",
+            "mode",
+            "frames",
+            "errors",
+            "schema",
+            "schema_source",
+        ];
+        expected.sort();
+        assert_eq!(keys, expected);
+        assert_eq!(n["id"], 3);
+        assert_eq!(n["state"], "running");
+        assert_eq!(n["mode"], "fd_brs");
+        assert_eq!(n["phase"], "running");
+        assert_eq!(n["schema"], SchemaDigest::of(b"blob").to_string());
+        assert_eq!(n["schema_source"], "cache");
+        // The same string back, once parsed.
+        assert_eq!(lines[1]["name"], HOSTILE);
+        assert_eq!(lines[1]["phase"], "offline");
+    }
+
+    #[test]
+    fn values_lines_and_lists() {
+        let v = Value::Struct(vec![("on".into(), Value::Bool(true))]);
+        let text = render(
+            false,
+            vec![
+                Report::Sample(SampleView {
+                    topic: "/a/b/c".into(),
+                    t: 1.5,
+                    value: v.clone(),
+                }),
+                Report::ParamSet(ParamSetView {
+                    name: "a.b.kp".into(),
+                    value: Value::Float(0.5),
+                    set: true,
+                }),
+                Report::ParamDump(ParamValueView {
+                    name: "a.b.kp".into(),
+                    value: Value::Float(0.5),
+                }),
+                Report::Topics(vec![TopicView {
+                    name: "/a/b/fb".into(),
+                    dir: DataDirection::S2m,
+                    period_us: 5000,
+                    fields: "{position: f32}".into(),
+                }]),
+                Report::ParamLoad(ParamLoadView {
+                    name: "a.b.kp".into(),
+                    ok: false,
+                    error: Some(format!("above its max 100 {HOSTILE}")),
+                }),
+            ],
+        );
+        assert!(inert(&text), "{text:?}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "[    1.500] {\"on\":true}");
+        assert_eq!(lines[1], "a.b.kp = 0.5");
+        assert_eq!(lines[2], "a.b.kp: 0.5");
+        let topic: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(topic, ["/a/b/fb", "s2m", "200", "Hz", "{position:", "f32}"]);
+        assert!(
+            lines[4].starts_with("a.b.kp: above its max 100"),
+            "{}",
+            lines[4]
+        );
+
+        let json = render(
+            true,
+            vec![Report::Sample(SampleView {
+                topic: "/a/b/c".into(),
+                t: 1.5,
+                value: v,
+            })],
+        );
+        let j: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!({"topic": "/a/b/c", "t": 1.5, "value": {"on": true}})
+        );
+    }
+
+    fn monitor(events: &[&str]) -> Report {
+        Report::Monitor(MonitorView {
+            nodes: vec![MonitorNodeView {
+                id: 3,
+                name: "md3".into(),
+                phase: Phase::Running,
+                mode: BusMode::Classic,
+                errors: 0,
+            }],
+            rates_hz: [("/md3/m0/fb".to_string(), 200.0)].into(),
+            bus_load: 0.25,
+            rx_frames: 10,
+            tx_frames: 5,
+            rx_per_s: 10.0,
+            tx_per_s: 5.0,
+            retries: 0,
+            rx_malformed: 0,
+            events: events
+                .iter()
+                .map(|t| EventView {
+                    kind: "online",
+                    node: Some(3),
+                    text: t.to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn monitor_text_shows_the_latest_five_events_and_json_only_new_ones() {
+        let text = render(
+            false,
+            vec![monitor(&["e1", "e2", "e3", "e4"]), monitor(&["e5", "e6"])],
+        );
+        let refreshes: Vec<&str> = text.split("fcan monitor — ").skip(1).collect();
+        assert_eq!(refreshes.len(), 2, "{text}");
+        assert!(refreshes[0].contains("bus load 25.0 %"), "{text}");
+        assert!(refreshes[0].contains("md3") && refreshes[0].contains("classic"));
+        assert!(refreshes[0].contains("  · e1"), "{text}");
+        assert!(!refreshes[1].contains("· e1"), "{text}");
+        for e in ["e2", "e3", "e4", "e5", "e6"] {
+            assert!(refreshes[1].contains(&format!("  · {e}")), "{text}");
+        }
+        let json = render(true, vec![monitor(&["e1"]), monitor(&[])]);
+        let lines: Vec<serde_json::Value> = json
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["events"][0]["kind"], "online");
+        assert_eq!(lines[0]["nodes"][0]["mode"], "classic");
+        assert_eq!(lines[0]["rates_hz"]["/md3/m0/fb"], 200.0);
+        assert_eq!(lines[1]["events"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn schema_text_from_its_view() {
+        let s = SchemaView {
+            digest: "ab".repeat(32),
+            node: format!("n{HOSTILE}"),
+            protocol: 1,
+            limits: LimitsView {
+                max_frames: 8,
+                max_copy_entries: 32,
+                service_buffer: 64,
+                service_reassembly: 64,
+            },
+            types: vec![SchemaTypeView {
+                name: "motor".into(),
+                params: vec![SchemaParamView {
+                    name: "kp".into(),
+                    ty: "f32".into(),
+                    default: Value::Float(0.5),
+                    min: None,
+                    max: Some(Value::UInt(100)),
+                }],
+                topics: vec![SchemaTopicView {
+                    name: "target".into(),
+                    dir: DataDirection::M2s,
+                    period_us: 0,
+                    fields: vec![FieldView {
+                        name: "raw".into(),
+                        ty: "u8".into(),
+                        len: Some(4),
+                    }],
+                }],
+                services: vec![],
+            }],
+            instances: vec![SchemaInstancesView {
+                ty: "motor".into(),
+                max_count: 8,
+                ns: "motor{i}".into(),
+            }],
+        };
+        let text = render(false, vec![Report::Schema(Box::new(s))]);
+        assert!(inert(&text), "{text:?}");
+        for line in [
+            "node: n\\u{1b}[2J\\u{202e}x",
+            "      kp: {type: f32, default: 0.5, max: 100}",
+            "      target: {dir: m2s, period_us: 0, fields: {raw: [u8; 4]}}",
+            "  - {type: motor, max_count: 8, ns: \"motor{i}\"}",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+    }
+}

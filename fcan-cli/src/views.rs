@@ -1,0 +1,627 @@
+//! What each command outputs, as data: one serde view struct per shape. `--json` prints
+//! each view as one JSON object per line (its fields are the JSON fields, documented in
+//! `docs/cli.md`); the text renderer prints the same views for people.
+//!
+//! Enumerations reach JSON only through the explicit mappings here ([`node_state_name`],
+//! [`bus_mode_name`], [`direction_name`], [`EventView::of`]): lowercase, stable names
+//! that do not change when a Rust variant is renamed, never `Debug` output.
+
+use std::collections::BTreeMap;
+
+use fcan_core::hash::SchemaDigest;
+use fcan_core::ir::Field;
+use fcan_core::msg::{BusMode, DataDirection, NodeState};
+use fcan_master::engine::Event;
+use fcan_master::master::{NodeInfo, SchemaSource};
+use fcan_master::value::Value;
+use fcan_master::Phase;
+use serde::{Serialize, Serializer};
+
+/// A node's reported state as `fcan` prints it: `unprovisioned`, `provisioned`,
+/// `running`, `suspended` or `fault`.
+pub fn node_state_name(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Unprovisioned => "unprovisioned",
+        NodeState::Provisioned => "provisioned",
+        NodeState::Running => "running",
+        NodeState::Suspended => "suspended",
+        NodeState::Fault => "fault",
+    }
+}
+
+/// A bus mode as `fcan` prints it: `classic`, `fd` or `fd_brs`.
+pub fn bus_mode_name(m: BusMode) -> &'static str {
+    match m {
+        BusMode::Classic => "classic",
+        BusMode::Fd => "fd",
+        BusMode::FdBrs => "fd_brs",
+    }
+}
+
+/// A topic's direction as `fcan` prints it: `m2s` (master → node) or `s2m`.
+pub fn direction_name(d: DataDirection) -> &'static str {
+    match d {
+        DataDirection::M2s => "m2s",
+        DataDirection::S2m => "s2m",
+    }
+}
+
+fn ser_state<S: Serializer>(s: &NodeState, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(node_state_name(*s))
+}
+
+fn ser_mode<S: Serializer>(m: &BusMode, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(bus_mode_name(*m))
+}
+
+fn ser_dir<S: Serializer>(d: &DataDirection, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(direction_name(*d))
+}
+
+/// `Phase`'s `Display`: `running`, `reading schema`, `failed: <reason>`…
+fn ser_phase<S: Serializer>(p: &Phase, ser: S) -> Result<S::Ok, S::Error> {
+    ser.collect_str(p)
+}
+
+fn ser_digest<S: Serializer>(d: &Option<SchemaDigest>, ser: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser.collect_str(d),
+        None => ser.serialize_none(),
+    }
+}
+
+fn ser_source<S: Serializer>(s: &Option<SchemaSource>, ser: S) -> Result<S::Ok, S::Error> {
+    match s {
+        Some(s) => ser.serialize_str(s.as_str()),
+        None => ser.serialize_none(),
+    }
+}
+
+/// A value as JSON (`Value::to_json`: NaN and infinities become `null`).
+fn ser_value<S: Serializer>(v: &Value, ser: S) -> Result<S::Ok, S::Error> {
+    v.to_json().serialize(ser)
+}
+
+fn ser_opt_value<S: Serializer>(v: &Option<Value>, ser: S) -> Result<S::Ok, S::Error> {
+    v.as_ref().map(Value::to_json).serialize(ser)
+}
+
+/// One node (`fcan nodes`).
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeView {
+    /// Node id, 1–127.
+    pub id: u8,
+    /// Node name (from its schema; text from the bus).
+    pub name: String,
+    /// Where the master is with the node: `reading schema`, `provisioning`, `running`,
+    /// `offline`, `failed: <reason>`.
+    #[serde(serialize_with = "ser_phase")]
+    pub phase: Phase,
+    /// The state the node reported ([`node_state_name`]).
+    #[serde(serialize_with = "ser_state")]
+    pub state: NodeState,
+    /// The node's boot id.
+    pub boot_id: u32,
+    /// The bus mode it was told to use ([`bus_mode_name`]).
+    #[serde(serialize_with = "ser_mode")]
+    pub mode: BusMode,
+    /// Data frames planned for it.
+    pub frames: usize,
+    /// The error summary of its last heartbeat.
+    pub errors: u16,
+    /// Its schema's SHA-256 (64 hex digits), `null` while unknown.
+    #[serde(rename = "schema", serialize_with = "ser_digest")]
+    pub digest: Option<SchemaDigest>,
+    /// `downloaded` or `cache`, `null` while unknown.
+    #[serde(serialize_with = "ser_source")]
+    pub schema_source: Option<SchemaSource>,
+}
+
+impl From<&NodeInfo> for NodeView {
+    fn from(n: &NodeInfo) -> Self {
+        NodeView {
+            id: n.id.get(),
+            name: n.name.clone(),
+            phase: n.phase.clone(),
+            state: n.state,
+            boot_id: n.boot_id,
+            mode: n.mode,
+            frames: n.frames,
+            errors: n.errors,
+            digest: n.digest,
+            schema_source: n.schema_source,
+        }
+    }
+}
+
+/// One field of a message: `{"name": "position", "type": "f32", "len": null}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FieldView {
+    /// Field name.
+    pub name: String,
+    /// Element type (`f32`, `u8`, `bool`…).
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// `null` for a scalar, the element count for a fixed array.
+    pub len: Option<u32>,
+}
+
+impl FieldView {
+    /// Every field of a message.
+    pub fn all(fields: &[Field]) -> Vec<FieldView> {
+        fields
+            .iter()
+            .map(|f| FieldView {
+                name: f.name.clone(),
+                ty: f.ty.to_string(),
+                len: f.len,
+            })
+            .collect()
+    }
+
+    /// Fields on one line, `{position: f32, raw: [u8; 4]}`: the `fields`, `request` and
+    /// `response` strings of the list views.
+    pub fn line(fields: &[FieldView]) -> String {
+        let parts: Vec<String> = fields
+            .iter()
+            .map(|f| match f.len {
+                Some(n) => format!("{}: [{}; {n}]", f.name, f.ty),
+                None => format!("{}: {}", f.name, f.ty),
+            })
+            .collect();
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
+/// One topic (`fcan topic list`).
+#[derive(Clone, Debug, Serialize)]
+pub struct TopicView {
+    /// `/<node>/<ns>/<topic>`.
+    pub name: String,
+    /// [`direction_name`].
+    #[serde(serialize_with = "ser_dir")]
+    pub dir: DataDirection,
+    /// Publication period in microseconds; 0 for "on commit" (s2m) or "on publish" (m2s).
+    pub period_us: u32,
+    /// The fields as one line, `{position: f32, raw: [u8; 4]}`.
+    pub fields: String,
+}
+
+/// One topic in detail (`fcan topic info`).
+#[derive(Clone, Debug, Serialize)]
+pub struct TopicInfoView {
+    /// `/<node>/<ns>/<topic>`.
+    pub name: String,
+    /// [`direction_name`].
+    #[serde(serialize_with = "ser_dir")]
+    pub dir: DataDirection,
+    /// Publication period in microseconds (0: on commit / on publish).
+    pub period_us: u32,
+    /// Packed size in bytes.
+    pub size_bytes: usize,
+    /// The ROS message type the schema maps it to, if any (free text from the bus).
+    pub ros_type: Option<String>,
+    /// The fields.
+    pub fields: Vec<FieldView>,
+}
+
+/// One message received (`fcan topic echo`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SampleView {
+    /// Topic name.
+    pub topic: String,
+    /// Seconds since the command started.
+    pub t: f64,
+    /// The value, as JSON.
+    #[serde(serialize_with = "ser_value")]
+    pub value: Value,
+}
+
+/// `fcan topic pub`'s result.
+#[derive(Clone, Debug, Serialize)]
+pub struct PublishedView {
+    /// Topic name.
+    pub topic: String,
+    /// How many times the value was published.
+    pub published: u64,
+    /// The value published.
+    #[serde(serialize_with = "ser_value")]
+    pub value: Value,
+}
+
+/// `fcan topic hz`'s measurement.
+#[derive(Clone, Debug, Serialize)]
+pub struct RateView {
+    /// Topic name.
+    pub topic: String,
+    /// Messages received in the window.
+    pub samples: usize,
+    /// Messages per second (0 with fewer than two messages).
+    pub rate_hz: f64,
+    /// The shortest gap between two messages, in seconds (0 without a gap).
+    pub min_gap_s: f64,
+    /// The longest gap, in seconds.
+    pub max_gap_s: f64,
+    /// The measuring window, in seconds.
+    pub window_s: f64,
+}
+
+/// One service (`fcan service list`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ServiceView {
+    /// `/<node>/<ns>/<service>`.
+    pub name: String,
+    /// The request's fields as one line, `{on: bool}`.
+    pub request: String,
+    /// The response's fields as one line.
+    pub response: String,
+}
+
+/// `fcan service call`'s response.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallView {
+    /// Service name.
+    pub service: String,
+    /// The response, as JSON.
+    #[serde(serialize_with = "ser_value")]
+    pub response: Value,
+}
+
+/// One parameter's declaration (`fcan param list`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamView {
+    /// `<node>.<ns>.<param>`.
+    pub name: String,
+    /// Its type (`f32`, `u16`…).
+    #[serde(rename = "type")]
+    pub ty: &'static str,
+    /// Default value.
+    #[serde(serialize_with = "ser_value")]
+    pub default: Value,
+    /// Lower bound, `null` when none.
+    #[serde(serialize_with = "ser_opt_value")]
+    pub min: Option<Value>,
+    /// Upper bound, `null` when none.
+    #[serde(serialize_with = "ser_opt_value")]
+    pub max: Option<Value>,
+}
+
+/// A parameter's value (`fcan param get`, each line of `fcan param dump`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamValueView {
+    /// Parameter name.
+    pub name: String,
+    /// Its value, as read from the node.
+    #[serde(serialize_with = "ser_value")]
+    pub value: Value,
+}
+
+/// `fcan param set`'s result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamSetView {
+    /// Parameter name.
+    pub name: String,
+    /// The value written.
+    #[serde(serialize_with = "ser_value")]
+    pub value: Value,
+    /// Always `true`: a failed write is an error, not a line.
+    pub set: bool,
+}
+
+/// One line of `fcan param load`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamLoadView {
+    /// Parameter name, as the file has it.
+    pub name: String,
+    /// Whether the node took the value.
+    pub ok: bool,
+    /// Why not, `null` when it did.
+    pub error: Option<String>,
+}
+
+/// A parameter in a schema (`fcan schema show`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaParamView {
+    /// Name within its block type.
+    pub name: String,
+    /// Type (`f32`…).
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Default value.
+    #[serde(serialize_with = "ser_value")]
+    pub default: Value,
+    /// Lower bound, `null` when none.
+    #[serde(serialize_with = "ser_opt_value")]
+    pub min: Option<Value>,
+    /// Upper bound, `null` when none.
+    #[serde(serialize_with = "ser_opt_value")]
+    pub max: Option<Value>,
+}
+
+/// A topic in a schema.
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaTopicView {
+    /// Name within its block type.
+    pub name: String,
+    /// [`direction_name`].
+    #[serde(serialize_with = "ser_dir")]
+    pub dir: DataDirection,
+    /// Period in microseconds (0: on commit / on publish).
+    pub period_us: u32,
+    /// The fields.
+    pub fields: Vec<FieldView>,
+}
+
+/// A service in a schema.
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaServiceView {
+    /// Name within its block type.
+    pub name: String,
+    /// Request fields.
+    pub request: Vec<FieldView>,
+    /// Response fields.
+    pub response: Vec<FieldView>,
+}
+
+/// A block type in a schema.
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaTypeView {
+    /// Type name (`motor`).
+    pub name: String,
+    /// Its parameters.
+    pub params: Vec<SchemaParamView>,
+    /// Its topics.
+    pub topics: Vec<SchemaTopicView>,
+    /// Its services.
+    pub services: Vec<SchemaServiceView>,
+}
+
+/// An instance array in a schema.
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaInstancesView {
+    /// The block type.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// How many instances the schema allows.
+    pub max_count: u32,
+    /// Namespace pattern (`motor{i}`).
+    pub ns: String,
+}
+
+/// The node's limits as its schema declares them.
+#[derive(Clone, Debug, Serialize)]
+pub struct LimitsView {
+    /// Data frames the node can hold.
+    pub max_frames: u32,
+    /// Copy entries the node can hold.
+    pub max_copy_entries: u32,
+    /// Service buffer, bytes.
+    pub service_buffer: u32,
+    /// Service reassembly buffer, bytes.
+    pub service_reassembly: u32,
+}
+
+/// A node's schema as the master decoded it (`fcan schema show`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaView {
+    /// The blob's SHA-256, 64 hex digits.
+    pub digest: String,
+    /// Node name pattern (`motor_driver{i}`).
+    pub node: String,
+    /// Protocol version.
+    pub protocol: u32,
+    /// Limits.
+    pub limits: LimitsView,
+    /// Block types.
+    pub types: Vec<SchemaTypeView>,
+    /// Instance arrays.
+    pub instances: Vec<SchemaInstancesView>,
+}
+
+impl SchemaView {
+    /// The view of a decoded schema and its digest.
+    pub fn new(s: &fcan_core::ir::Schema, digest: &SchemaDigest) -> SchemaView {
+        let opt = |v: Option<fcan_core::types::Scalar>| v.map(Value::from_scalar);
+        SchemaView {
+            digest: digest.to_string(),
+            node: s.node.clone(),
+            protocol: s.protocol,
+            limits: LimitsView {
+                max_frames: s.limits.max_frames,
+                max_copy_entries: s.limits.max_copy_entries,
+                service_buffer: s.limits.service_buffer,
+                service_reassembly: s.limits.service_reassembly,
+            },
+            types: s
+                .types
+                .iter()
+                .map(|t| SchemaTypeView {
+                    name: t.name.clone(),
+                    params: t
+                        .params
+                        .iter()
+                        .map(|p| SchemaParamView {
+                            name: p.name.clone(),
+                            ty: p.ty.to_string(),
+                            default: Value::from_scalar(p.default),
+                            min: opt(p.min),
+                            max: opt(p.max),
+                        })
+                        .collect(),
+                    topics: t
+                        .topics
+                        .iter()
+                        .map(|tp| SchemaTopicView {
+                            name: tp.name.clone(),
+                            dir: tp.dir,
+                            period_us: tp.period_us,
+                            fields: FieldView::all(&tp.fields),
+                        })
+                        .collect(),
+                    services: t
+                        .services
+                        .iter()
+                        .map(|sv| SchemaServiceView {
+                            name: sv.name.clone(),
+                            request: FieldView::all(&sv.request),
+                            response: FieldView::all(&sv.response),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            instances: s
+                .instances
+                .iter()
+                .map(|a| SchemaInstancesView {
+                    ty: a.ty.clone(),
+                    max_count: a.max_count,
+                    ns: a.ns.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One node in a monitor refresh.
+#[derive(Clone, Debug, Serialize)]
+pub struct MonitorNodeView {
+    /// Node id.
+    pub id: u8,
+    /// Node name.
+    pub name: String,
+    /// As [`NodeView::phase`].
+    #[serde(serialize_with = "ser_phase")]
+    pub phase: Phase,
+    /// [`bus_mode_name`].
+    #[serde(serialize_with = "ser_mode")]
+    pub mode: BusMode,
+    /// The error summary of its last heartbeat.
+    pub errors: u16,
+}
+
+/// An engine event the monitor saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventView {
+    /// `announced`, `schema_ready`, `online`, `rebooted`, `offline`, `failed`,
+    /// `collision`, `other_master` or `classic_node_on_fd_link`.
+    pub kind: &'static str,
+    /// The node it is about, `null` for bus-wide events.
+    pub node: Option<u8>,
+    /// One line for people (`crate::describe_event`).
+    pub text: String,
+}
+
+impl EventView {
+    /// The view of an engine event, or `None` for the chatty ones (request completions)
+    /// the monitor does not show.
+    pub fn of(e: &Event) -> Option<EventView> {
+        let (kind, node) = match e {
+            Event::Announced { node, .. } => ("announced", Some(*node)),
+            Event::SchemaReady { node, .. } => ("schema_ready", Some(*node)),
+            Event::Online { node } => ("online", Some(*node)),
+            Event::Rebooted { node, .. } => ("rebooted", Some(*node)),
+            Event::Offline { node } => ("offline", Some(*node)),
+            Event::Failed { node, .. } => ("failed", Some(*node)),
+            Event::Collision { node, .. } => ("collision", Some(*node)),
+            Event::OtherMaster { .. } => ("other_master", None),
+            Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(*node)),
+            Event::CallDone { .. } | Event::ParamDone { .. } => return None,
+        };
+        Some(EventView {
+            kind,
+            node,
+            text: crate::render::describe_event(e)?,
+        })
+    }
+}
+
+/// One `fcan monitor` refresh. Rates are over the refresh interval.
+#[derive(Clone, Debug, Serialize)]
+pub struct MonitorView {
+    /// The nodes.
+    pub nodes: Vec<MonitorNodeView>,
+    /// Messages per second of each topic that has had any.
+    pub rates_hz: BTreeMap<String, f64>,
+    /// The fraction of the interval the bus was busy (0–1) at the master's nominal bit
+    /// rates.
+    pub bus_load: f64,
+    /// Frames received since the master started.
+    pub rx_frames: u64,
+    /// Frames sent since the master started.
+    pub tx_frames: u64,
+    /// Frames received per second.
+    pub rx_per_s: f64,
+    /// Frames sent per second.
+    pub tx_per_s: f64,
+    /// Commands retried since the master started.
+    pub retries: u64,
+    /// Frames dropped as malformed since the master started.
+    pub rx_malformed: u64,
+    /// Events since the previous refresh.
+    pub events: Vec<EventView>,
+}
+
+/// An error, as `fcan --json` writes it to stderr.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorView {
+    /// `master` (the master or a node refused), `io` (a file or the output) or `usage`.
+    pub kind: &'static str,
+    /// The message for people.
+    pub error: String,
+}
+
+/// Everything a command can report, in the order it happens. The executor produces
+/// these, the renderer prints them: a list is one report (a table in text, one JSON line
+/// per item), a stream one report per message.
+#[derive(Clone, Debug)]
+pub(crate) enum Report {
+    Nodes(Vec<NodeView>),
+    Topics(Vec<TopicView>),
+    TopicInfo(TopicInfoView),
+    Sample(SampleView),
+    Published(PublishedView),
+    Rate(RateView),
+    Services(Vec<ServiceView>),
+    Call(CallView),
+    Params(Vec<ParamView>),
+    ParamGet(ParamValueView),
+    ParamSet(ParamSetView),
+    ParamDump(ParamValueView),
+    ParamLoad(ParamLoadView),
+    Schema(Box<SchemaView>),
+    Monitor(MonitorView),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names are what docs/cli.md promises: lowercase identifiers, one per variant.
+    #[test]
+    fn enum_names_are_stable_lowercase_and_distinct() {
+        let check = |names: Vec<&'static str>, expected: &[&str]| {
+            assert_eq!(names, expected);
+        };
+        check(
+            NodeState::ALL.iter().map(|s| node_state_name(*s)).collect(),
+            &[
+                "unprovisioned",
+                "provisioned",
+                "running",
+                "suspended",
+                "fault",
+            ],
+        );
+        check(
+            BusMode::ALL.iter().map(|m| bus_mode_name(*m)).collect(),
+            &["classic", "fd", "fd_brs"],
+        );
+        check(
+            [DataDirection::M2s, DataDirection::S2m]
+                .into_iter()
+                .map(direction_name)
+                .collect(),
+            &["m2s", "s2m"],
+        );
+    }
+}
