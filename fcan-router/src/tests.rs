@@ -874,14 +874,12 @@ mod proptests {
             };
             let fs = frames(&ConfigMessage::Announce(a), n(9), 0, mtu);
             let mut up_bytes = Vec::new();
-            let mut up_frames = 0;
-            for f in &fs {
-                let mut f = *f;
+            for sent in &fs {
+                let mut f = *sent;
                 let route = r.route(A, &mut f, 0);
                 prop_assert_eq!(links(&route), [UP]);
-                prop_assert_eq!(f.len(), fs[up_frames].len());
+                prop_assert_eq!((f.id(), f.len(), f.is_fd()), (sent.id(), sent.len(), sent.is_fd()));
                 up_bytes.extend_from_slice(f.data());
-                up_frames += 1;
             }
             let masked = caps::unusable_on(up.min(down));
             let got = ConfigMessage::decode(
