@@ -230,6 +230,13 @@ impl Frame {
         &self.data[..self.len as usize]
     }
 
+    /// The payload, writable (including any FD padding); its length and the frame kind
+    /// stay as they are. For relays that rewrite a byte of a message in place
+    /// (`Announce::clear_caps`).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.data[..self.len as usize]
+    }
+
     /// Payload length in bytes.
     #[allow(clippy::len_without_is_empty)]
     pub const fn len(&self) -> usize {

@@ -523,6 +523,39 @@ proptest! {
         }
     }
 
+    /// `Announce::clear_caps` on the first Classical CAN frame of an encoded ANNOUNCE
+    /// clears exactly the asked capability bits: the message decodes with every other
+    /// field unchanged; reserved bits stay set (a malformed ANNOUNCE stays refused).
+    #[test]
+    fn clear_caps_changes_only_the_cleared_bits(
+        o in owned(),
+        clear in any::<u8>(),
+        reserved in any::<u8>(),
+    ) {
+        let Owned::Announce { caps: before, .. } = &o else { return Ok(()) };
+        let before = *before;
+        let m = o.msg();
+        let mut wire = encode(&m);
+        let first = wire.len().min(8);
+        let cleared = Announce::clear_caps(&mut wire[..first], clear);
+        prop_assert_eq!(cleared, Some(before & clear & caps::KNOWN));
+        let got = ConfigMessage::decode(m.opcode(), m.direction(), &wire);
+        let ConfigMessage::Announce(a) = m else { unreachable!() };
+        let want = Announce { caps: before & !(clear & caps::KNOWN), ..a };
+        prop_assert_eq!(got, Ok(ConfigMessage::Announce(want)));
+        // With reserved bits set, clearing never makes it valid.
+        let reserved = reserved & !caps::KNOWN;
+        let mut bad = encode(&m);
+        bad[2] |= reserved;
+        Announce::clear_caps(&mut bad[..first], clear);
+        let got = ConfigMessage::decode(m.opcode(), m.direction(), &bad);
+        if reserved != 0 {
+            prop_assert_eq!(got, Err(DecodeError::ReservedBits));
+        } else {
+            prop_assert_eq!(got, Ok(ConfigMessage::Announce(want)));
+        }
+    }
+
     /// A RESULT whose opcode byte is reserved is refused.
     #[test]
     fn result_with_reserved_opcode(code in select(ResultCode::ALL), detail in any::<u16>(), op in any::<u8>()) {

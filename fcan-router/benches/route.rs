@@ -61,7 +61,7 @@ fn populated<const N: usize>(nodes: u8) -> Router<N> {
     let mut r: Router<N> = Router::new(RouterConfig::uniform(Mtu::Fd));
     let mut id = 0x100u16;
     for n in 0..nodes {
-        r.route(Link::Down(n % N as u8), &heartbeat(n), 0);
+        r.route(Link::Down(n % N as u8), &mut heartbeat(n), 0);
         for k in 0..12u8 {
             if id >= 0x400 {
                 break;
@@ -71,8 +71,8 @@ fn populated<const N: usize>(nodes: u8) -> Router<N> {
             } else {
                 DataDirection::S2m
             };
-            for f in frame_define(n, k, id, dir, Mtu::Fd) {
-                r.route(Link::Up, &f, 0);
+            for mut f in frame_define(n, k, id, dir, Mtu::Fd) {
+                r.route(Link::Up, &mut f, 0);
             }
             id += 1;
         }
@@ -85,15 +85,15 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("route");
 
     let mut r2 = populated::<2>(20);
-    let m2s = Frame::fd(CanId::Standard(0x100 + 12 * 7), &[1; 16]).unwrap();
-    let s2m = Frame::fd(CanId::Standard(0x101 + 12 * 7), &[1; 16]).unwrap();
-    let hb = heartbeat(7);
-    let master_hb = frames(
+    let mut m2s = Frame::fd(CanId::Standard(0x100 + 12 * 7), &[1; 16]).unwrap();
+    let mut s2m = Frame::fd(CanId::Standard(0x101 + 12 * 7), &[1; 16]).unwrap();
+    let mut hb = heartbeat(7);
+    let mut master_hb = frames(
         &ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: 1 }),
         NodeId::BROADCAST,
         Mtu::Classic,
     )[0];
-    let unicast = frames(
+    let mut unicast = frames(
         &ConfigMessage::Start(Start {
             frame_count: 1,
             master_timeout_ms: 300,
@@ -101,32 +101,32 @@ fn bench(c: &mut Criterion) {
         NodeId::new(7).unwrap(),
         Mtu::Classic,
     )[0];
-    let define_fd = frame_define(7, 0, 0x100 + 12 * 7, DataDirection::M2s, Mtu::Fd)[0];
-    let define_classic = frame_define(7, 0, 0x100 + 12 * 7, DataDirection::M2s, Mtu::Classic);
+    let mut define_fd = frame_define(7, 0, 0x100 + 12 * 7, DataDirection::M2s, Mtu::Fd)[0];
+    let mut define_classic = frame_define(7, 0, 0x100 + 12 * 7, DataDirection::M2s, Mtu::Classic);
 
     g.bench_function("m2s data, uplink → 1 of 2 downlinks", |b| {
-        b.iter(|| r2.route(Link::Up, black_box(&m2s), black_box(1000)))
+        b.iter(|| r2.route(Link::Up, black_box(&mut m2s), black_box(1000)))
     });
     g.bench_function("s2m data, downlink → uplink", |b| {
-        b.iter(|| r2.route(Link::Down(1), black_box(&s2m), black_box(1000)))
+        b.iter(|| r2.route(Link::Down(1), black_box(&mut s2m), black_box(1000)))
     });
     g.bench_function(
         "node heartbeat (decode + learn), downlink → uplink",
-        |b| b.iter(|| r2.route(Link::Down(1), black_box(&hb), black_box(1000))),
+        |b| b.iter(|| r2.route(Link::Down(1), black_box(&mut hb), black_box(1000))),
     );
     g.bench_function("master heartbeat broadcast, uplink → all", |b| {
-        b.iter(|| r2.route(Link::Up, black_box(&master_hb), black_box(1000)))
+        b.iter(|| r2.route(Link::Up, black_box(&mut master_hb), black_box(1000)))
     });
     g.bench_function("unicast config, uplink → node's downlink", |b| {
-        b.iter(|| r2.route(Link::Up, black_box(&unicast), black_box(1000)))
+        b.iter(|| r2.route(Link::Up, black_box(&mut unicast), black_box(1000)))
     });
     g.bench_function(
         "FRAME_DEFINE, one FD frame (capture + decode + learn; a retry)",
-        |b| b.iter(|| r2.route(Link::Up, black_box(&define_fd), black_box(1000))),
+        |b| b.iter(|| r2.route(Link::Up, black_box(&mut define_fd), black_box(1000))),
     );
     g.bench_function("FRAME_DEFINE, classic transfer (3 frames)", |b| {
         b.iter(|| {
-            for f in &define_classic {
+            for f in &mut define_classic {
                 r2.route(Link::Up, black_box(f), black_box(1000));
             }
         })
@@ -134,9 +134,9 @@ fn bench(c: &mut Criterion) {
 
     // The whole data range learned, 8 downlinks.
     let mut r8 = populated::<8>(64);
-    let last = Frame::fd(CanId::Standard(0x3FE), &[1; 64]).unwrap();
+    let mut last = Frame::fd(CanId::Standard(0x3FE), &[1; 64]).unwrap();
     g.bench_function("m2s data, 768 identifiers, 8 downlinks", |b| {
-        b.iter(|| r8.route(Link::Up, black_box(&last), black_box(1000)))
+        b.iter(|| r8.route(Link::Up, black_box(&mut last), black_box(1000)))
     });
     g.finish();
 }

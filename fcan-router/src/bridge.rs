@@ -347,10 +347,12 @@ impl<const N: usize> RouterTask<N> {
 
     fn handle(&mut self, input: Input) {
         match input {
-            Input::Frame(from, frame) => {
+            Input::Frame(from, mut frame) => {
                 let now = self.now_us();
                 let mut core = lock(&self.core);
-                let route = core.route(from, &frame, now);
+                // `route` may rewrite the frame (FD capabilities of an ANNOUNCE from a
+                // classic downlink): send it as it leaves the call.
+                let route = core.route(from, &mut frame, now);
                 for to in route.to.iter() {
                     let sent = self
                         .outs
@@ -399,29 +401,22 @@ pub fn format_counters<const N: usize>(c: &Counters<N>, names: &[String]) -> Str
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<24} {:>12} {:>12} {:>12}",
-        "link", "received", "forwarded", "sent"
+        "{:<24} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "link", "received", "forwarded", "sent", "mtu_dropped", "fd_masked"
     );
-    let _ = writeln!(
-        s,
-        "{:<24} {:>12} {:>12} {:>12}",
-        format!("up    {}", name(0)),
-        c.up.received,
-        c.up.forwarded,
-        c.up.sent
-    );
+    let mut row = |label: String, l: &crate::LinkCounters| {
+        let _ = writeln!(
+            s,
+            "{:<24} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            label, l.received, l.forwarded, l.sent, l.mtu_dropped, l.fd_masked
+        );
+    };
+    row(format!("up    {}", name(0)), &c.up);
     for (i, d) in c.down.iter().enumerate() {
         if i + 1 >= names.len() && d.received == 0 && d.sent == 0 {
             continue;
         }
-        let _ = writeln!(
-            s,
-            "{:<24} {:>12} {:>12} {:>12}",
-            format!("down{i} {}", name(i + 1)),
-            d.received,
-            d.forwarded,
-            d.sent
-        );
+        row(format!("down{i} {}", name(i + 1)), d);
     }
     let _ = write!(s, "dropped {}:", c.dropped.total());
     for (r, n) in c.dropped.iter() {

@@ -96,6 +96,12 @@ pub struct LinkCounters {
     pub forwarded: u64,
     /// Frames the router gave this link to send (forwarded *to* it).
     pub sent: u64,
+    /// CAN FD frames for this link not sent because it carries Classical CAN only (also
+    /// counted in `dropped.mtu`).
+    pub mtu_dropped: u64,
+    /// ANNOUNCEs from this downlink forwarded with their CAN FD capabilities cleared,
+    /// because the path to the master is Classical CAN (the node runs Classical CAN).
+    pub fd_masked: u64,
 }
 
 /// What the router learned and forgot.

@@ -12,7 +12,8 @@
 //! * a node id heard on two downlinks is a collision: counted, reported as an [`Event`],
 //!   never silently merged;
 //! * a CAN FD frame never reaches a Classical CAN downlink: it is dropped and counted,
-//!   never truncated;
+//!   never truncated; and an ANNOUNCE coming up a Classical CAN path has its FD
+//!   capability cleared, so the master plans only Classical frames for that node;
 //! * nodes silent for `NODE_OFFLINE_TIMEOUT_US` are forgotten, a new boot_id forgets a
 //!   node's plan, so a node moved to another downlink works once it announces there.
 //!

@@ -3,10 +3,14 @@
 //! The driver hands every received frame to [`Router::route`] with the link it came from
 //! and the time; the router answers with the links to send it to. It never sends, never
 //! allocates and never panics. The rules are in `docs/router.md`.
+//!
+//! It changes one thing in a frame: the CAN FD capability bits of an ANNOUNCE coming up
+//! from a Classical CAN downlink, so the master never plans FD frames for a node whose
+//! bus cannot carry them.
 
 use fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_core::id::{is_data_id, ConfigId, Direction, IdError, NodeId, Opcode};
-use fcan_core::msg::{ConfigMessage, CopyEntry, DataDirection, FrameHeader};
+use fcan_core::msg::{caps, Announce, ConfigMessage, CopyEntry, DataDirection, FrameHeader};
 use fcan_core::timing::NODE_OFFLINE_TIMEOUT_US;
 
 use crate::capture::{Captured, Captures, PREFIX_MAX};
@@ -101,7 +105,7 @@ impl Route {
 /// let mut buf = [0u8; 8];
 /// hb.encode(&mut buf).unwrap();
 /// let id = ConfigId::single(Opcode::Heartbeat, Direction::ToMaster, NodeId::new(5).unwrap(), 0);
-/// let route = r.route(Link::Down(1), &Frame::classic(id.can_id(), &buf).unwrap(), 0);
+/// let route = r.route(Link::Down(1), &mut Frame::classic(id.can_id(), &buf).unwrap(), 0);
 /// assert_eq!(route.to.iter().collect::<Vec<_>>(), [Link::Up]);
 /// assert_eq!(r.node_link(NodeId::new(5).unwrap(), 1), Some(Link::Down(1)));
 /// ```
@@ -241,7 +245,13 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
     /// Decides where `frame`, received on `from` at `now_us` (a wrapping microsecond
     /// clock), goes, and learns from it. Never returns `from` itself, never a link the
     /// router does not have, and never a Classical CAN link for an FD frame.
-    pub fn route(&mut self, from: Link, frame: &Frame, now_us: u32) -> Route {
+    ///
+    /// The driver sends `frame` as it is after the call: the first segment of an
+    /// ANNOUNCE from a downlink whose path to the master is Classical CAN has its FD
+    /// capabilities cleared ([`caps::unusable_on`], counted `fd_masked` on that
+    /// downlink), so the master acknowledges the node in Classical CAN mode and plans
+    /// only frames its bus can carry. No other frame is ever changed.
+    pub fn route(&mut self, from: Link, frame: &mut Frame, now_us: u32) -> Route {
         // Amortised expiry: one node slot per frame.
         self.sweep = (self.sweep + 1) % NODE_SLOTS;
         self.sweep_slot(self.sweep, now_us);
@@ -271,6 +281,9 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
                     route.to.remove(l);
                     route.dropped = Some(DropReason::Mtu);
                     self.counters.dropped.add(DropReason::Mtu);
+                    if let Some(c) = self.counters.link_mut(l) {
+                        bump(&mut c.mtu_dropped);
+                    }
                 }
             }
         }
@@ -328,9 +341,12 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
         }
     }
 
-    fn route_config(&mut self, from: Link, cid: ConfigId, frame: &Frame, now_us: u32) -> Route {
+    fn route_config(&mut self, from: Link, cid: ConfigId, frame: &mut Frame, now_us: u32) -> Route {
         match (from, cid.dir) {
             (Link::Down(i), Direction::ToMaster) => {
+                if cid.opcode == Opcode::Discover && cid.segment == 0 {
+                    self.mask_caps(i, frame);
+                }
                 self.heard_node(i, cid, frame, now_us);
                 Route::to(LinkSet::one(Link::Up))
             }
@@ -352,6 +368,29 @@ impl<const N: usize, const IDS: usize> Router<N, IDS> {
                 }
             }
             _ => Route::drop(DropReason::WrongWay),
+        }
+    }
+
+    /// Clears, in the first segment of an ANNOUNCE from downlink `link`, the capability
+    /// bits the path to the master cannot honour: a node with an FD controller on a
+    /// Classical CAN downlink must be spoken to in Classical CAN frames. The capability
+    /// byte is in segment 0 on either frame kind and the transfer carries no checksum,
+    /// so fcan-core's `Announce::clear_caps` on this one frame is the whole job.
+    fn mask_caps(&mut self, link: u8, frame: &mut Frame) {
+        let Some(down) = self.mtu(Link::Down(link)) else {
+            return;
+        };
+        // The path is as capable as its least capable link.
+        let clear = caps::unusable_on(down.min(self.config.uplink_mtu));
+        if clear == 0 {
+            return;
+        }
+        if let Some(bits) = Announce::clear_caps(frame.data_mut(), clear) {
+            if bits != 0 {
+                if let Some(c) = self.counters.link_mut(Link::Down(link)) {
+                    bump(&mut c.fd_masked);
+                }
+            }
         }
     }
 

@@ -50,6 +50,147 @@ fn announce(node: u8, boot_id: u32, mtu: Mtu) -> Vec<Frame> {
     frames(&msg, n(node), 1, mtu)
 }
 
+/// Every frame of an ANNOUNCE with these capabilities, in Classical CAN frames as nodes
+/// send it (§3.3), or FD frames.
+fn announce_caps(node: u8, caps: u8, mtu: Mtu) -> (Vec<Frame>, Announce<'static>) {
+    let a = Announce {
+        protocol: 2,
+        state: NodeState::Unprovisioned,
+        caps,
+        boot_id: 0xB007,
+        blob_len: 1234,
+        hash: HashPrefix([7; 8]),
+        counts: &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+    };
+    (frames(&ConfigMessage::Announce(a), n(node), 4, mtu), a)
+}
+
+/// Routes every frame of a transfer from `from`; decodes what went up, reassembled.
+fn announce_upstream<const N: usize, const I: usize>(
+    r: &mut Router<N, I>,
+    from: Link,
+    fs: &[Frame],
+) -> Option<ConfigMessage<'static>> {
+    let mut up = Vec::new();
+    for f in fs {
+        let mut f = *f;
+        if r.route(from, &mut f, 0).to.contains(UP) {
+            up.extend_from_slice(f.data());
+        }
+    }
+    let up: &'static [u8] = std::boxed::Box::leak(up.into_boxed_slice());
+    ConfigMessage::decode(
+        fcan_core::id::Opcode::Discover,
+        fcan_core::id::Direction::ToMaster,
+        up,
+    )
+    .ok()
+}
+
+fn mixed() -> Router<2> {
+    Router::new(RouterConfig {
+        uplink_mtu: Mtu::Fd,
+        downlink_mtu: [Some(Mtu::Classic), Some(Mtu::Fd)],
+        flood_unknown_m2s: false,
+        forward_foreign: true,
+    })
+}
+
+#[test]
+fn fd_capabilities_are_masked_in_announces_from_a_classic_downlink() {
+    let all = caps::FD | caps::BRS;
+    let mut r = mixed();
+    // From the classic downlink A: FD and BRS cleared, every other field as sent.
+    let (fs, a) = announce_caps(1, all, Mtu::Classic);
+    assert!(fs.len() > 2, "a classic ANNOUNCE spans several frames");
+    let got = announce_upstream(&mut r, A, &fs);
+    assert_eq!(
+        got,
+        Some(ConfigMessage::Announce(Announce { caps: 0, ..a }))
+    );
+    assert_eq!(r.counters().down[0].fd_masked, 1);
+    assert_eq!(r.node_link(n(1), 0), Some(A), "still learned from it");
+    // Only the capability byte of the first frame changed.
+    let mut first = fs[0];
+    r.route(A, &mut first, 0);
+    assert_eq!(first.data()[..2], fs[0].data()[..2]);
+    assert_eq!(first.data()[3..], fs[0].data()[3..]);
+    assert_ne!(first, fs[0]);
+    // BRS alone is cleared too (it means nothing without FD on this path).
+    let (fs, a) = announce_caps(2, caps::BRS, Mtu::Classic);
+    let got = announce_upstream(&mut r, A, &fs);
+    assert_eq!(
+        got,
+        Some(ConfigMessage::Announce(Announce { caps: 0, ..a }))
+    );
+    assert_eq!(r.counters().down[0].fd_masked, 3);
+    // A classic node's ANNOUNCE passes unchanged and is not counted.
+    let (fs, a) = announce_caps(3, 0, Mtu::Classic);
+    assert_eq!(
+        announce_upstream(&mut r, A, &fs),
+        Some(ConfigMessage::Announce(a))
+    );
+    assert_eq!(r.counters().down[0].fd_masked, 3);
+    // From the FD downlink B (FD uplink): untouched.
+    let (fs, a) = announce_caps(4, all, Mtu::Classic);
+    let mut sent = fs.clone();
+    for f in &mut sent {
+        r.route(B, f, 0);
+    }
+    assert_eq!(sent, fs, "frames from an FD path are never changed");
+    assert_eq!(
+        announce_upstream(&mut r, B, &fs),
+        Some(ConfigMessage::Announce(a))
+    );
+    assert_eq!(r.counters().down[1].fd_masked, 0);
+    // Other node → master frames from A are never changed, even with the same bytes.
+    let mut hb = heartbeat(1, 0xFFFF_FFFF);
+    let before = hb;
+    r.route(A, &mut hb, 0);
+    assert_eq!(hb, before);
+    assert_eq!(r.counters().down[0].fd_masked, 3);
+}
+
+#[test]
+fn a_classic_uplink_masks_fd_capabilities_from_every_downlink() {
+    let mut r: Router<2> = Router::new(RouterConfig {
+        uplink_mtu: Mtu::Classic,
+        downlink_mtu: [Some(Mtu::Fd), Some(Mtu::Fd)],
+        flood_unknown_m2s: false,
+        forward_foreign: true,
+    });
+    let (fs, a) = announce_caps(1, caps::FD | caps::BRS, Mtu::Classic);
+    let got = announce_upstream(&mut r, B, &fs);
+    assert_eq!(
+        got,
+        Some(ConfigMessage::Announce(Announce { caps: 0, ..a }))
+    );
+    assert_eq!(r.counters().down[1].fd_masked, 1);
+}
+
+#[test]
+fn a_malformed_announce_stays_malformed() {
+    let mut r = mixed();
+    // Reserved capability bits: clearing FD must not make it valid for the master.
+    let (mut fs, _) = announce_caps(1, caps::FD, Mtu::Classic);
+    let mut d = [0u8; 8];
+    d.copy_from_slice(fs[0].data());
+    d[2] |= 0x80;
+    fs[0] = Frame::classic(fs[0].id(), &d).unwrap();
+    assert_eq!(announce_upstream(&mut r, A, &fs), None);
+    // Too short to hold the capabilities: forwarded as it came.
+    let id = ConfigId::single(
+        fcan_core::id::Opcode::Discover,
+        fcan_core::id::Direction::ToMaster,
+        n(2),
+        0,
+    );
+    let short = Frame::classic(id.can_id(), &[2, 0]).unwrap();
+    let mut f = short;
+    assert_eq!(links(&r.route(A, &mut f, 0)), [UP]);
+    assert_eq!(f, short);
+}
+
 fn frame_define(node: u8, index: u8, std_id: u16, dir: DataDirection, mtu: Mtu) -> Vec<Frame> {
     let entries = [CopyEntry {
         block: 0,
@@ -114,7 +255,7 @@ fn feed<const N: usize, const I: usize>(
 ) -> Route {
     let mut last = Route::default();
     for f in fs {
-        last = r.route(from, f, now);
+        last = r.route(from, &mut f.clone(), now);
     }
     last
 }
@@ -126,13 +267,13 @@ fn events<const N: usize, const I: usize>(r: &mut Router<N, I>) -> Vec<Event> {
 #[test]
 fn broadcasts_reach_every_downlink() {
     let mut r = router();
-    let d = r.route(UP, &discover(NodeId::BROADCAST), 0);
+    let d = r.route(UP, &mut discover(NodeId::BROADCAST), 0);
     assert_eq!(links(&d), [A, B]);
-    let hb = to_node(
+    let mut hb = to_node(
         ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: 1 }),
         NodeId::BROADCAST,
     );
-    assert_eq!(links(&r.route(UP, &hb, 0)), [A, B]);
+    assert_eq!(links(&r.route(UP, &mut hb, 0)), [A, B]);
     let c = r.counters();
     assert_eq!(c.up.received, 2);
     assert_eq!(c.up.forwarded, 2);
@@ -145,13 +286,13 @@ fn nodes_are_learned_from_their_traffic_and_unicasts_follow() {
     let mut r = router();
     // Unknown node: a unicast is dropped, a unicast DISCOVER floods.
     assert_eq!(
-        r.route(UP, &start(5), 0).dropped,
+        r.route(UP, &mut start(5), 0).dropped,
         Some(DropReason::UnknownNode)
     );
-    assert_eq!(links(&r.route(UP, &discover(n(5)), 0)), [A, B]);
+    assert_eq!(links(&r.route(UP, &mut discover(n(5)), 0)), [A, B]);
     assert_eq!(r.counters().flooded_unknown_node, 1);
     // Node 5 heartbeats on B: up only, and learned.
-    assert_eq!(links(&r.route(B, &heartbeat(5, 1), 10)), [UP]);
+    assert_eq!(links(&r.route(B, &mut heartbeat(5, 1), 10)), [UP]);
     assert_eq!(
         events(&mut r),
         [Event::NodeLearned {
@@ -159,8 +300,8 @@ fn nodes_are_learned_from_their_traffic_and_unicasts_follow() {
             link: B
         }]
     );
-    assert_eq!(links(&r.route(UP, &start(5), 20)), [B]);
-    assert_eq!(links(&r.route(UP, &discover(n(5)), 20)), [B]);
+    assert_eq!(links(&r.route(UP, &mut start(5), 20)), [B]);
+    assert_eq!(links(&r.route(UP, &mut discover(n(5)), 20)), [B]);
     // ANNOUNCE (multi-frame on classic) from another node on A.
     let last = feed(&mut r, A, &announce(7, 0xAB, Mtu::Classic), 30);
     assert_eq!(links(&last), [UP]);
@@ -181,15 +322,15 @@ fn nodes_are_learned_from_their_traffic_and_unicasts_follow() {
 fn data_identifiers_are_learned_from_frame_define() {
     for mtu in [Mtu::Classic, Mtu::Fd] {
         let mut r: Router<2> = Router::new(RouterConfig::uniform(mtu));
-        r.route(A, &heartbeat(1, 1), 0);
-        r.route(B, &heartbeat(2, 2), 0);
+        r.route(A, &mut heartbeat(1, 1), 0);
+        r.route(B, &mut heartbeat(2, 2), 0);
         // Master plans: node 1 gets m2s 0x120 and s2m 0x200; node 2 m2s 0x121.
         let fd = frame_define(1, 0, 0x120, DataDirection::M2s, mtu);
         if mtu == Mtu::Classic {
             assert!(fd.len() > 2, "the header spans two classic frames");
         }
         for f in &fd {
-            assert_eq!(links(&r.route(UP, f, 1)), [A]);
+            assert_eq!(links(&r.route(UP, &mut f.clone(), 1)), [A]);
         }
         feed(
             &mut r,
@@ -206,22 +347,22 @@ fn data_identifiers_are_learned_from_frame_define() {
         assert_eq!(r.std_id_count(), 3);
         assert_eq!(r.counters().learned.std_ids, 3);
         // m2s data goes only to the owner's downlink.
-        assert_eq!(links(&r.route(UP, &data(0x120), 4)), [A]);
-        assert_eq!(links(&r.route(UP, &data(0x121), 4)), [B]);
+        assert_eq!(links(&r.route(UP, &mut data(0x120), 4)), [A]);
+        assert_eq!(links(&r.route(UP, &mut data(0x121), 4)), [B]);
         // Unknown identifier from the uplink: dropped, counted.
-        let u = r.route(UP, &data(0x300), 4);
+        let u = r.route(UP, &mut data(0x300), 4);
         assert_eq!(
             (u.to, u.dropped),
             (LinkSet::EMPTY, Some(DropReason::UnknownStdId))
         );
         // An s2m identifier sent from the uplink goes nowhere.
         assert_eq!(
-            r.route(UP, &data(0x200), 4).dropped,
+            r.route(UP, &mut data(0x200), 4).dropped,
             Some(DropReason::WrongWay)
         );
         // s2m data only goes up, learned or not.
-        assert_eq!(links(&r.route(A, &data(0x200), 4)), [UP]);
-        assert_eq!(links(&r.route(B, &data(0x3AA), 4)), [UP]);
+        assert_eq!(links(&r.route(A, &mut data(0x200), 4)), [UP]);
+        assert_eq!(links(&r.route(B, &mut data(0x3AA), 4)), [UP]);
         let c = r.counters();
         assert_eq!(c.up_unlearned_std_id, 1);
         assert_eq!(c.dropped.get(DropReason::UnknownStdId), 1);
@@ -234,7 +375,7 @@ fn data_identifiers_are_learned_from_frame_define() {
 #[test]
 fn frame_define_index_truncates_and_index_zero_clears() {
     let mut r = router();
-    r.route(A, &heartbeat(1, 1), 0);
+    r.route(A, &mut heartbeat(1, 1), 0);
     for (k, id) in [0x100u16, 0x101, 0x102].iter().enumerate() {
         feed(
             &mut r,
@@ -263,7 +404,7 @@ fn frame_define_index_truncates_and_index_zero_clears() {
     let ids: Vec<u16> = r.std_ids().map(|e| e.std_id).collect();
     assert_eq!(ids, [0x100, 0x150]);
     assert_eq!(
-        r.route(UP, &data(0x101), 3).dropped,
+        r.route(UP, &mut data(0x101), 3).dropped,
         Some(DropReason::UnknownStdId)
     );
     // Index 0 clears the plan.
@@ -277,7 +418,7 @@ fn frame_define_index_truncates_and_index_zero_clears() {
     assert_eq!(ids, [0x160]);
     assert_eq!(r.counters().learned.std_ids_forgotten, 4);
     // An identifier moved to another node leaves the first.
-    r.route(B, &heartbeat(2, 2), 5);
+    r.route(B, &mut heartbeat(2, 2), 5);
     feed(
         &mut r,
         UP,
@@ -298,7 +439,7 @@ fn frame_define_index_truncates_and_index_zero_clears() {
 #[test]
 fn a_reboot_forgets_the_plan() {
     let mut r = router();
-    r.route(A, &heartbeat(1, 10), 0);
+    r.route(A, &mut heartbeat(1, 10), 0);
     feed(
         &mut r,
         UP,
@@ -306,7 +447,7 @@ fn a_reboot_forgets_the_plan() {
         1,
     );
     // Same boot: nothing changes.
-    r.route(A, &heartbeat(1, 10), 2);
+    r.route(A, &mut heartbeat(1, 10), 2);
     assert_eq!(r.std_id_count(), 1);
     // New boot in an ANNOUNCE (boot_id in a later classic segment).
     feed(&mut r, A, &announce(1, 11, Mtu::Classic), 3);
@@ -324,7 +465,7 @@ fn a_reboot_forgets_the_plan() {
         &frame_define(1, 0, 0x100, DataDirection::M2s, Mtu::Classic),
         4,
     );
-    r.route(A, &heartbeat(1, 12), 5);
+    r.route(A, &mut heartbeat(1, 12), 5);
     assert_eq!(r.std_id_count(), 0);
     assert_eq!(r.counters().learned.nodes_rebooted, 2);
 }
@@ -332,7 +473,7 @@ fn a_reboot_forgets_the_plan() {
 #[test]
 fn a_node_id_on_two_downlinks_is_a_collision() {
     let mut r = router();
-    r.route(A, &heartbeat(4, 1), 0);
+    r.route(A, &mut heartbeat(4, 1), 0);
     feed(
         &mut r,
         UP,
@@ -341,7 +482,7 @@ fn a_node_id_on_two_downlinks_is_a_collision() {
     );
     events(&mut r);
     // Another node 4 on B: reported, still forwarded up, entry stays on A.
-    assert_eq!(links(&r.route(B, &heartbeat(4, 2), 100)), [UP]);
+    assert_eq!(links(&r.route(B, &mut heartbeat(4, 2), 100)), [UP]);
     let last = feed(&mut r, B, &announce(4, 2, Mtu::Classic), 200);
     assert_eq!(links(&last), [UP]);
     assert_eq!(
@@ -363,15 +504,15 @@ fn a_node_id_on_two_downlinks_is_a_collision() {
     );
     assert_eq!(r.counters().collisions, 2);
     assert_eq!(r.node_link(n(4), 300), Some(A));
-    assert_eq!(links(&r.route(UP, &start(4), 300)), [A]);
-    assert_eq!(links(&r.route(UP, &data(0x100), 300)), [A]);
+    assert_eq!(links(&r.route(UP, &mut start(4), 300)), [A]);
+    assert_eq!(links(&r.route(UP, &mut data(0x100), 300)), [A]);
     assert_eq!(r.std_id_count(), 1);
 }
 
 #[test]
 fn silent_nodes_are_forgotten_and_can_move() {
     let mut r = router();
-    r.route(A, &heartbeat(3, 1), 0);
+    r.route(A, &mut heartbeat(3, 1), 0);
     feed(
         &mut r,
         UP,
@@ -389,15 +530,15 @@ fn silent_nodes_are_forgotten_and_can_move() {
         }]
     );
     assert_eq!(
-        r.route(UP, &start(3), later).dropped,
+        r.route(UP, &mut start(3), later).dropped,
         Some(DropReason::UnknownNode)
     );
     assert_eq!(
-        r.route(UP, &data(0x100), later).dropped,
+        r.route(UP, &mut data(0x100), later).dropped,
         Some(DropReason::UnknownNode)
     );
     // Back on B with the same boot (hot-plugged): its plan still routes, to B now.
-    r.route(B, &heartbeat(3, 1), later + 10);
+    r.route(B, &mut heartbeat(3, 1), later + 10);
     assert_eq!(
         events(&mut r),
         [Event::NodeMoved {
@@ -406,7 +547,7 @@ fn silent_nodes_are_forgotten_and_can_move() {
             to: B
         }]
     );
-    assert_eq!(links(&r.route(UP, &data(0x100), later + 20)), [B]);
+    assert_eq!(links(&r.route(UP, &mut data(0x100), later + 20)), [B]);
     // Gone again, back on A with a new boot: moved, and the plan is forgotten.
     let later2 = later + 10 + NODE_OFFLINE_TIMEOUT_US;
     feed(&mut r, A, &announce(3, 2, Mtu::Classic), later2);
@@ -416,7 +557,7 @@ fn silent_nodes_are_forgotten_and_can_move() {
     assert_eq!(c.learned.nodes_moved, 2);
     assert_eq!(c.learned.nodes_forgotten, 1);
     // A node that is merely late is not forgotten.
-    r.route(A, &heartbeat(9, 1), 0);
+    r.route(A, &mut heartbeat(9, 1), 0);
     r.poll(NODE_OFFLINE_TIMEOUT_US - 1);
     assert_eq!(r.node_link(n(9), NODE_OFFLINE_TIMEOUT_US - 1), Some(A));
 }
@@ -424,11 +565,11 @@ fn silent_nodes_are_forgotten_and_can_move() {
 #[test]
 fn amortised_sweep_forgets_without_poll() {
     let mut r = router();
-    r.route(A, &heartbeat(3, 1), 0);
+    r.route(A, &mut heartbeat(3, 1), 0);
     events(&mut r);
     let later = NODE_OFFLINE_TIMEOUT_US * 2;
     for _ in 0..NODE_SLOTS {
-        r.route(UP, &data(0x3FF), later);
+        r.route(UP, &mut data(0x3FF), later);
     }
     assert_eq!(
         events(&mut r),
@@ -449,18 +590,18 @@ fn fd_frames_never_reach_classic_downlinks() {
     };
     let mut r: Router<2> = Router::new(cfg);
     // An FD broadcast reaches only the FD downlink.
-    let fd_disc = frames(
+    let mut fd_disc = frames(
         &ConfigMessage::Discover(Discover { session: 1 }),
         NodeId::BROADCAST,
         0,
         Mtu::Fd,
     )[0];
-    let route = r.route(UP, &fd_disc, 0);
+    let route = r.route(UP, &mut fd_disc, 0);
     assert_eq!(links(&route), [B]);
     assert_eq!(route.dropped, Some(DropReason::Mtu));
     // An FD unicast to a node on the classic downlink: dropped, not truncated.
-    r.route(A, &heartbeat(1, 1), 0);
-    let fd_start = frames(
+    r.route(A, &mut heartbeat(1, 1), 0);
+    let mut fd_start = frames(
         &ConfigMessage::Start(Start {
             frame_count: 0,
             master_timeout_ms: 0,
@@ -469,13 +610,18 @@ fn fd_frames_never_reach_classic_downlinks() {
         0,
         Mtu::Fd,
     )[0];
-    let route = r.route(UP, &fd_start, 0);
+    let route = r.route(UP, &mut fd_start, 0);
     assert!(route.to.is_empty());
     assert_eq!(route.dropped, Some(DropReason::Mtu));
     // Classic frames go everywhere.
-    assert_eq!(links(&r.route(UP, &discover(NodeId::BROADCAST), 0)), [A, B]);
+    assert_eq!(
+        links(&r.route(UP, &mut discover(NodeId::BROADCAST), 0)),
+        [A, B]
+    );
     assert_eq!(r.counters().dropped.get(DropReason::Mtu), 2);
     assert_eq!(r.counters().dropped.total(), 2);
+    assert_eq!(r.counters().down[0].mtu_dropped, 2, "per link");
+    assert_eq!(r.counters().down[1].mtu_dropped, 0);
     assert_eq!(r.mtu(A), Some(Mtu::Classic));
 }
 
@@ -484,24 +630,30 @@ fn wrong_way_malformed_foreign_and_invalid_links() {
     let mut r = router();
     // node → master on the uplink, master → node on a downlink
     assert_eq!(
-        r.route(UP, &heartbeat(1, 1), 0).dropped,
+        r.route(UP, &mut heartbeat(1, 1), 0).dropped,
         Some(DropReason::WrongWay)
     );
-    assert_eq!(r.route(A, &start(1), 0).dropped, Some(DropReason::WrongWay));
+    assert_eq!(
+        r.route(A, &mut start(1), 0).dropped,
+        Some(DropReason::WrongWay)
+    );
     assert_eq!(r.node_link(n(1), 0), None);
     // reserved opcode
-    let bad = Frame::classic(CanId::Extended(0x1000_0000 | 0xC << 24), &[]).unwrap();
-    assert_eq!(r.route(UP, &bad, 0).dropped, Some(DropReason::Malformed));
+    let mut bad = Frame::classic(CanId::Extended(0x1000_0000 | 0xC << 24), &[]).unwrap();
+    assert_eq!(
+        r.route(UP, &mut bad, 0).dropped,
+        Some(DropReason::Malformed)
+    );
     // not fcan's: passed through
-    let estop = Frame::classic(CanId::Standard(0x010), &[1]).unwrap();
-    assert_eq!(links(&r.route(UP, &estop, 0)), [A, B]);
-    assert_eq!(links(&r.route(B, &estop, 0)), [UP]);
-    let other = Frame::classic(CanId::Extended(0x0123_4567), &[1]).unwrap();
-    assert_eq!(links(&r.route(A, &other, 0)), [UP]);
+    let mut estop = Frame::classic(CanId::Standard(0x010), &[1]).unwrap();
+    assert_eq!(links(&r.route(UP, &mut estop, 0)), [A, B]);
+    assert_eq!(links(&r.route(B, &mut estop, 0)), [UP]);
+    let mut other = Frame::classic(CanId::Extended(0x0123_4567), &[1]).unwrap();
+    assert_eq!(links(&r.route(A, &mut other, 0)), [UP]);
     assert_eq!(r.counters().foreign, 3);
     // links the router does not have
     assert_eq!(
-        r.route(Link::Down(2), &estop, 0).dropped,
+        r.route(Link::Down(2), &mut estop, 0).dropped,
         Some(DropReason::InvalidLink)
     );
     let mut one: Router<2> = Router::new(RouterConfig {
@@ -510,11 +662,14 @@ fn wrong_way_malformed_foreign_and_invalid_links() {
         ..RouterConfig::uniform(Mtu::Classic)
     });
     assert_eq!(
-        one.route(B, &estop, 0).dropped,
+        one.route(B, &mut estop, 0).dropped,
         Some(DropReason::InvalidLink)
     );
-    assert_eq!(links(&one.route(UP, &discover(NodeId::BROADCAST), 0)), [A]);
-    assert!(one.route(UP, &estop, 0).to.is_empty());
+    assert_eq!(
+        links(&one.route(UP, &mut discover(NodeId::BROADCAST), 0)),
+        [A]
+    );
+    assert!(one.route(UP, &mut estop, 0).to.is_empty());
     assert_eq!(r.counters().dropped.get(DropReason::InvalidLink), 1);
     r.send_failed(A);
     assert_eq!(r.counters().dropped.get(DropReason::SendFailed), 1);
@@ -526,15 +681,15 @@ fn flood_unknown_m2s_when_asked() {
         flood_unknown_m2s: true,
         ..RouterConfig::uniform(Mtu::Classic)
     });
-    assert_eq!(links(&r.route(UP, &data(0x123), 0)), [A, B]);
+    assert_eq!(links(&r.route(UP, &mut data(0x123), 0)), [A, B]);
     assert_eq!(r.counters().flooded_unknown_std_id, 1);
 }
 
 #[test]
 fn a_full_table_counts_and_evicts_only_forgotten_nodes() {
     let mut r: Router<2, 2> = Router::new(RouterConfig::uniform(Mtu::Classic));
-    r.route(A, &heartbeat(1, 1), 0);
-    r.route(B, &heartbeat(2, 1), 0);
+    r.route(A, &mut heartbeat(1, 1), 0);
+    r.route(B, &mut heartbeat(2, 1), 0);
     feed(
         &mut r,
         UP,
@@ -563,12 +718,12 @@ fn a_full_table_counts_and_evicts_only_forgotten_nodes() {
         }]
     );
     assert_eq!(
-        r.route(UP, &data(0x102), 0).dropped,
+        r.route(UP, &mut data(0x102), 0).dropped,
         Some(DropReason::UnknownStdId)
     );
     // Node 1 goes silent: its identifiers may be evicted, node 2's frame is learned.
     let later = NODE_OFFLINE_TIMEOUT_US + 5;
-    r.route(B, &heartbeat(2, 1), later);
+    r.route(B, &mut heartbeat(2, 1), later);
     r.poll(later);
     feed(
         &mut r,
@@ -576,7 +731,7 @@ fn a_full_table_counts_and_evicts_only_forgotten_nodes() {
         &frame_define(2, 0, 0x102, DataDirection::M2s, Mtu::Classic),
         later,
     );
-    assert_eq!(links(&r.route(UP, &data(0x102), later)), [B]);
+    assert_eq!(links(&r.route(UP, &mut data(0x102), later)), [B]);
     assert_eq!(r.std_id_count(), 2);
 }
 
@@ -584,7 +739,7 @@ fn a_full_table_counts_and_evicts_only_forgotten_nodes() {
 fn full_event_queue_counts_lost_events() {
     let mut r = router();
     for id in 0..(EVENT_QUEUE as u8 + 3) {
-        r.route(A, &heartbeat(id, 1), 0);
+        r.route(A, &mut heartbeat(id, 1), 0);
     }
     assert_eq!(r.pending_events(), EVENT_QUEUE);
     assert_eq!(r.counters().events_lost, 3);
@@ -593,11 +748,11 @@ fn full_event_queue_counts_lost_events() {
 #[test]
 fn counters_per_link_and_direction() {
     let mut r = router();
-    r.route(A, &heartbeat(1, 1), 0);
-    r.route(B, &heartbeat(2, 1), 0);
-    r.route(B, &heartbeat(2, 1), 0);
-    r.route(UP, &start(1), 0);
-    r.route(UP, &discover(NodeId::BROADCAST), 0);
+    r.route(A, &mut heartbeat(1, 1), 0);
+    r.route(B, &mut heartbeat(2, 1), 0);
+    r.route(B, &mut heartbeat(2, 1), 0);
+    r.route(UP, &mut start(1), 0);
+    r.route(UP, &mut discover(NodeId::BROADCAST), 0);
     let c = r.counters();
     assert_eq!(
         (c.down[0].received, c.down[0].forwarded, c.down[0].sent),
@@ -651,9 +806,20 @@ mod proptests {
                 forward_foreign: true,
             };
             let mut r: Router<2, 4> = Router::new(cfg);
-            for (link, frame, now) in input {
+            for (link, mut frame, now) in input {
                 let from = if link == 0 { Link::Up } else { Link::Down(link - 1) };
-                let route = r.route(from, &frame, now);
+                let before = frame;
+                let route = r.route(from, &mut frame, now);
+                if frame != before {
+                    // Only the first segment of an ANNOUNCE from the classic downlink.
+                    let cid = ConfigId::from_can_id(frame.id());
+                    prop_assert_eq!(from, Link::Down(0));
+                    prop_assert!(cid.is_ok_and(|c| c.opcode == fcan_core::id::Opcode::Discover
+                        && c.dir == fcan_core::id::Direction::ToMaster
+                        && c.segment == 0));
+                    prop_assert_eq!(frame.len(), before.len());
+                    prop_assert_eq!(frame.id(), before.id());
+                }
                 prop_assert!(!route.to.contains(from));
                 prop_assert!(!route.to.contains(Link::Down(2)));
                 if frame.is_fd() {
@@ -667,6 +833,68 @@ mod proptests {
                 while r.pop_event().is_some() {}
             }
             prop_assert!(r.std_id_count() <= 4);
+        }
+
+        /// An ANNOUNCE forwarded up stays decodable with every field as sent, except the
+        /// capabilities the path cannot carry: on either frame kind, for every pairing
+        /// of uplink and downlink kinds.
+        #[test]
+        fn a_forwarded_announce_keeps_every_field_but_the_masked_bits(
+            protocol in any::<u8>(),
+            state in prop::sample::select(&[
+                NodeState::Unprovisioned,
+                NodeState::Provisioned,
+                NodeState::Running,
+                NodeState::Suspended,
+                NodeState::Fault,
+            ][..]),
+            caps_in in 0..=caps::KNOWN,
+            boot_id in any::<u32>(),
+            blob_len in any::<u32>(),
+            hash in any::<[u8; 8]>(),
+            counts in prop::collection::vec(any::<u8>(), 0..=255),
+            up_fd in any::<bool>(),
+            down_fd in any::<bool>(),
+            frames_fd in any::<bool>(),
+        ) {
+            let kind = |fd| if fd { Mtu::Fd } else { Mtu::Classic };
+            let (up, down) = (kind(up_fd), kind(down_fd));
+            // FD frames cannot go up a classic uplink at all; nodes send ANNOUNCE in
+            // Classical CAN frames anyway (§3.3).
+            let mtu = kind(frames_fd && up_fd);
+            let mut r: Router<1> = Router::new(RouterConfig {
+                uplink_mtu: up,
+                downlink_mtu: [Some(down)],
+                flood_unknown_m2s: false,
+                forward_foreign: true,
+            });
+            let a = Announce {
+                protocol, state, caps: caps_in, boot_id, blob_len,
+                hash: HashPrefix(hash), counts: &counts,
+            };
+            let fs = frames(&ConfigMessage::Announce(a), n(9), 0, mtu);
+            let mut up_bytes = Vec::new();
+            for sent in &fs {
+                let mut f = *sent;
+                let route = r.route(A, &mut f, 0);
+                prop_assert_eq!(links(&route), [UP]);
+                prop_assert_eq!((f.id(), f.len(), f.is_fd()), (sent.id(), sent.len(), sent.is_fd()));
+                up_bytes.extend_from_slice(f.data());
+            }
+            let masked = caps::unusable_on(up.min(down));
+            let got = ConfigMessage::decode(
+                fcan_core::id::Opcode::Discover,
+                fcan_core::id::Direction::ToMaster,
+                &up_bytes,
+            );
+            prop_assert_eq!(
+                got,
+                Ok(ConfigMessage::Announce(Announce { caps: caps_in & !masked, ..a }))
+            );
+            prop_assert_eq!(
+                r.counters().down[0].fd_masked,
+                u64::from(caps_in & masked != 0)
+            );
         }
     }
 }

@@ -1,6 +1,7 @@
 //! DISCOVER, ANNOUNCE and ANNOUNCE_ACK.
 
 use super::{DecodeError, EncodeError, NodeState};
+use crate::frame::{Mtu, CLASSIC_MAX_LEN};
 use crate::hash::HashPrefix;
 use crate::msg::BusMode;
 use crate::pack::{Reader, Writer};
@@ -33,6 +34,28 @@ pub mod caps {
     pub const BRS: u8 = 1 << 1;
     /// Bits this protocol version defines; others must be 0.
     pub const KNOWN: u8 = FD | BRS;
+
+    /// The capability bits a path that carries only `mtu` frames cannot honour: [`FD`]
+    /// and [`BRS`] on Classical CAN, none on CAN FD.
+    ///
+    /// The capabilities a master sees describe the whole path between it and the node:
+    /// a node with an FD controller behind a Classical CAN bus (or a router's classic
+    /// downlink) can only be spoken to in Classical CAN frames. A relay clears these bits
+    /// with [`Announce::clear_caps`](super::Announce::clear_caps) as the ANNOUNCE passes,
+    /// so the master chooses `BusMode::Classic` (`docs/protocol.md` §3.3).
+    ///
+    /// ```
+    /// use fcan_core::frame::Mtu;
+    /// use fcan_core::msg::caps;
+    /// assert_eq!(caps::unusable_on(Mtu::Classic), caps::FD | caps::BRS);
+    /// assert_eq!(caps::unusable_on(Mtu::Fd), 0);
+    /// ```
+    pub const fn unusable_on(mtu: super::Mtu) -> u8 {
+        match mtu {
+            super::Mtu::Classic => FD | BRS,
+            super::Mtu::Fd => 0,
+        }
+    }
 }
 
 /// ANNOUNCE (node → master): who the node is and what it runs.
@@ -58,6 +81,46 @@ pub struct Announce<'a> {
 impl<'a> Announce<'a> {
     /// Size without the counts.
     pub const FIXED_LEN: usize = 20;
+
+    /// Offset of the capability byte: after `protocol` and `state`, as [`Self::encode`]
+    /// writes them (a property test in `tests/prop_msg.rs` holds the two together).
+    const CAPS_OFFSET: usize = 2;
+
+    /// Clears the capability bits `clear` (only bits of [`caps::KNOWN`]; reserved bits
+    /// are left as they are, so a malformed ANNOUNCE stays malformed) in an encoded
+    /// ANNOUNCE, in place. `first_segment` is the payload of segment 0 of the ANNOUNCE
+    /// transfer, or the whole encoded message: the capability byte always lies in the
+    /// first Classical CAN frame.
+    ///
+    /// For relays (the fcan router) that forward an ANNOUNCE onto a path that cannot
+    /// carry what its capabilities promise ([`caps::unusable_on`]). A transfer carries no
+    /// checksum (`docs/protocol.md` §2.3), so no other byte changes. Returns the bits that
+    /// were set and are now clear (0: the message was left as it was), or `None` when
+    /// `first_segment` is too short to hold the capability byte.
+    ///
+    /// ```
+    /// use fcan_core::hash::HashPrefix;
+    /// use fcan_core::id::{Direction, Opcode};
+    /// use fcan_core::msg::{caps, Announce, ConfigMessage, NodeState};
+    /// let a = Announce {
+    ///     protocol: 2, state: NodeState::Unprovisioned, caps: caps::FD | caps::BRS,
+    ///     boot_id: 7, blob_len: 100, hash: HashPrefix([1; 8]), counts: &[3],
+    /// };
+    /// let mut buf = [0u8; 32];
+    /// let n = ConfigMessage::Announce(a).encode(&mut buf).unwrap();
+    /// assert_eq!(Announce::clear_caps(&mut buf[..8], caps::FD | caps::BRS), Some(caps::FD | caps::BRS));
+    /// let m = ConfigMessage::decode(Opcode::Discover, Direction::ToMaster, &buf[..n]).unwrap();
+    /// assert_eq!(m, ConfigMessage::Announce(Announce { caps: 0, ..a }));
+    /// assert_eq!(Announce::clear_caps(&mut buf[..8], caps::FD), Some(0));
+    /// assert_eq!(Announce::clear_caps(&mut buf[..2], caps::FD), None);
+    /// ```
+    pub fn clear_caps(first_segment: &mut [u8], clear: u8) -> Option<u8> {
+        const { assert!(Announce::CAPS_OFFSET < CLASSIC_MAX_LEN) };
+        let b = first_segment.get_mut(Self::CAPS_OFFSET)?;
+        let cleared = *b & clear & caps::KNOWN;
+        *b &= !cleared;
+        Some(cleared)
+    }
 
     pub(crate) fn encode(&self, w: &mut Writer) -> Result<(), EncodeError> {
         let n: u8 = self
