@@ -33,7 +33,13 @@ fn page() -> String {
 fn metadata(manifest: &Path) -> Vec<Json> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
         .arg("--manifest-path")
         .arg(manifest)
         .output()
@@ -201,7 +207,9 @@ fn check_table(text: &str, marker: &str, crates: &[Krate]) -> Vec<String> {
         bad.push(format!("{marker}: crate {missing} is not in the table"));
     }
     for extra in listed.difference(&real) {
-        bad.push(format!("{marker}: the table lists {extra}, which is not a crate"));
+        bad.push(format!(
+            "{marker}: the table lists {extra}, which is not a crate"
+        ));
     }
     for row in &rows {
         let name = ticked(&row[0]).concat();
@@ -218,7 +226,10 @@ fn check_table(text: &str, marker: &str, crates: &[Krate]) -> Vec<String> {
         }
         let no_std = no_std_of(k);
         if row[3] != no_std {
-            bad.push(format!("{name}: no_std `{}`, the tree says `{no_std}`", row[3]));
+            bad.push(format!(
+                "{name}: no_std `{}`, the tree says `{no_std}`",
+                row[3]
+            ));
         }
         let (mut feats, mut defaults) = (BTreeSet::new(), BTreeSet::new());
         if row[4] != "—" {
@@ -238,7 +249,10 @@ fn check_table(text: &str, marker: &str, crates: &[Krate]) -> Vec<String> {
         }
         let rv = k.rust_version.clone().unwrap_or_else(|| "—".into());
         if row[5] != rv {
-            bad.push(format!("{name}: rust-version {}, the tree has {rv}", row[5]));
+            bad.push(format!(
+                "{name}: rust-version {}, the tree has {rv}",
+                row[5]
+            ));
         }
     }
     bad
@@ -258,7 +272,9 @@ type Edge = (String, String, String);
 
 /// The edges of the page's mermaid graph, crate names with `-`.
 fn page_edges(text: &str) -> BTreeSet<Edge> {
-    let start = text.find("<!-- deps -->").expect("the page has a deps graph");
+    let start = text
+        .find("<!-- deps -->")
+        .expect("the page has a deps graph");
     let graph = &text[start..];
     let graph = &graph[graph.find("```mermaid").expect("mermaid block")..];
     let graph = &graph[..graph[3..].find("```").expect("closed block") + 3];
@@ -316,9 +332,16 @@ fn dependency_graph_matches_cargo_metadata() {
         bad.push(format!("missing edge {} -> {} ({})", e.0, e.1, e.2));
     }
     for e in drawn.difference(&real) {
-        bad.push(format!("edge {} -> {} ({}) is not in the tree", e.0, e.1, e.2));
+        bad.push(format!(
+            "edge {} -> {} ({}) is not in the tree",
+            e.0, e.1, e.2
+        ));
     }
-    assert!(bad.is_empty(), "docs/architecture.md graph:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "docs/architecture.md graph:\n{}",
+        bad.join("\n")
+    );
 }
 
 /// The `mod NAME;` declarations of a crate root (test-only modules left out).
@@ -376,10 +399,16 @@ fn module_table_lists_every_module() {
             bad.push(format!("module {lib}::{m} is not in the table"));
         }
         for m in mods.difference(&real) {
-            bad.push(format!("the table lists {lib}::{m}, which the crate root does not declare"));
+            bad.push(format!(
+                "the table lists {lib}::{m}, which the crate root does not declare"
+            ));
         }
     }
-    assert!(bad.is_empty(), "docs/architecture.md modules:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "docs/architecture.md modules:\n{}",
+        bad.join("\n")
+    );
 }
 
 /// Rust source of one crate: every `.rs` file under its root's directory.
@@ -412,7 +441,10 @@ impl Source {
     /// The file of module `name` declared in module file `parent` (None: not a module).
     fn module(&self, parent: &Path, name: &str) -> Option<PathBuf> {
         let declared = self.text(parent).lines().any(|l| {
-            let l = l.trim().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            let l = l
+                .trim()
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
             l == format!("mod {name};") || l == format!("mod {name} {{")
         });
         if !declared {
@@ -426,11 +458,14 @@ impl Source {
         } else {
             parent.with_extension("")
         };
-        [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")]
-            .into_iter()
-            .find(|p| self.files.contains_key(p))
-            // An inline `mod x { … }`: items live in the parent file.
-            .or_else(|| Some(parent.to_path_buf()))
+        [
+            dir.join(format!("{name}.rs")),
+            dir.join(name).join("mod.rs"),
+        ]
+        .into_iter()
+        .find(|p| self.files.contains_key(p))
+        // An inline `mod x { … }`: items live in the parent file.
+        .or_else(|| Some(parent.to_path_buf()))
     }
 
     /// Whether `text` declares `name` as an item.
@@ -443,21 +478,22 @@ impl Source {
                 .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '!'))
                 .filter(|w| !w.is_empty())
                 .collect();
-            words.windows(2).any(|w| {
-                (KINDS.contains(&w[0]) || w[0] == "macro_rules!") && w[1] == name
-            }) || {
-                // A name a declarative macro turns into an item (`NodeState {` inside
-                // `wire_enum! { … }`), an enum variant, or a struct field.
-                let t = l.trim_start();
-                t.strip_prefix(name).is_some_and(|r| {
-                    r.is_empty()
-                        || r.starts_with([' ', '(', '{', ',', '='])
-                        || r.starts_with(':') && !r.starts_with("::")
-                }) || t
-                    .strip_prefix("pub ")
-                    .and_then(|r| r.strip_prefix(name))
-                    .is_some_and(|r| r.starts_with(':'))
-            }
+            words
+                .windows(2)
+                .any(|w| (KINDS.contains(&w[0]) || w[0] == "macro_rules!") && w[1] == name)
+                || {
+                    // A name a declarative macro turns into an item (`NodeState {` inside
+                    // `wire_enum! { … }`), an enum variant, or a struct field.
+                    let t = l.trim_start();
+                    t.strip_prefix(name).is_some_and(|r| {
+                        r.is_empty()
+                            || r.starts_with([' ', '(', '{', ',', '='])
+                            || r.starts_with(':') && !r.starts_with("::")
+                    }) || t
+                        .strip_prefix("pub ")
+                        .and_then(|r| r.strip_prefix(name))
+                        .is_some_and(|r| r.starts_with(':'))
+                }
         })
     }
 
@@ -570,7 +606,11 @@ fn every_path_on_the_page_exists() {
             bad.push(format!("`{path}`: {e}"));
         }
     }
-    assert!(bad.is_empty(), "docs/architecture.md paths:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "docs/architecture.md paths:\n{}",
+        bad.join("\n")
+    );
 }
 
 /// The checks fail when the page and the tree disagree (each mutation below must be
@@ -588,10 +628,18 @@ fn the_checks_catch_a_disagreement() {
         .expect("fcan-master");
     let src = Source::of(&k.root_file);
     assert!(src.resolve(&k.root_file, &["Master", "subscribe"]).is_ok());
-    assert!(src.resolve(&k.root_file, &["Master", "subscribe_to_nothing"]).is_err());
-    assert!(src.resolve(&k.root_file, &["engine", "Engine", "handle_frame"]).is_ok());
-    assert!(src.resolve(&k.root_file, &["engine", "NoSuchEngine"]).is_err());
-    assert!(src.resolve(&k.root_file, &["nosuchmodule", "Engine"]).is_err());
+    assert!(src
+        .resolve(&k.root_file, &["Master", "subscribe_to_nothing"])
+        .is_err());
+    assert!(src
+        .resolve(&k.root_file, &["engine", "Engine", "handle_frame"])
+        .is_ok());
+    assert!(src
+        .resolve(&k.root_file, &["engine", "NoSuchEngine"])
+        .is_err());
+    assert!(src
+        .resolve(&k.root_file, &["nosuchmodule", "Engine"])
+        .is_err());
 
     // A dependency edge drawn that the tree does not have, and one left out.
     let real = tree_edges(&crates);
