@@ -502,7 +502,7 @@ impl Conv {
                         .unwrap_or_default();
                     self.err(
                         e.pos,
-                        format!("dir `{other}` is not a direction: use m2s (master to slave) or s2m (slave to master){hint}"),
+                        format!("dir `{other}` is not a direction: use m2s (master to node) or s2m (node to master){hint}"),
                     );
                     None
                 }

@@ -28,7 +28,7 @@ pub const MAX_SERVICES_PER_TYPE: usize = 255;
 
 /// Where one field sits in its packed message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldSlot {
+pub struct FieldLayout {
     /// Byte offset.
     pub offset: usize,
     /// Packed size.
@@ -40,8 +40,8 @@ pub struct FieldSlot {
 pub struct MessageLayout {
     /// Total packed size.
     pub size: usize,
-    /// One slot per field, in declaration order.
-    pub fields: Vec<FieldSlot>,
+    /// One layout per field, in declaration order.
+    pub fields: Vec<FieldLayout>,
 }
 
 /// Packs fields back to back.
@@ -60,20 +60,20 @@ pub struct MessageLayout {
 /// ```
 pub fn layout(fields: &[Field]) -> MessageLayout {
     let mut offset = 0;
-    let slots = fields
+    let field_layouts = fields
         .iter()
         .map(|f| {
-            let slot = FieldSlot {
+            let f_layout = FieldLayout {
                 offset,
                 size: f.size(),
             };
-            offset += slot.size;
-            slot
+            offset += f_layout.size;
+            f_layout
         })
         .collect();
     MessageLayout {
         size: offset,
-        fields: slots,
+        fields: field_layouts,
     }
 }
 

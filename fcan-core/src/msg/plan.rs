@@ -30,7 +30,7 @@ pub mod frame_flags {
 /// payload (at `dst_offset`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CopyEntry {
-    /// Global block (instance) number, see [`crate::numbering`].
+    /// Global block number, see [`crate::numbering`].
     pub block: u8,
     /// Topic index within the block's type.
     pub topic: u8,

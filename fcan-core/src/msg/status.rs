@@ -85,7 +85,7 @@ wire_enum! {
         BadEntry = 11,
         /// The plan as a whole is inconsistent (START count, incomplete group).
         BadPlan = 12,
-        /// The block instance exists in the schema but is not wired on this board.
+        /// The block exists in the schema but is not wired on this board.
         NotWired = 13,
         /// The node cannot take the request now; try again.
         Busy = 14,
