@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fcan_core::frame::Mtu;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -61,6 +60,7 @@ impl Default for MasterOptions {
 
 /// Why a master could not start or a request failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MasterError {
     /// Another master owns this bus.
     #[error("another fcan master (session {session:#010x}) is already running on this bus; two masters would fight over the nodes — stop the other one first")]
@@ -150,6 +150,7 @@ impl std::fmt::Display for SchemaSource {
 
 /// A snapshot for monitors.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Status {
     /// Nodes.
     pub nodes: Vec<NodeInfo>,
@@ -165,7 +166,7 @@ pub struct Status {
 enum Command {
     Registry(oneshot::Sender<Registry>),
     Status(oneshot::Sender<Status>),
-    Schema(u8, oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>),
+    Schema(NodeId, oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>),
     Subscribe(
         String,
         mpsc::UnboundedSender<Sample>,
@@ -303,7 +304,7 @@ impl Master {
         &self,
         node: NodeId,
     ) -> Result<Option<Arc<crate::engine::NodeSchema>>, MasterError> {
-        self.ask(|tx| Command::Schema(node.get(), tx)).await
+        self.ask(|tx| Command::Schema(node, tx)).await
     }
 
     /// Waits until at least `n` nodes are running.
@@ -661,7 +662,7 @@ impl<T: Transport> Task<T> {
 
 fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
     NodeInfo {
-        id: NodeId::new(n.id).unwrap_or(NodeId::BROADCAST),
+        id: n.id,
         name: n.name(),
         phase: n.phase.clone(),
         state: n.state,
@@ -678,9 +679,4 @@ fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
     }
-}
-
-/// The link kind a master on this transport plans for.
-pub fn link_mtu<T: Transport>(t: &T) -> Mtu {
-    t.mtu()
 }

@@ -24,6 +24,7 @@ use fcan_core::presence::{needs_mask, MASK_LEN, MAX_MASKED_TOPICS};
 
 /// One frame of a plan, ready for FRAME_DEFINE.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PlannedFrame {
     /// The header (index and std_id filled in).
     pub header: FrameHeader,
@@ -33,6 +34,7 @@ pub struct PlannedFrame {
 
 /// A node's whole plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Plan {
     /// Frames in plan order (index = position).
     pub frames: Vec<PlannedFrame>,
@@ -61,6 +63,7 @@ impl Plan {
 
 /// Why a node cannot be planned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// The schema does not number (unknown type, too many blocks).
     #[error("schema cannot be numbered: {0:?}")]

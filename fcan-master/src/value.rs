@@ -11,6 +11,10 @@ use fcan_core::types::{Scalar, ScalarType};
 use fcan_core::validate::did_you_mean;
 
 /// A value of any schema type.
+///
+/// Deliberately exhaustive: its variants mirror the schema's scalar kinds, arrays and
+/// messages, and a new kind of field would change the wire protocol (a new protocol
+/// version), so users may match every variant when they render or convert values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// `bool`.

@@ -167,7 +167,7 @@ impl Bench {
     }
 
     fn phase(&self, node: u8) -> Option<Phase> {
-        self.w.engine.node(node).map(|n| n.phase.clone())
+        self.w.engine.node(NodeId::new(node)?).map(|n| n.phase.clone())
     }
 
     fn run_until(&mut self, what: &str, limit_us: u64, done: impl Fn(&Bench) -> bool) {
@@ -308,7 +308,7 @@ fn downloads_at_once_are_bounded() {
         b.step();
         let have = |b: &Bench, id: NodeId| {
             b.w.engine
-                .node(id.get())
+                .node(id)
                 .is_some_and(|n| n.schema.is_some())
         };
         let downloading = b

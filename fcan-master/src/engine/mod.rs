@@ -40,6 +40,7 @@ use crate::planner::{plan_node, IdAllocator, Plan};
 
 /// Engine settings. [`EngineConfig::new`] gives the protocol defaults.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// This master's random session id.
     pub session: u32,
@@ -80,18 +81,19 @@ impl EngineConfig {
 
 /// Something the user of the engine should know.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Event {
     /// A node announced itself (first time, or again).
     Announced {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Its boot id.
         boot_id: u32,
     },
     /// A node's schema is known: from the cache or downloaded and verified.
     SchemaReady {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Full digest.
         digest: SchemaDigest,
         /// Whether it came from the cache (no transfer).
@@ -100,12 +102,12 @@ pub enum Event {
     /// A node was started: its topics flow.
     Online {
         /// Node id.
-        node: u8,
+        node: NodeId,
     },
     /// A node came back with a new boot id; it is being re-provisioned.
     Rebooted {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Boot id before.
         old: u32,
         /// Boot id now.
@@ -114,19 +116,19 @@ pub enum Event {
     /// A node fell silent.
     Offline {
         /// Node id.
-        node: u8,
+        node: NodeId,
     },
     /// A node could not be provisioned; it is retried when it announces again.
     Failed {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Why, for people.
         reason: String,
     },
     /// Two nodes answer to one node id.
     Collision {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// The two boot ids seen.
         boot_ids: (u32, u32),
     },
@@ -138,7 +140,7 @@ pub enum Event {
     /// A node on an FD link cannot do FD: it is run on Classical CAN frames.
     ClassicNodeOnFdLink {
         /// Node id.
-        node: u8,
+        node: NodeId,
     },
     /// A service call finished.
     CallDone {
@@ -162,7 +164,7 @@ pub enum Event {
 pub enum CallError {
     /// No such node, or it is not running.
     #[error("node {0} is not online")]
-    NodeNotOnline(u8),
+    NodeNotOnline(NodeId),
     /// No such block / service / param / topic, or wrong direction.
     #[error("{}", crate::text::Untrusted(.0))]
     BadTarget(String),
@@ -178,10 +180,10 @@ pub enum CallError {
     Status(ServiceStatus),
     /// No answer in time.
     #[error("no answer from node {0} in time")]
-    Timeout(u8),
+    Timeout(NodeId),
     /// The node rebooted or went offline while the request was pending.
     #[error("node {0} went away while the request was pending")]
-    NodeLost(u8),
+    NodeLost(NodeId),
     /// The node already has as many requests outstanding as the master allows
     /// ([`MAX_OUTSTANDING_REQUESTS`]); nothing was sent.
     #[error(
@@ -189,7 +191,7 @@ pub enum CallError {
     )]
     TooManyRequests {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// The limit.
         limit: usize,
     },
@@ -199,13 +201,13 @@ pub enum CallError {
 /// s2m data, and for m2s data the master itself publishes (so a monitor sees both).
 pub trait SampleSink {
     /// One complete topic value of `block`'s `topic` on `node`, at time `at`.
-    fn sample(&mut self, node: u8, block: u8, topic: u8, bytes: &[u8], at: u64);
+    fn sample(&mut self, node: NodeId, block: u8, topic: u8, bytes: &[u8], at: u64);
 }
 
 /// A sink that drops everything.
 pub struct NoSink;
 impl SampleSink for NoSink {
-    fn sample(&mut self, _: u8, _: u8, _: u8, _: &[u8], _: u64) {}
+    fn sample(&mut self, _: NodeId, _: u8, _: u8, _: &[u8], _: u64) {}
 }
 
 /// Where a data identifier is routed.
@@ -225,6 +227,7 @@ struct Staging {
 
 /// Counters of the engine itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EngineStats {
     /// Frames taken in.
     pub rx_frames: u64,
@@ -282,6 +285,13 @@ pub struct Engine {
 }
 
 const ROUTES: usize = 0x800;
+
+/// The public id of a node the engine keys by its raw `u8`. Every key came from a
+/// [`NodeId`] the bus carried, so the fallback (broadcast) is never taken; it only keeps
+/// this from panicking.
+pub(crate) fn nid(raw: u8) -> NodeId {
+    NodeId::new(raw).unwrap_or(NodeId::BROADCAST)
+}
 
 /// A node is sent at most one DISCOVER of its own per this long (µs): shorter than the
 /// 1 s node heartbeat period, so a node heard once per heartbeat is asked every time.
@@ -346,8 +356,8 @@ impl Engine {
     }
 
     /// One node.
-    pub fn node(&self, id: u8) -> Option<&NodeRecord> {
-        self.nodes.get(&id)
+    pub fn node(&self, id: NodeId) -> Option<&NodeRecord> {
+        self.nodes.get(&id.get())
     }
 
     /// Data identifiers in use on the bus.
@@ -420,10 +430,10 @@ impl Engine {
             n.phase = Phase::Offline;
             requeue_in_flight(n);
             n.download = None;
-            self.events.push_back(Event::Offline { node: id });
+            self.events.push_back(Event::Offline { node: nid(id) });
             // The user's requests (queued or in flight) end here, each with its answer;
             // of the rest only the parameter restores are kept.
-            self.fail_user_requests(id, CallError::NodeLost(id));
+            self.fail_user_requests(id, CallError::NodeLost(nid(id)));
             if let Some(n) = self.nodes.get_mut(&id) {
                 n.steps
                     .retain(|s| matches!(s, Step::ParamSet { req: None, .. }));
@@ -442,7 +452,7 @@ impl Engine {
                 self.pending_user.remove(&c.id);
                 self.events.push_back(Event::CallDone {
                     id: c.id,
-                    result: Err(CallError::Timeout(id)),
+                    result: Err(CallError::Timeout(nid(id))),
                 });
             }
         }
@@ -476,7 +486,7 @@ impl Engine {
                         self.pending_user.remove(&req);
                         self.events.push_back(Event::ParamDone {
                             id: req,
-                            result: Err(CallError::Timeout(id)),
+                            result: Err(CallError::Timeout(nid(id))),
                         });
                         self.next_step(id, now);
                     } else {
@@ -580,7 +590,7 @@ impl Engine {
                 if hb.boot_id != n.announce.boot_id {
                     let known = n.announce.boot_id;
                     self.events.push_back(Event::Collision {
-                        node,
+                        node: nid(node),
                         boot_ids: (known, hb.boot_id),
                     });
                     if n.prev_boot == Some(hb.boot_id) {

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use fcan_core::hash::{HashPrefix, SchemaDigest};
+use fcan_core::id::NodeId;
 use fcan_core::ir::Schema;
 use fcan_core::msg::{BusMode, NodeState};
 use fcan_core::numbering::Numbering;
@@ -12,6 +13,7 @@ use crate::planner::Plan;
 
 /// A node's schema, decoded and numbered once, shared by every node that runs it.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct NodeSchema {
     /// The IR.
     pub schema: Schema,
@@ -25,6 +27,7 @@ pub struct NodeSchema {
 
 /// What a node said about itself in its last ANNOUNCE.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Announcement {
     /// Protocol version.
     pub protocol: u8,
@@ -128,9 +131,10 @@ pub const MAX_OUTSTANDING_REQUESTS: usize = 32;
 
 /// Everything the master holds for one node id.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct NodeRecord {
     /// Node id.
-    pub id: u8,
+    pub id: NodeId,
     /// Last announcement.
     pub announce: Announcement,
     /// The schema, once known.
@@ -170,7 +174,7 @@ pub struct NodeRecord {
 impl NodeRecord {
     pub(crate) fn new(id: u8, announce: Announcement, now: u64) -> Self {
         NodeRecord {
-            id,
+            id: super::nid(id),
             announce,
             schema: None,
             schema_cached: None,
@@ -227,7 +231,7 @@ impl NodeRecord {
     /// The node's name with `{i}` replaced, or `node<id>` before its schema is known.
     pub fn name(&self) -> String {
         match &self.schema {
-            Some(s) => s.schema.node_name(self.id),
+            Some(s) => s.schema.node_name(self.id.get()),
             None => format!("node{}", self.id),
         }
     }
