@@ -850,7 +850,8 @@ pub fn describe_event(e: &Event) -> Option<String> {
         Event::ClassicNodeOnFdLink { node } => {
             format!("node {node} cannot do CAN FD: using Classical CAN frames with it")
         }
-        Event::CallDone { .. } | Event::ParamDone { .. } => return None,
+        // Request completions, and events added later (`Event` is non_exhaustive).
+        _ => return None,
     })
 }
 
