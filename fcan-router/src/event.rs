@@ -6,6 +6,7 @@ use crate::link::Link;
 
 /// Something that changed in the router's tables, or went wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// A node was heard on a downlink for the first time (or again after being
     /// forgotten, on the same downlink).
