@@ -11,7 +11,7 @@
 //! if let Some(sample) = sub.recv().await {
 //!     println!("{} = {}", sample.name, sample.value);
 //! }
-//! master.param_set("md3.motor0.velocity.kp", "0.5".parse()?).await?;
+//! master.param_set("md3.motor0.velocity.kp", fcan_master::value::Value::Float(0.5)).await?;
 //! # Ok(()) }
 //! ```
 
@@ -59,6 +59,24 @@ impl Default for MasterOptions {
 }
 
 /// Why a master could not start or a request failed.
+///
+/// Non-exhaustive (new features bring new failures): a match outside this crate keeps a
+/// catch-all arm. One that lists every variant does not compile:
+///
+/// ```compile_fail,E0004
+/// use fcan_master::MasterError;
+/// fn retry(e: &MasterError) -> bool {
+///     match e {
+///         MasterError::OtherMaster { .. } => false,
+///         MasterError::Transport(_) => true,
+///         MasterError::Unknown(_) => false,
+///         MasterError::Value(_) => false,
+///         MasterError::Call(_) => true,
+///         MasterError::NotEnoughNodes { .. } => true,
+///         MasterError::Stopped => false,
+///     }
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MasterError {
@@ -148,7 +166,17 @@ impl std::fmt::Display for SchemaSource {
     }
 }
 
-/// A snapshot for monitors.
+/// A snapshot for monitors. Non-exhaustive: a user reads it, only the master builds it
+/// (so fields can be added):
+///
+/// ```compile_fail,E0639
+/// let s = fcan_master::Status {
+///     nodes: Vec::new(),
+///     samples: Default::default(),
+///     stats: Default::default(),
+///     bus_busy: std::time::Duration::ZERO,
+/// };
+/// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Status {

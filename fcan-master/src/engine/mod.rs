@@ -80,6 +80,28 @@ impl EngineConfig {
 }
 
 /// Something the user of the engine should know.
+///
+/// Non-exhaustive: new kinds of events come with new features, so a match outside this
+/// crate keeps a catch-all arm. One that lists every variant does not compile:
+///
+/// ```compile_fail,E0004
+/// use fcan_master::engine::Event;
+/// fn kind(e: &Event) -> &'static str {
+///     match e {
+///         Event::Announced { .. } => "announced",
+///         Event::SchemaReady { .. } => "schema",
+///         Event::Online { .. } => "online",
+///         Event::Rebooted { .. } => "rebooted",
+///         Event::Offline { .. } => "offline",
+///         Event::Failed { .. } => "failed",
+///         Event::Collision { .. } => "collision",
+///         Event::OtherMaster { .. } => "other master",
+///         Event::ClassicNodeOnFdLink { .. } => "classic",
+///         Event::CallDone { .. } => "call",
+///         Event::ParamDone { .. } => "param",
+///     }
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
