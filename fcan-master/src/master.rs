@@ -194,7 +194,10 @@ pub struct Status {
 enum Command {
     Registry(oneshot::Sender<Registry>),
     Status(oneshot::Sender<Status>),
-    Schema(NodeId, oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>),
+    Schema(
+        NodeId,
+        oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>,
+    ),
     Subscribe(
         String,
         mpsc::UnboundedSender<Sample>,

@@ -36,12 +36,7 @@ fn out0_set(w: &World) -> (NodeId, u8, u8) {
 fn from_node(node: NodeId, transfer: u8, msg: &ConfigMessage, mtu: Mtu) -> Vec<Frame> {
     let mut buf = [0u8; 256];
     let n = msg.encode(&mut buf).unwrap();
-    let id = ConfigId::single(
-        msg.opcode(),
-        Direction::ToMaster,
-        node,
-        transfer,
-    );
+    let id = ConfigId::single(msg.opcode(), Direction::ToMaster, node, transfer);
     Segmenter::new(id, mtu, &buf[..n], &[]).unwrap().collect()
 }
 
@@ -170,7 +165,14 @@ fn a_reply_naming_another_service_does_not_complete_a_call() {
     // Same node and transfer id, another service; another block; another node.
     respond(&mut w, node, block, service.wrapping_add(1), t, 1);
     respond(&mut w, node, block.wrapping_add(1), service, t, 2);
-    respond(&mut w, NodeId::new(node.get() + 1).unwrap(), block, service, t, 3);
+    respond(
+        &mut w,
+        NodeId::new(node.get() + 1).unwrap(),
+        block,
+        service,
+        t,
+        3,
+    );
     assert!(
         call_done(&mut w.engine).is_empty(),
         "completed by a wrong reply"
@@ -337,7 +339,9 @@ fn foreign_transfer_starts_do_not_starve_a_schema_download() {
         assert!(
             w.now_us < 5_000_000,
             "not provisioned under foreign traffic: {:?}",
-            w.engine.node(NodeId::new(1).unwrap()).map(|n| n.phase.clone())
+            w.engine
+                .node(NodeId::new(1).unwrap())
+                .map(|n| n.phase.clone())
         );
     }
     assert!(w.engine.stats().rx_ignored > 0);

@@ -93,7 +93,14 @@ fn staged_publications_share_their_frame() {
     for block in 0..8u8 {
         let bytes = [1u8, 0, 0, 0, 0];
         w.engine
-            .stage_publish(NodeId::new(1).unwrap(), block, 0, &bytes, w.now_us, &mut NoSink)
+            .stage_publish(
+                NodeId::new(1).unwrap(),
+                block,
+                0,
+                &bytes,
+                w.now_us,
+                &mut NoSink,
+            )
             .unwrap();
     }
     w.engine.flush_published();
@@ -255,7 +262,14 @@ fn a_node_without_brs_gets_no_switched_frames() {
     }
     // Publish a command: data frames must not switch either.
     w.engine
-        .stage_publish(NodeId::new(1).unwrap(), 0, 0, &[1, 0, 0, 0, 0], w.now_us, &mut NoSink)
+        .stage_publish(
+            NodeId::new(1).unwrap(),
+            0,
+            0,
+            &[1, 0, 0, 0, 0],
+            w.now_us,
+            &mut NoSink,
+        )
         .unwrap();
     w.engine.flush_published();
     while let Some(f) = w.engine.pop_frame() {

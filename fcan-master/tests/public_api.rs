@@ -33,10 +33,17 @@ fn every_public_error_is_a_send_sync_std_error() {
 #[test]
 fn errors_say_what_and_why() {
     let id = NodeId::new(9).unwrap();
-    let busy = CallError::TooManyRequests { node: id, limit: 32 }.to_string();
+    let busy = CallError::TooManyRequests {
+        node: id,
+        limit: 32,
+    }
+    .to_string();
     assert!(busy.contains("node 9") && busy.contains("32"), "{busy}");
     let gone = fcan_master::MasterError::from(CallError::NodeLost(id)).to_string();
-    assert!(gone.contains("node 9") && gone.contains("went away"), "{gone}");
+    assert!(
+        gone.contains("node 9") && gone.contains("went away"),
+        "{gone}"
+    );
 }
 
 /// Records the node ids samples arrive with.
@@ -73,7 +80,11 @@ fn node_ids_are_typed_from_events_to_the_registry() {
     }
     // Registry entries name their node by the same type, and requests take it.
     let reg = Registry::of(&w.engine);
-    let svc = reg.services.iter().find(|s| s.node == io).expect("io services");
+    let svc = reg
+        .services
+        .iter()
+        .find(|s| s.node == io)
+        .expect("io services");
     let call = w
         .engine
         .call_service(svc.node, svc.block, svc.service, &[1], w.now_us);

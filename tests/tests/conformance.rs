@@ -568,7 +568,14 @@ fn replay_master(name: &str, t: &Transcript) {
                 Event::Node(f) => engine.handle_frame(&parse_frame(f), now, &mut NoSink),
                 Event::Master(f) => want.push(f.clone()),
                 Event::Publish(b, tp, bytes) => engine
-                    .stage_publish(NodeId::new(h.node_id).unwrap(), *b, *tp, bytes, now, &mut NoSink)
+                    .stage_publish(
+                        NodeId::new(h.node_id).unwrap(),
+                        *b,
+                        *tp,
+                        bytes,
+                        now,
+                        &mut NoSink,
+                    )
                     .unwrap_or_else(|e| panic!("{name}: publish at {now}: {e:?}")),
                 Event::Topic(..) => {}
             }

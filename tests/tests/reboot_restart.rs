@@ -42,7 +42,12 @@ async fn node_reboot_restores_params(mtu: Mtu) {
     assert!(took >= Duration::from_millis(300), "{took:?}");
     let mut rebooted = None;
     while let Ok(e) = events.try_recv() {
-        if let Event::Rebooted { node, old: o, new: n } = e {
+        if let Event::Rebooted {
+            node,
+            old: o,
+            new: n,
+        } = e
+        {
             if node.get() == MD1 {
                 rebooted = Some((o, n));
             }

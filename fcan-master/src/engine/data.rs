@@ -42,7 +42,10 @@ impl Engine {
         if rec.phase != Phase::Running {
             return Err(CallError::NodeNotOnline(node_id));
         }
-        let schema = rec.schema.clone().ok_or(CallError::NodeNotOnline(node_id))?;
+        let schema = rec
+            .schema
+            .clone()
+            .ok_or(CallError::NodeNotOnline(node_id))?;
         let ty = schema
             .numbering
             .block(block)

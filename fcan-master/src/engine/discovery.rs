@@ -44,7 +44,8 @@ impl Engine {
             }
         } else {
             if self.cfg.mtu == Mtu::Fd {
-                self.events.push_back(Event::ClassicNodeOnFdLink { node: nid(node) });
+                self.events
+                    .push_back(Event::ClassicNodeOnFdLink { node: nid(node) });
             }
             BusMode::Classic
         };

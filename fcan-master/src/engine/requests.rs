@@ -31,7 +31,10 @@ impl Engine {
     ) -> Result<u64, CallError> {
         let node = node_id.get();
         let rec = self.running(node_id)?;
-        let schema = rec.schema.clone().ok_or(CallError::NodeNotOnline(node_id))?;
+        let schema = rec
+            .schema
+            .clone()
+            .ok_or(CallError::NodeNotOnline(node_id))?;
         let layout = schema
             .numbering
             .layout_of(block)
