@@ -352,7 +352,7 @@ fn rate_rank(dir: DataDirection, period_us: u32) -> u64 {
 
 /// Identifier bands, by urgency. Each is a sub-range of [`DATA_ID_RANGE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Band {
+pub(crate) enum Band {
     /// m2s commands and s2m topics at ≤ 1 ms.
     Fast = 0,
     /// s2m at ≤ 10 ms.
@@ -371,7 +371,7 @@ const BANDS: [(Band, std::ops::Range<u16>); 4] = [
 ];
 
 /// The band a frame of this direction and period belongs to.
-pub fn band_of(dir: DataDirection, period_us: u32) -> Band {
+pub(crate) fn band_of(dir: DataDirection, period_us: u32) -> Band {
     match (dir, period_us) {
         (DataDirection::M2s, _) => Band::Fast,
         (DataDirection::S2m, 0) => Band::Background,
@@ -397,7 +397,7 @@ impl IdAllocator {
     }
 
     /// Takes the lowest free identifier of `band` (or of the nearest band with room).
-    pub fn take(&mut self, band: Band) -> Option<u16> {
+    pub(crate) fn take(&mut self, band: Band) -> Option<u16> {
         let start = band as usize;
         let order = (start..BANDS.len()).chain((0..start).rev());
         for b in order {
@@ -410,7 +410,7 @@ impl IdAllocator {
     }
 
     /// Returns an identifier to the pool.
-    pub fn release(&mut self, id: u16) {
+    pub(crate) fn release(&mut self, id: u16) {
         self.used.remove(&id);
     }
 

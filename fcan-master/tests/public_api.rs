@@ -78,6 +78,15 @@ fn node_ids_are_typed_from_events_to_the_registry() {
     for id in [md, io] {
         assert_eq!(w.engine.node(id).map(|n| n.id), Some(id));
     }
+    // The identifier gauge counts what the plans use: one identifier per planned frame.
+    let planned: usize = w
+        .engine
+        .nodes()
+        .filter_map(|n| n.plan.as_ref())
+        .map(|p| p.frames.len())
+        .sum();
+    assert!(planned > 0);
+    assert_eq!(w.engine.stats().data_ids_in_use, planned as u64);
     // Registry entries name their node by the same type, and requests take it.
     let reg = Registry::of(&w.engine);
     let svc = reg

@@ -295,8 +295,8 @@ impl Harness<'_> {
             count += 1;
         }
         assert!(count <= 127, "{count} nodes");
-        assert!(self.engine.ids_in_use() <= fcan_core::id::DATA_ID_RANGE.len());
         let s = self.engine.stats();
+        assert!(s.data_ids_in_use <= fcan_core::id::DATA_ID_RANGE.len() as u64);
         let o = self.stats;
         assert!(s.rx_frames >= o.rx_frames && s.rx_malformed >= o.rx_malformed);
         assert!(s.rx_unrouted >= o.rx_unrouted && s.tx_frames >= o.tx_frames);

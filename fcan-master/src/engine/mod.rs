@@ -274,6 +274,9 @@ pub struct EngineStats {
     pub pending_requests: u64,
     /// DISCOVERs to one node not sent because of the rate limits.
     pub discovers_limited: u64,
+    /// Data identifiers the plans of this bus use now, of the 768 of
+    /// [`fcan_core::id::DATA_ID_RANGE`]. A gauge, not a counter.
+    pub data_ids_in_use: u64,
 }
 
 /// The master engine.
@@ -368,6 +371,7 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         EngineStats {
             pending_requests: self.pending_user.len() as u64,
+            data_ids_in_use: self.ids.in_use() as u64,
             ..self.stats
         }
     }
@@ -380,11 +384,6 @@ impl Engine {
     /// One node.
     pub fn node(&self, id: NodeId) -> Option<&NodeRecord> {
         self.nodes.get(&id.get())
-    }
-
-    /// Data identifiers in use on the bus.
-    pub fn ids_in_use(&self) -> usize {
-        self.ids.in_use()
     }
 
     /// Asks every node to announce itself.
