@@ -66,7 +66,7 @@ impl Plan {
 #[non_exhaustive]
 pub enum PlanError {
     /// The schema does not number (unknown type, too many blocks).
-    #[error("schema cannot be numbered: {0:?}")]
+    #[error("schema cannot be numbered: {}", numbering(.0))]
     Numbering(fcan_core::numbering::NumberingError),
     /// The node announced more instances than its schema allows, or counts for a
     /// different number of arrays.
@@ -96,6 +96,20 @@ pub enum PlanError {
     /// The bus ran out of data identifiers.
     #[error("no free data identifier left on this bus ({0} in use)")]
     OutOfIds(usize),
+}
+
+/// [`PlanError::Numbering`]'s message. The type name comes from the node's blob: escaped.
+fn numbering(e: &fcan_core::numbering::NumberingError) -> String {
+    use fcan_core::numbering::{NumberingError, MAX_BLOCKS};
+    match e {
+        NumberingError::UnknownType(t) => format!(
+            "an instance array names type `{}`, which the schema does not define",
+            crate::text::Untrusted(t)
+        ),
+        NumberingError::TooManyBlocks(n) => {
+            format!("{n} blocks, more than the {MAX_BLOCKS} a node may have")
+        }
+    }
 }
 
 /// One topic instance to place.

@@ -44,6 +44,25 @@ fn errors_say_what_and_why() {
         gone.contains("node 9") && gone.contains("went away"),
         "{gone}"
     );
+    // A NAK and a service status: the code and what it means, not only a Debug name.
+    let nak = CallError::Refused(fcan_core::msg::ResultCode::AboveMax).to_string();
+    assert_eq!(
+        nak,
+        "node refused (AboveMax): the value is above the parameter's maximum"
+    );
+    let status = CallError::Status(fcan_core::msg::ServiceStatus::AppError).to_string();
+    assert_eq!(
+        status,
+        "service answered AppError: the handler ran and reported a failure"
+    );
+    // A schema that does not number says which type it lacks.
+    let e = fcan_master::planner::PlanError::Numbering(
+        fcan_core::numbering::NumberingError::UnknownType("Motor".into()),
+    );
+    assert_eq!(
+        e.to_string(),
+        "schema cannot be numbered: an instance array names type `Motor`, which the schema does not define"
+    );
 }
 
 /// Records the node ids samples arrive with.

@@ -195,10 +195,10 @@ pub enum CallError {
     #[error("{}", crate::text::Untrusted(.0))]
     BadValue(String),
     /// The node refused (NAK) with a reason.
-    #[error("node refused: {0:?}")]
+    #[error("node refused ({code:?}): {}", refusal(*.0), code = .0)]
     Refused(ResultCode),
     /// The service answered with a non-OK status.
-    #[error("service answered {0:?}")]
+    #[error("service answered {status:?}: {}", service_status(*.0), status = .0)]
     Status(ServiceStatus),
     /// No answer in time.
     #[error("no answer from node {0} in time")]
@@ -217,6 +217,42 @@ pub enum CallError {
         /// The limit.
         limit: usize,
     },
+}
+
+/// What a NAK's code means, for [`CallError`]'s message.
+fn refusal(code: ResultCode) -> &'static str {
+    match code {
+        ResultCode::Ok => "accepted",
+        ResultCode::BadLength => "the payload has the wrong length",
+        ResultCode::BadIndex => "it has no such block, topic, parameter, service or frame",
+        ResultCode::BadState => "not allowed in the node's current state",
+        ResultCode::BelowMin => "the value is below the parameter's minimum",
+        ResultCode::AboveMax => "the value is above the parameter's maximum",
+        ResultCode::NotFinite => "NaN or infinity where a number is required",
+        ResultCode::BadValue => "the value is not valid for its type",
+        ResultCode::LimitFrames => "more frames than the node's limits.max_frames",
+        ResultCode::LimitEntries => "more copy entries than the node's limits.max_copy_entries",
+        ResultCode::BadStdId => "a data identifier outside the data range or already in use",
+        ResultCode::BadEntry => "a copy entry outside its topic or frame, or overlapping another",
+        ResultCode::BadPlan => "the frame plan is inconsistent",
+        ResultCode::NotWired => "that block instance is not wired on this board",
+        ResultCode::Busy => "the node is busy; try again",
+        ResultCode::Unsupported => "a protocol feature this node does not implement",
+    }
+}
+
+/// What a service status means, for [`CallError`]'s message.
+fn service_status(status: ServiceStatus) -> &'static str {
+    match status {
+        ServiceStatus::Ok => "done",
+        ServiceStatus::Accepted => "taken, the answer follows later",
+        ServiceStatus::Busy => "no free slot or the handler is busy; try again",
+        ServiceStatus::AppError => "the handler ran and reported a failure",
+        ServiceStatus::BadIndex => "no such service, or its block is not wired",
+        ServiceStatus::BadRequest => "the request did not decode",
+        ServiceStatus::BadState => "the node serves no calls in its current state",
+        ServiceStatus::Expired => "the node gave the deferred call up before it completed",
+    }
 }
 
 /// Receives topic samples as they are decoded. Called from [`Engine::handle_frame`] for
@@ -511,7 +547,7 @@ impl Engine {
                         });
                         self.next_step(id, now);
                     } else {
-                        self.fail_node(id, format!("no answer to {step:?}"));
+                        self.fail_node(id, format!("no answer to {step}"));
                     }
                     return;
                 }

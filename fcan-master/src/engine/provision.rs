@@ -231,7 +231,7 @@ impl Engine {
                 return;
             }
             (step, code) => {
-                self.fail_node(node, format!("node refused {step:?}: {code:?}"));
+                self.fail_node(node, format!("{step}: {}", CallError::Refused(code)));
                 return;
             }
         }
