@@ -322,7 +322,8 @@ impl Engine {
                 },
             )
             .and_then(|schema| {
-                let numbering = Numbering::of(&schema).map_err(|e| format!("{e:?}"))?;
+                let numbering = Numbering::of(&schema)
+                    .map_err(|e| crate::planner::PlanError::Numbering(e).to_string())?;
                 Ok((schema, numbering))
             });
         let (schema, numbering) = match checked {
