@@ -79,6 +79,7 @@ pub struct Registry {
 
 /// A name that is not offered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 // The hint lists names from node schemas: escaped like every node string printed.
 #[error("no {kind} named `{}`{}", crate::text::Untrusted(.name), crate::text::Untrusted(.hint))]
 pub struct UnknownName {

@@ -33,6 +33,9 @@ pub enum Value {
 }
 
 /// A value that does not fit its type. Names the field.
+///
+/// Exhaustive on purpose: value parsers outside this crate (the CLI's YAML flow values)
+/// build it, and a path plus a message is all it will ever say.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct ValueError {
