@@ -516,16 +516,18 @@ impl EventView {
     /// the monitor does not show.
     pub fn of(e: &Event) -> Option<EventView> {
         let (kind, node) = match e {
-            Event::Announced { node, .. } => ("announced", Some(*node)),
-            Event::SchemaReady { node, .. } => ("schema_ready", Some(*node)),
-            Event::Online { node } => ("online", Some(*node)),
-            Event::Rebooted { node, .. } => ("rebooted", Some(*node)),
-            Event::Offline { node } => ("offline", Some(*node)),
-            Event::Failed { node, .. } => ("failed", Some(*node)),
-            Event::Collision { node, .. } => ("collision", Some(*node)),
+            Event::Announced { node, .. } => ("announced", Some(node.get())),
+            Event::SchemaReady { node, .. } => ("schema_ready", Some(node.get())),
+            Event::Online { node } => ("online", Some(node.get())),
+            Event::Rebooted { node, .. } => ("rebooted", Some(node.get())),
+            Event::Offline { node } => ("offline", Some(node.get())),
+            Event::Failed { node, .. } => ("failed", Some(node.get())),
+            Event::Collision { node, .. } => ("collision", Some(node.get())),
             Event::OtherMaster { .. } => ("other_master", None),
-            Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(*node)),
-            Event::CallDone { .. } | Event::ParamDone { .. } => return None,
+            Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
+            // Request completions are chatty; an event kind this build does not know
+            // is left out rather than shown without a name.
+            _ => return None,
         };
         Some(EventView {
             kind,

@@ -136,6 +136,7 @@ impl Builder {
 }
 
 /// Why [`Builder::compile`] failed.
+#[non_exhaustive]
 pub enum BuildError {
     /// No schema files were given.
     NoSchemas,

@@ -17,7 +17,8 @@ use serde::Serialize;
 
 use crate::inspect::scalar_text;
 
-/// How much a change matters.
+/// How much a change matters. Deliberately exhaustive: a change either breaks
+/// compatibility or it does not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {

@@ -32,7 +32,8 @@ pub struct Node {
     pub kind: Kind,
 }
 
-/// The kinds of YAML nodes.
+/// The kinds of YAML nodes. Deliberately exhaustive: YAML has scalars, sequences and
+/// mappings, nothing else.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
     /// A scalar, with whether it was written plain (unquoted): only plain scalars are
@@ -85,6 +86,19 @@ pub struct SyntaxError {
     /// What.
     pub message: String,
 }
+
+impl std::fmt::Display for SyntaxError {
+    /// `LINE:COL: MESSAGE` (the loader prefixes the file).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: YAML syntax error: {}",
+            self.pos.line, self.pos.col, self.message
+        )
+    }
+}
+
+impl std::error::Error for SyntaxError {}
 
 /// The most nodes a document may produce, counting every node an alias repeats: far
 /// above any real schema (a node with 255 blocks of a large type is a few thousand),

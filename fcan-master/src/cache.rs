@@ -17,7 +17,7 @@
 //! every process using the directory).
 //!
 //! The engine never waits for the disk: the [`crate::Master`] runs a store that does I/O
-//! ([`BlobStore::blocks`]) on a thread of its own ([`Offloaded`]), and the engine asks
+//! ([`BlobStore::blocks`]) on a thread of its own (a private `Offloaded`), and the engine asks
 //! with [`BlobStore::lookup`], which answers [`Lookup::Pending`] until the thread is done.
 
 use std::collections::{BTreeSet, HashMap};
@@ -378,7 +378,10 @@ impl BlobStore for DiskStore {
 /// [`BlobStore::lookup`] answers [`Lookup::Pending`] and the thread wakes the owner
 /// (through the [`tokio::sync::Notify`] [`Offloaded::new`] returns) when the answer is
 /// there; stores are queued. The thread ends when the `Offloaded` is dropped.
-pub struct Offloaded {
+///
+/// Crate-private: [`crate::Master`] wraps every store that [blocks](BlobStore::blocks)
+/// in one; a user only chooses the store.
+pub(crate) struct Offloaded {
     jobs: Mutex<mpsc::Sender<Job>>,
     answers: Arc<Mutex<Answers>>,
 }
@@ -405,7 +408,7 @@ const MAX_ANSWERS: usize = 256;
 impl Offloaded {
     /// Moves `inner` to a new thread; returns the store and the notifier it wakes when a
     /// lookup is answered.
-    pub fn new(inner: Box<dyn BlobStore>) -> (Offloaded, Arc<tokio::sync::Notify>) {
+    pub(crate) fn new(inner: Box<dyn BlobStore>) -> (Offloaded, Arc<tokio::sync::Notify>) {
         let (tx, rx) = mpsc::channel::<Job>();
         let answers: Arc<Mutex<Answers>> = Default::default();
         let wake = Arc::new(tokio::sync::Notify::new());

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fcan_core::id::NodeId;
 use fcan_core::ir::Field;
 use tokio::sync::mpsc;
 
@@ -14,6 +15,7 @@ use crate::value::{unpack_message_named, Value};
 
 /// One topic value.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Sample {
     /// Topic name.
     pub name: Arc<str>,
@@ -34,8 +36,8 @@ struct Subscribers {
 /// Routes samples to subscribers and counts every topic's samples (for rates).
 #[derive(Default)]
 pub struct SubscriberSink {
-    subs: BTreeMap<(u8, u8, u8), Subscribers>,
-    counts: BTreeMap<(u8, u8, u8), u64>,
+    subs: BTreeMap<(NodeId, u8, u8), Subscribers>,
+    counts: BTreeMap<(NodeId, u8, u8), u64>,
     base: Option<tokio::time::Instant>,
 }
 
@@ -48,7 +50,7 @@ impl SubscriberSink {
     /// Adds a subscriber to topic `key` = (node, block, topic) named `name`.
     pub fn subscribe(
         &mut self,
-        key: (u8, u8, u8),
+        key: (NodeId, u8, u8),
         name: &str,
         fields: &[Field],
         tx: mpsc::UnboundedSender<Sample>,
@@ -66,13 +68,13 @@ impl SubscriberSink {
     }
 
     /// Samples seen per topic since start.
-    pub fn counts(&self) -> &BTreeMap<(u8, u8, u8), u64> {
+    pub fn counts(&self) -> &BTreeMap<(NodeId, u8, u8), u64> {
         &self.counts
     }
 }
 
 impl SampleSink for SubscriberSink {
-    fn sample(&mut self, node: u8, block: u8, topic: u8, bytes: &[u8], at: u64) {
+    fn sample(&mut self, node: NodeId, block: u8, topic: u8, bytes: &[u8], at: u64) {
         *self.counts.entry((node, block, topic)).or_default() += 1;
         let Some(subs) = self.subs.get_mut(&(node, block, topic)) else {
             return;

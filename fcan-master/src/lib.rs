@@ -4,12 +4,16 @@
 //! and provisions their frames and then serves their topics, services and parameters, all
 //! built at run time from the blobs (see `docs/protocol.md` and the design brief).
 //!
-//! This crate currently provides the layer everything else stands on:
+//! * [`Master`]: the async, in-process API (one task owns the bus; handles are cheap).
+//! * [`engine`]: the same master sans I/O (frames and time in, frames and events out),
+//!   with [`registry`] (names → targets), [`planner`] (frame plans), [`cache`] (schema
+//!   blobs), [`value`] (dynamic values) and [`dispatch`] (samples to subscribers).
+//! * [`transport`]: the links to a bus, re-exported from `fcan-transport`.
 //!
-//! * [`transport`]: the [`Transport`](transport::Transport) trait the engine talks to the
-//!   bus through, with SocketCAN (classical and FD), an in-process simulated bus with a
-//!   bit-timing model, arbitration and fault injection, and candump-format recording and
-//!   replay.
+//! API conventions: every error is a `std::error::Error + Send + Sync + 'static`; the
+//! enums that grow ([`engine::Event`], [`MasterError`], …) and the structs a user only
+//! reads ([`Status`], [`NodeInfo`], [`Sample`], …) are `#[non_exhaustive]`; nodes are
+//! named by [`fcan_core::id::NodeId`].
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

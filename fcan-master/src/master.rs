@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fcan_core::frame::Mtu;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -60,7 +59,26 @@ impl Default for MasterOptions {
 }
 
 /// Why a master could not start or a request failed.
+///
+/// Non-exhaustive (new features bring new failures): a match outside this crate keeps a
+/// catch-all arm. One that lists every variant does not compile:
+///
+/// ```compile_fail,E0004
+/// use fcan_master::MasterError;
+/// fn retry(e: &MasterError) -> bool {
+///     match e {
+///         MasterError::OtherMaster { .. } => false,
+///         MasterError::Transport(_) => true,
+///         MasterError::Unknown(_) => false,
+///         MasterError::Value(_) => false,
+///         MasterError::Call(_) => true,
+///         MasterError::NotEnoughNodes { .. } => true,
+///         MasterError::Stopped => false,
+///     }
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MasterError {
     /// Another master owns this bus.
     #[error("another fcan master (session {session:#010x}) is already running on this bus; two masters would fight over the nodes — stop the other one first")]
@@ -148,8 +166,19 @@ impl std::fmt::Display for SchemaSource {
     }
 }
 
-/// A snapshot for monitors.
+/// A snapshot for monitors. Non-exhaustive: a user reads it, only the master builds it
+/// (so fields can be added):
+///
+/// ```compile_fail,E0639
+/// let s = fcan_master::Status {
+///     nodes: Vec::new(),
+///     samples: Default::default(),
+///     stats: Default::default(),
+///     bus_busy: std::time::Duration::ZERO,
+/// };
+/// ```
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Status {
     /// Nodes.
     pub nodes: Vec<NodeInfo>,
@@ -165,7 +194,10 @@ pub struct Status {
 enum Command {
     Registry(oneshot::Sender<Registry>),
     Status(oneshot::Sender<Status>),
-    Schema(u8, oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>),
+    Schema(
+        NodeId,
+        oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>,
+    ),
     Subscribe(
         String,
         mpsc::UnboundedSender<Sample>,
@@ -303,7 +335,7 @@ impl Master {
         &self,
         node: NodeId,
     ) -> Result<Option<Arc<crate::engine::NodeSchema>>, MasterError> {
-        self.ask(|tx| Command::Schema(node.get(), tx)).await
+        self.ask(|tx| Command::Schema(node, tx)).await
     }
 
     /// Waits until at least `n` nodes are running.
@@ -661,7 +693,7 @@ impl<T: Transport> Task<T> {
 
 fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
     NodeInfo {
-        id: NodeId::new(n.id).unwrap_or(NodeId::BROADCAST),
+        id: n.id,
         name: n.name(),
         phase: n.phase.clone(),
         state: n.state,
@@ -678,9 +710,4 @@ fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
     }
-}
-
-/// The link kind a master on this transport plans for.
-pub fn link_mtu<T: Transport>(t: &T) -> Mtu {
-    t.mtu()
 }

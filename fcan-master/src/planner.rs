@@ -24,6 +24,7 @@ use fcan_core::presence::{needs_mask, MASK_LEN, MAX_MASKED_TOPICS};
 
 /// One frame of a plan, ready for FRAME_DEFINE.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PlannedFrame {
     /// The header (index and std_id filled in).
     pub header: FrameHeader,
@@ -33,6 +34,7 @@ pub struct PlannedFrame {
 
 /// A node's whole plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Plan {
     /// Frames in plan order (index = position).
     pub frames: Vec<PlannedFrame>,
@@ -61,9 +63,10 @@ impl Plan {
 
 /// Why a node cannot be planned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// The schema does not number (unknown type, too many blocks).
-    #[error("schema cannot be numbered: {0:?}")]
+    #[error("schema cannot be numbered: {}", numbering(.0))]
     Numbering(fcan_core::numbering::NumberingError),
     /// The node announced more instances than its schema allows, or counts for a
     /// different number of arrays.
@@ -93,6 +96,20 @@ pub enum PlanError {
     /// The bus ran out of data identifiers.
     #[error("no free data identifier left on this bus ({0} in use)")]
     OutOfIds(usize),
+}
+
+/// [`PlanError::Numbering`]'s message. The type name comes from the node's blob: escaped.
+fn numbering(e: &fcan_core::numbering::NumberingError) -> String {
+    use fcan_core::numbering::{NumberingError, MAX_BLOCKS};
+    match e {
+        NumberingError::UnknownType(t) => format!(
+            "an instance array names type `{}`, which the schema does not define",
+            crate::text::Untrusted(t)
+        ),
+        NumberingError::TooManyBlocks(n) => {
+            format!("{n} blocks, more than the {MAX_BLOCKS} a node may have")
+        }
+    }
 }
 
 /// One topic instance to place.
@@ -349,7 +366,7 @@ fn rate_rank(dir: DataDirection, period_us: u32) -> u64 {
 
 /// Identifier bands, by urgency. Each is a sub-range of [`DATA_ID_RANGE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Band {
+pub(crate) enum Band {
     /// m2s commands and s2m topics at ≤ 1 ms.
     Fast = 0,
     /// s2m at ≤ 10 ms.
@@ -368,7 +385,7 @@ const BANDS: [(Band, std::ops::Range<u16>); 4] = [
 ];
 
 /// The band a frame of this direction and period belongs to.
-pub fn band_of(dir: DataDirection, period_us: u32) -> Band {
+pub(crate) fn band_of(dir: DataDirection, period_us: u32) -> Band {
     match (dir, period_us) {
         (DataDirection::M2s, _) => Band::Fast,
         (DataDirection::S2m, 0) => Band::Background,
@@ -394,7 +411,7 @@ impl IdAllocator {
     }
 
     /// Takes the lowest free identifier of `band` (or of the nearest band with room).
-    pub fn take(&mut self, band: Band) -> Option<u16> {
+    pub(crate) fn take(&mut self, band: Band) -> Option<u16> {
         let start = band as usize;
         let order = (start..BANDS.len()).chain((0..start).rev());
         for b in order {
@@ -407,7 +424,7 @@ impl IdAllocator {
     }
 
     /// Returns an identifier to the pool.
-    pub fn release(&mut self, id: u16) {
+    pub(crate) fn release(&mut self, id: u16) {
         self.used.remove(&id);
     }
 

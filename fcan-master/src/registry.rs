@@ -1,6 +1,7 @@
 //! Names → targets: the topics, services and parameters the master offers, built at run
 //! time from each running node's schema (`docs/protocol.md` §7 for the naming rules).
 
+use fcan_core::id::NodeId;
 use fcan_core::ir::{Field, Param};
 use fcan_core::msg::DataDirection;
 use fcan_core::numbering::{param_path, topic_path};
@@ -10,11 +11,12 @@ use crate::engine::{Engine, NodeRecord, Phase};
 
 /// A topic of a running node.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TopicInfo {
     /// `/<node>/<ns>/<topic>`.
     pub name: String,
     /// Node id.
-    pub node: u8,
+    pub node: NodeId,
     /// Block number.
     pub block: u8,
     /// Topic index.
@@ -31,11 +33,12 @@ pub struct TopicInfo {
 
 /// A service of a running node.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ServiceInfo {
     /// `/<node>/<ns>/<service>`.
     pub name: String,
     /// Node id.
-    pub node: u8,
+    pub node: NodeId,
     /// Block number.
     pub block: u8,
     /// Service index.
@@ -48,11 +51,12 @@ pub struct ServiceInfo {
 
 /// A parameter of a running node.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ParamInfo {
     /// `<node>.<ns>.<param>`.
     pub name: String,
     /// Node id.
-    pub node: u8,
+    pub node: NodeId,
     /// Block number.
     pub block: u8,
     /// Param index.
@@ -63,6 +67,7 @@ pub struct ParamInfo {
 
 /// Everything the master offers right now.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Registry {
     /// Topics.
     pub topics: Vec<TopicInfo>,
@@ -74,6 +79,7 @@ pub struct Registry {
 
 /// A name that is not offered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 // The hint lists names from node schemas: escaped like every node string printed.
 #[error("no {kind} named `{}`{}", crate::text::Untrusted(.name), crate::text::Untrusted(.hint))]
 pub struct UnknownName {
@@ -115,7 +121,7 @@ impl Registry {
 
     fn add_node(&mut self, n: &NodeRecord) {
         let Some(s) = &n.schema else { return };
-        let node_name = s.schema.node_name(n.id);
+        let node_name = s.schema.node_name(n.id.get());
         for b in &s.numbering.blocks {
             let wired = n
                 .announce
@@ -190,8 +196,8 @@ impl Registry {
             .ok_or_else(|| unknown("param", name, self.params.iter().map(|t| t.name.as_str())))
     }
 
-    /// The name of a topic by its numbers.
-    pub fn topic_name(&self, node: u8, block: u8, topic: u8) -> Option<&TopicInfo> {
+    /// The topic with these numbers (for the sample counts of [`crate::Status`]).
+    pub(crate) fn topic_name(&self, node: NodeId, block: u8, topic: u8) -> Option<&TopicInfo> {
         self.topics
             .iter()
             .find(|t| t.node == node && t.block == block && t.topic == topic)

@@ -11,6 +11,10 @@ use fcan_core::types::{Scalar, ScalarType};
 use fcan_core::validate::did_you_mean;
 
 /// A value of any schema type.
+///
+/// Deliberately exhaustive: its variants mirror the schema's scalar kinds, arrays and
+/// messages, and a new kind of field would change the wire protocol (a new protocol
+/// version), so users may match every variant when they render or convert values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// `bool`.
@@ -29,6 +33,9 @@ pub enum Value {
 }
 
 /// A value that does not fit its type. Names the field.
+///
+/// Exhaustive on purpose: value parsers outside this crate (the CLI's YAML flow values)
+/// build it, and a path plus a message is all it will ever say.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct ValueError {

@@ -18,7 +18,10 @@ fn an_expired_deferred_call_ends_with_an_error() {
     w.provision();
     while w.engine.pop_event().is_some() {}
     let now = w.now_us;
-    let call = w.engine.call_service(1, 0, 0, &[1], now).unwrap();
+    let call = w
+        .engine
+        .call_service(fcan_core::id::NodeId::new(1).unwrap(), 0, 0, &[1], now)
+        .unwrap();
     w.engine.poll(now);
     let mut transfer = None;
     while let Some(f) = w.engine.pop_frame() {

@@ -22,7 +22,7 @@ use fcan_master::registry::Registry;
 use support::World;
 
 /// The I/O board's `out0/set` service: (node, block, service).
-fn out0_set(w: &World) -> (u8, u8, u8) {
+fn out0_set(w: &World) -> (NodeId, u8, u8) {
     let reg = Registry::of(&w.engine);
     let s = reg
         .services
@@ -33,15 +33,10 @@ fn out0_set(w: &World) -> (u8, u8, u8) {
 }
 
 /// Frames of one configuration message from `node` to the master.
-fn from_node(node: u8, transfer: u8, msg: &ConfigMessage, mtu: Mtu) -> Vec<Frame> {
+fn from_node(node: NodeId, transfer: u8, msg: &ConfigMessage, mtu: Mtu) -> Vec<Frame> {
     let mut buf = [0u8; 256];
     let n = msg.encode(&mut buf).unwrap();
-    let id = ConfigId::single(
-        msg.opcode(),
-        Direction::ToMaster,
-        NodeId::new(node).unwrap(),
-        transfer,
-    );
+    let id = ConfigId::single(msg.opcode(), Direction::ToMaster, node, transfer);
     Segmenter::new(id, mtu, &buf[..n], &[]).unwrap().collect()
 }
 
@@ -75,7 +70,7 @@ fn body(tag: u16) -> [u8; 8] {
     [1, t[0], t[1], 0, 0, 0, 0, 0]
 }
 
-fn respond(w: &mut World, node: u8, block: u8, service: u8, transfer: u8, tag: u16) {
+fn respond(w: &mut World, node: NodeId, block: u8, service: u8, transfer: u8, tag: u16) {
     let b = body(tag);
     let msg = ConfigMessage::ServiceResponse(ServiceResponse {
         block,
@@ -170,7 +165,14 @@ fn a_reply_naming_another_service_does_not_complete_a_call() {
     // Same node and transfer id, another service; another block; another node.
     respond(&mut w, node, block, service.wrapping_add(1), t, 1);
     respond(&mut w, node, block.wrapping_add(1), service, t, 2);
-    respond(&mut w, node + 1, block, service, t, 3);
+    respond(
+        &mut w,
+        NodeId::new(node.get() + 1).unwrap(),
+        block,
+        service,
+        t,
+        3,
+    );
     assert!(
         call_done(&mut w.engine).is_empty(),
         "completed by a wrong reply"
@@ -224,7 +226,7 @@ fn heartbeat(node: u8, boot_id: u32) -> Frame {
         boot_id,
         errors: 0,
     });
-    from_node(node, 0, &hb, Mtu::Classic)[0]
+    from_node(NodeId::new(node).unwrap(), 0, &hb, Mtu::Classic)[0]
 }
 
 fn discovers_sent(e: &mut Engine) -> Vec<u8> {
@@ -337,7 +339,9 @@ fn foreign_transfer_starts_do_not_starve_a_schema_download() {
         assert!(
             w.now_us < 5_000_000,
             "not provisioned under foreign traffic: {:?}",
-            w.engine.node(1).map(|n| n.phase.clone())
+            w.engine
+                .node(NodeId::new(1).unwrap())
+                .map(|n| n.phase.clone())
         );
     }
     assert!(w.engine.stats().rx_ignored > 0);

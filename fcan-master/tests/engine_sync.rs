@@ -93,7 +93,14 @@ fn staged_publications_share_their_frame() {
     for block in 0..8u8 {
         let bytes = [1u8, 0, 0, 0, 0];
         w.engine
-            .stage_publish(1, block, 0, &bytes, w.now_us, &mut NoSink)
+            .stage_publish(
+                NodeId::new(1).unwrap(),
+                block,
+                0,
+                &bytes,
+                w.now_us,
+                &mut NoSink,
+            )
             .unwrap();
     }
     w.engine.flush_published();
@@ -108,7 +115,7 @@ fn staged_publications_share_their_frame() {
     assert!((1..=2).contains(&data.len()), "{} frames", data.len());
     let plan_frames = w
         .engine
-        .node(1)
+        .node(NodeId::new(1).unwrap())
         .unwrap()
         .plan
         .as_ref()
@@ -173,10 +180,10 @@ fn a_node_back_in_another_frame_mode_gets_a_new_plan() {
     // again for 8-byte frames rather than resend the old one.
     let mut w = World::new(Mtu::Fd, 1, 0);
     w.provision();
-    let rec = w.engine.node(1).unwrap();
+    let rec = w.engine.node(NodeId::new(1).unwrap()).unwrap();
     let longest = |w: &World| {
         w.engine
-            .node(1)
+            .node(NodeId::new(1).unwrap())
             .unwrap()
             .plan
             .as_ref()
@@ -255,7 +262,14 @@ fn a_node_without_brs_gets_no_switched_frames() {
     }
     // Publish a command: data frames must not switch either.
     w.engine
-        .stage_publish(1, 0, 0, &[1, 0, 0, 0, 0], w.now_us, &mut NoSink)
+        .stage_publish(
+            NodeId::new(1).unwrap(),
+            0,
+            0,
+            &[1, 0, 0, 0, 0],
+            w.now_us,
+            &mut NoSink,
+        )
         .unwrap();
     w.engine.flush_published();
     while let Some(f) = w.engine.pop_frame() {

@@ -167,7 +167,10 @@ impl Bench {
     }
 
     fn phase(&self, node: u8) -> Option<Phase> {
-        self.w.engine.node(node).map(|n| n.phase.clone())
+        self.w
+            .engine
+            .node(NodeId::new(node)?)
+            .map(|n| n.phase.clone())
     }
 
     fn run_until(&mut self, what: &str, limit_us: u64, done: impl Fn(&Bench) -> bool) {
@@ -306,11 +309,7 @@ fn downloads_at_once_are_bounded() {
     let end = b.w.now_us + 20_000_000;
     loop {
         b.step();
-        let have = |b: &Bench, id: NodeId| {
-            b.w.engine
-                .node(id.get())
-                .is_some_and(|n| n.schema.is_some())
-        };
+        let have = |b: &Bench, id: NodeId| b.w.engine.node(id).is_some_and(|n| n.schema.is_some());
         let downloading = b
             .fakes
             .iter()

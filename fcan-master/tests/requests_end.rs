@@ -15,7 +15,7 @@ fn requests_pending_when_a_node_goes_offline_all_end() {
     for mtu in [Mtu::Fd, Mtu::Classic] {
         let mut w = World::new(mtu, 1, 0);
         w.provision();
-        let node = 1;
+        let node = fcan_core::id::NodeId::new(1).unwrap();
         // A block with a parameter, from the node's own schema.
         let (block, param) = {
             let rec = w.engine.node(node).unwrap();

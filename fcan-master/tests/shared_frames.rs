@@ -9,16 +9,24 @@ mod support;
 use std::collections::BTreeMap;
 
 use fcan_core::frame::{CanId, Frame, Mtu};
+use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::engine::{NoSink, SampleSink};
 use fcan_master::planner::Plan;
 use support::{Fw, World};
 
-const MD: u8 = 1;
+const MD: NodeId = node_id(1);
+const fn node_id(raw: u8) -> NodeId {
+    match NodeId::new(raw) {
+        Some(id) => id,
+        None => panic!("not a node id"),
+    }
+}
+
 /// Motor topics: 0 target, 1 trajectory (both m2s).
 const M2S_TOPICS: [u8; 2] = [0, 1];
 
-fn plan(w: &World, node: u8) -> Plan {
+fn plan(w: &World, node: NodeId) -> Plan {
     w.engine.node(node).unwrap().plan.clone().unwrap()
 }
 
@@ -141,13 +149,13 @@ fn a_batch_still_shares_one_frame() {
 struct Record(Vec<(u8, u8, Vec<u8>)>);
 
 impl SampleSink for Record {
-    fn sample(&mut self, _node: u8, block: u8, topic: u8, bytes: &[u8], _at: u64) {
+    fn sample(&mut self, _node: NodeId, block: u8, topic: u8, bytes: &[u8], _at: u64) {
         self.0.push((block, topic, bytes.to_vec()));
     }
 }
 
 /// I/O board blocks: outputs 0..8 (topic 0 `state`), inputs 8..16 (topic 0 `edge`).
-const IO: u8 = 1;
+const IO: NodeId = node_id(1);
 const IN0: u8 = 8;
 
 fn on_commit_frames_deliver_each_commit_once(mtu: Mtu) {

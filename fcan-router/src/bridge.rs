@@ -63,6 +63,7 @@ impl Default for BridgeOptions {
 
 /// Why a bridge could not start.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BridgeError {
     /// More downlinks than the router type has room for.
     TooManyDownlinks {
@@ -93,6 +94,7 @@ impl std::error::Error for BridgeError {}
 
 /// Something that happened on a link, for logs.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum LinkEvent {
     /// A routing [`Event`] of the core.
     Router(Event),

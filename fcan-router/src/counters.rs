@@ -4,6 +4,7 @@ use crate::link::Link;
 
 /// Why a frame, or one destination of it, was not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DropReason {
     /// An m2s data frame from the uplink whose standard identifier no FRAME_DEFINE the
     /// router saw assigned.
@@ -89,6 +90,7 @@ impl DropCounters {
 
 /// Traffic of one link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LinkCounters {
     /// Frames taken from this link.
     pub received: u64,
@@ -106,6 +108,7 @@ pub struct LinkCounters {
 
 /// What the router learned and forgot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LearnCounters {
     /// Nodes learned (first time, or again after being forgotten).
     pub nodes: u64,
@@ -124,6 +127,7 @@ pub struct LearnCounters {
 
 /// Every counter of a router with `N` downlinks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Counters<const N: usize> {
     /// The uplink: `received`/`forwarded` is the master → nodes direction, `sent` the
     /// nodes → master direction.

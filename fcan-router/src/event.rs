@@ -5,7 +5,22 @@ use fcan_core::id::NodeId;
 use crate::link::Link;
 
 /// Something that changed in the router's tables, or went wrong.
+///
+/// Non-exhaustive (the router learns more over time): a match outside this crate keeps a
+/// catch-all arm. One that lists every variant does not compile:
+///
+/// ```compile_fail,E0004
+/// use fcan_router::Event;
+/// fn node(e: &Event) -> fcan_core::id::NodeId {
+///     match *e {
+///         Event::NodeLearned { node, .. } | Event::NodeMoved { node, .. } => node,
+///         Event::NodeRebooted { node, .. } | Event::NodeForgotten { node, .. } => node,
+///         Event::Collision { node, .. } | Event::TableFull { node, .. } => node,
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// A node was heard on a downlink for the first time (or again after being
     /// forgotten, on the same downlink).

@@ -1,6 +1,8 @@
 //! Links and sets of links: where a frame came from and where it goes.
 
 /// One link of the router: the uplink (towards the master) or downlink `i` (`0..N`).
+///
+/// Deliberately exhaustive: a router has one uplink and numbered downlinks, nothing else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Link {
     /// The bus the master is on.

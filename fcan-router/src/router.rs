@@ -68,6 +68,7 @@ impl<const N: usize> RouterConfig<N> {
 
 /// Where one frame goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Route {
     /// The links to send the frame to (never the one it came from).
     pub to: LinkSet,

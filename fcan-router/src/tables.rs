@@ -17,6 +17,7 @@ pub const DATA_IDS: usize = (DATA_ID_RANGE.end - DATA_ID_RANGE.start) as usize;
 
 /// What the router knows of one node id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NodeEntry {
     /// The downlink it was last heard on.
     pub link: u8,
@@ -31,6 +32,7 @@ pub struct NodeEntry {
 
 /// One learned data identifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StdEntry {
     /// The identifier.
     pub std_id: u16,

@@ -31,8 +31,10 @@ use super::TransportError;
 const CANFD_BRS: u8 = 0x1;
 const CANFD_FDF: u8 = 0x4;
 
-/// What one log line carries.
+/// What one log line carries. Non-exhaustive: the candump format has grown before
+/// (CAN FD) and may again (CAN XL).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogEntry {
     /// A data frame, classical or FD.
     Frame(Frame),

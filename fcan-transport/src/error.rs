@@ -57,6 +57,25 @@ impl core::fmt::Display for BusErrorKind {
 }
 
 /// Every error a [`Transport`](super::Transport) reports.
+///
+/// Non-exhaustive (a new link kind brings new failures): a match outside this crate keeps
+/// a catch-all arm, or asks [`is_bus_event`](Self::is_bus_event) /
+/// [`is_fatal`](Self::is_fatal). One that lists every variant does not compile:
+///
+/// ```compile_fail,E0004
+/// use fcan_transport::TransportError;
+/// fn retry(e: &TransportError) -> bool {
+///     match e {
+///         TransportError::BusOff | TransportError::ErrorPassive => true,
+///         TransportError::Restarted | TransportError::BusError(_) => true,
+///         TransportError::TxQueueFull => true,
+///         TransportError::FdNotSupported { .. } | TransportError::InvalidFrame(_) => false,
+///         TransportError::NoSuchInterface(_) | TransportError::PermissionDenied(_) => false,
+///         TransportError::InvalidSpec { .. } | TransportError::Io(_) => false,
+///         TransportError::Closed => false,
+///     }
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {

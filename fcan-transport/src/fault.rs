@@ -34,7 +34,8 @@ use tokio::time::Instant;
 
 use super::{BusErrorKind, Received, Transport, TransportError};
 
-/// What a corrupted frame becomes.
+/// What a corrupted frame becomes. Deliberately exhaustive: a CRC either catches the
+/// corruption or it does not.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CorruptMode {
     /// The CRC catches it: a CRC bus error instead of the frame (what a real bus does).
@@ -63,6 +64,7 @@ pub struct FaultConfig {
 
 /// What the injector did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FaultStats {
     /// Frames taken from the inner transport (while not bus-off).
     pub seen: u64,

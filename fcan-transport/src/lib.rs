@@ -57,6 +57,9 @@ pub use error::{BusErrorKind, TransportError};
 pub use spec::{open, AnyTransport};
 
 /// A frame taken off the bus, with the time it arrived.
+///
+/// Exhaustive on purpose: every [`Transport`] implementation, including those outside
+/// this crate, builds one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Received {
     /// The frame.

@@ -24,6 +24,7 @@ use super::{Received, Transport, TransportError};
 
 /// How a replay is timed.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub enum Pacing {
     /// Every frame as soon as it is asked for.
     #[default]

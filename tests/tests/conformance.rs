@@ -568,7 +568,14 @@ fn replay_master(name: &str, t: &Transcript) {
                 Event::Node(f) => engine.handle_frame(&parse_frame(f), now, &mut NoSink),
                 Event::Master(f) => want.push(f.clone()),
                 Event::Publish(b, tp, bytes) => engine
-                    .stage_publish(h.node_id, *b, *tp, bytes, now, &mut NoSink)
+                    .stage_publish(
+                        NodeId::new(h.node_id).unwrap(),
+                        *b,
+                        *tp,
+                        bytes,
+                        now,
+                        &mut NoSink,
+                    )
                     .unwrap_or_else(|e| panic!("{name}: publish at {now}: {e:?}")),
                 Event::Topic(..) => {}
             }
@@ -666,7 +673,7 @@ fn record(s: &Script) -> String {
             events.push((now, Event::Node(fmt_frame(f))));
         }
         let running = engine
-            .node(h.node_id)
+            .node(NodeId::new(h.node_id).unwrap())
             .is_some_and(|n| n.phase == Phase::Running);
         if running && running_at.is_none() {
             running_at = Some(now);
@@ -675,7 +682,7 @@ fn record(s: &Script) -> String {
         if publish_at == Some(now) {
             let (b, t, v) = &s.publish;
             engine
-                .stage_publish(h.node_id, *b, *t, v, now, &mut NoSink)
+                .stage_publish(NodeId::new(h.node_id).unwrap(), *b, *t, v, now, &mut NoSink)
                 .unwrap();
             events.push((now, Event::Publish(*b, *t, v.clone())));
         }

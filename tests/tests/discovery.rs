@@ -32,7 +32,7 @@ async fn cold_then_warm(mtu: Mtu) {
     let mut downloaded = Vec::new();
     while let Ok(e) = events.try_recv() {
         if let Event::SchemaReady { node, cached, .. } = e {
-            downloaded.push((node, cached));
+            downloaded.push((node.get(), cached));
         }
     }
     // The I/O board's schema and at least one motor driver's were read over the bus.
@@ -110,7 +110,7 @@ async fn cold_then_warm(mtu: Mtu) {
     let mut ready = Vec::new();
     while let Ok(e) = events.try_recv() {
         if let Event::SchemaReady { node, cached, .. } = e {
-            ready.push((node, cached));
+            ready.push((node.get(), cached));
         }
     }
     assert!(ready.iter().all(|(_, cached)| *cached), "{ready:?}");

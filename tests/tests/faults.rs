@@ -141,7 +141,7 @@ async fn bad_blob_is_reread_not_trusted(mtu: Mtu) {
             cached,
         } = e
         {
-            ready.push((node, digest, cached));
+            ready.push((node.get(), digest, cached));
         }
     }
     // One verified schema, the right one; the tampered read was discarded and redone.

@@ -276,7 +276,7 @@ async fn node_strings_reach_the_terminal_escaped(mtu: Mtu) {
     .unwrap();
     assert_inert("monitor --json", &mon);
     let line = describe_event(&Event::Failed {
-        node: BAD_NODE,
+        node: fcan_core::id::NodeId::new(BAD_NODE).unwrap(),
         reason: phase.clone(),
     })
     .unwrap();

@@ -43,12 +43,14 @@ async fn node_reboot_restores_params(mtu: Mtu) {
     let mut rebooted = None;
     while let Ok(e) = events.try_recv() {
         if let Event::Rebooted {
-            node: MD1,
+            node,
             old: o,
             new: n,
         } = e
         {
-            rebooted = Some((o, n));
+            if node.get() == MD1 {
+                rebooted = Some((o, n));
+            }
         }
     }
     assert_eq!(rebooted, Some((old, new)));

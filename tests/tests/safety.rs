@@ -116,11 +116,10 @@ async fn node_id_collision(mtu: Mtu) {
         || {
             let mut found = None;
             while let Ok(e) = events.try_recv() {
-                if let Event::Collision {
-                    node: MD2,
-                    boot_ids,
-                } = e
-                {
+                if let Event::Collision { node, boot_ids } = e {
+                    if node.get() != MD2 {
+                        continue;
+                    }
                     found = Some(boot_ids);
                 }
             }
@@ -206,9 +205,9 @@ async fn silent_node_offline_and_back(mtu: Mtu) {
     let mut seen = Vec::new();
     while let Ok(e) = events.try_recv() {
         match e {
-            Event::Offline { node } => seen.push(("offline", node)),
-            Event::Online { node } => seen.push(("online", node)),
-            Event::Rebooted { node, .. } => seen.push(("rebooted", node)),
+            Event::Offline { node } => seen.push(("offline", node.get())),
+            Event::Online { node } => seen.push(("online", node.get())),
+            Event::Rebooted { node, .. } => seen.push(("rebooted", node.get())),
             _ => {}
         }
     }

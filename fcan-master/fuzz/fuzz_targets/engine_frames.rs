@@ -148,7 +148,7 @@ impl SimNode {
 
 struct Counting;
 impl SampleSink for Counting {
-    fn sample(&mut self, _: u8, _: u8, _: u8, bytes: &[u8], _: u64) {
+    fn sample(&mut self, _: NodeId, _: u8, _: u8, bytes: &[u8], _: u64) {
         assert!(bytes.len() <= 8192, "sample of {} bytes", bytes.len());
     }
 }
@@ -291,12 +291,12 @@ impl Harness<'_> {
     fn check(&mut self) {
         let mut count = 0;
         for n in self.engine.nodes() {
-            assert!(n.id <= NodeId::MAX, "node id {}", n.id);
+            assert!(!n.id.is_broadcast(), "node id {}", n.id);
             count += 1;
         }
         assert!(count <= 127, "{count} nodes");
-        assert!(self.engine.ids_in_use() <= fcan_core::id::DATA_ID_RANGE.len());
         let s = self.engine.stats();
+        assert!(s.data_ids_in_use <= fcan_core::id::DATA_ID_RANGE.len() as u64);
         let o = self.stats;
         assert!(s.rx_frames >= o.rx_frames && s.rx_malformed >= o.rx_malformed);
         assert!(s.rx_unrouted >= o.rx_unrouted && s.tx_frames >= o.tx_frames);
@@ -411,7 +411,7 @@ impl Harness<'_> {
         let blob = sim.blob.clone();
         let wrong = v & 4 != 0;
         let fix = |t: u8| if wrong { t.wrapping_add(1) } else { t };
-        let rec = self.engine.node(node);
+        let rec = NodeId::new(node).and_then(|id| self.engine.node(id));
         let layout = |block: u8| {
             rec.and_then(|r| r.schema.as_ref())
                 .and_then(|s| s.numbering.layout_of(block).cloned())
@@ -521,9 +521,8 @@ impl Harness<'_> {
         block: u8,
     ) -> usize {
         let flip = inp.u8();
-        let want = self
-            .engine
-            .node(node)
+        let want = NodeId::new(node)
+            .and_then(|id| self.engine.node(id))
             .and_then(|r| r.schema.as_ref())
             .and_then(|s| s.numbering.layout_of(block))
             .and_then(f);
@@ -601,10 +600,13 @@ impl Harness<'_> {
                     block,
                 );
                 let body = inp.value(n);
-                let r = self
-                    .engine
-                    .call_service(node, block, service, &body, self.now);
-                self.accepted(r);
+                // The API takes only unicast ids: a request to 127 cannot be written.
+                if let Some(id) = NodeId::new(node) {
+                    let r = self
+                        .engine
+                        .call_service(id, block, service, &body, self.now);
+                    self.accepted(r);
+                }
             }
             13 => {
                 let (node, block, param) = (inp.node(), inp.u8() % 24, inp.u8() % 8);
@@ -616,10 +618,12 @@ impl Harness<'_> {
                         block,
                     );
                     let value = inp.value(n);
-                    let r = self.engine.set_param(node, block, param, &value, self.now);
-                    self.accepted(r);
-                } else {
-                    let r = self.engine.get_param(node, block, param, self.now);
+                    if let Some(id) = NodeId::new(node) {
+                        let r = self.engine.set_param(id, block, param, &value, self.now);
+                        self.accepted(r);
+                    }
+                } else if let Some(id) = NodeId::new(node) {
+                    let r = self.engine.get_param(id, block, param, self.now);
                     self.accepted(r);
                 }
             }
@@ -632,9 +636,11 @@ impl Harness<'_> {
                     block,
                 );
                 let bytes = inp.value(n);
-                let _ = self
-                    .engine
-                    .publish(node, block, topic, &bytes, self.now, &mut Counting);
+                if let Some(id) = NodeId::new(node) {
+                    let _ = self
+                        .engine
+                        .publish(id, block, topic, &bytes, self.now, &mut Counting);
+                }
             }
             _ => match inp.u8() % 4 {
                 0 => self.engine.discover(),
@@ -650,10 +656,13 @@ impl Harness<'_> {
                         block,
                     );
                     let body = inp.value(n);
+                    let Some(id) = NodeId::new(node) else {
+                        return;
+                    };
                     for _ in 0..count {
                         let r = self
                             .engine
-                            .call_service(node, block, service, &body, self.now);
+                            .call_service(id, block, service, &body, self.now);
                         self.accepted(r);
                         self.drain();
                     }
@@ -662,9 +671,8 @@ impl Harness<'_> {
                     // A data frame on an identifier a node's plan uses.
                     let node = inp.node();
                     let k = inp.u8() as usize;
-                    let Some(h) = self
-                        .engine
-                        .node(node)
+                    let Some(h) = NodeId::new(node)
+                        .and_then(|id| self.engine.node(id))
                         .and_then(|r| r.plan.as_ref())
                         .and_then(|p| p.frames.get(k % p.frames.len().max(1)))
                         .map(|f| f.header)

@@ -9,7 +9,7 @@ impl Engine {
     /// Publishes an m2s topic: stores its value and sends every frame that carries it.
     pub fn publish(
         &mut self,
-        node: u8,
+        node: NodeId,
         block: u8,
         topic: u8,
         bytes: &[u8],
@@ -27,21 +27,25 @@ impl Engine {
     /// [`Engine::poll`] flushes too.
     pub fn stage_publish(
         &mut self,
-        node: u8,
+        node_id: NodeId,
         block: u8,
         topic: u8,
         bytes: &[u8],
         now: u64,
         sink: &mut impl SampleSink,
     ) -> Result<(), CallError> {
+        let node = node_id.get();
         let rec = self
             .nodes
             .get(&node)
-            .ok_or(CallError::NodeNotOnline(node))?;
+            .ok_or(CallError::NodeNotOnline(node_id))?;
         if rec.phase != Phase::Running {
-            return Err(CallError::NodeNotOnline(node));
+            return Err(CallError::NodeNotOnline(node_id));
         }
-        let schema = rec.schema.clone().ok_or(CallError::NodeNotOnline(node))?;
+        let schema = rec
+            .schema
+            .clone()
+            .ok_or(CallError::NodeNotOnline(node_id))?;
         let ty = schema
             .numbering
             .block(block)
@@ -58,10 +62,10 @@ impl Engine {
             )));
         }
         let Some(plan) = rec.plan.clone() else {
-            return Err(CallError::NodeNotOnline(node));
+            return Err(CallError::NodeNotOnline(node_id));
         };
         let Some(rec) = self.nodes.get_mut(&node) else {
-            return Err(CallError::NodeNotOnline(node));
+            return Err(CallError::NodeNotOnline(node_id));
         };
         let Some(buf) = rec.topics.get_mut(&(block, topic)) else {
             return Err(CallError::BadTarget(format!(
@@ -78,7 +82,7 @@ impl Engine {
             )));
         }
         buf.copy_from_slice(bytes);
-        sink.sample(node, block, topic, bytes, now);
+        sink.sample(node_id, block, topic, bytes, now);
         let seq = self.group_seq.entry((node, block, topic)).or_insert(0);
         *seq = seq.wrapping_add(1);
         if plan.frames_of(block, topic).next().is_some() {
@@ -211,7 +215,7 @@ impl Engine {
                 let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
                 if let (Some(dst), Some(src)) = (buf.get_mut(s..s + l), data.get(d..d + l)) {
                     dst.copy_from_slice(src);
-                    sink.sample(route.node, e.block, e.topic, buf, at);
+                    sink.sample(nid(route.node), e.block, e.topic, buf, at);
                 }
             }
             return;
@@ -255,7 +259,7 @@ impl Engine {
             if let Some(buf) = rec.topics.get_mut(&(e.block, e.topic)) {
                 if buf.len() == st.bytes.len() {
                     buf.copy_from_slice(&st.bytes);
-                    sink.sample(route.node, e.block, e.topic, buf, at);
+                    sink.sample(nid(route.node), e.block, e.topic, buf, at);
                 }
             }
         }

@@ -11,7 +11,7 @@ use crate::cache::Lookup;
 impl Engine {
     pub(super) fn on_announce(&mut self, node: u8, a: &Announce, at: u64) {
         self.events.push_back(Event::Announced {
-            node,
+            node: nid(node),
             boot_id: a.boot_id,
         });
         let ann = Announcement {
@@ -44,7 +44,8 @@ impl Engine {
             }
         } else {
             if self.cfg.mtu == Mtu::Fd {
-                self.events.push_back(Event::ClassicNodeOnFdLink { node });
+                self.events
+                    .push_back(Event::ClassicNodeOnFdLink { node: nid(node) });
             }
             BusMode::Classic
         };
@@ -96,7 +97,7 @@ impl Engine {
                 if rec.announce.boot_id != a.boot_id {
                     rec.prev_boot = Some(rec.announce.boot_id);
                     self.events.push_back(Event::Rebooted {
-                        node,
+                        node: nid(node),
                         old: rec.announce.boot_id,
                         new: a.boot_id,
                     });
@@ -141,7 +142,7 @@ impl Engine {
             }
         }
         let boot_id = a.boot_id;
-        self.fail_calls(node, CallError::NodeLost(node));
+        self.fail_calls(node, CallError::NodeLost(nid(node)));
         let ack = ConfigMessage::AnnounceAck(AnnounceAck {
             boot_id,
             session: self.cfg.session,
@@ -285,7 +286,7 @@ impl Engine {
 
     fn schema_ready(&mut self, node: u8, s: Arc<NodeSchema>, cached: bool, at: u64) {
         self.events.push_back(Event::SchemaReady {
-            node,
+            node: nid(node),
             digest: s.digest,
             cached,
         });
@@ -321,7 +322,8 @@ impl Engine {
                 },
             )
             .and_then(|schema| {
-                let numbering = Numbering::of(&schema).map_err(|e| format!("{e:?}"))?;
+                let numbering = Numbering::of(&schema)
+                    .map_err(|e| crate::planner::PlanError::Numbering(e).to_string())?;
                 Ok((schema, numbering))
             });
         let (schema, numbering) = match checked {

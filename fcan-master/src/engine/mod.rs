@@ -40,6 +40,7 @@ use crate::planner::{plan_node, IdAllocator, Plan};
 
 /// Engine settings. [`EngineConfig::new`] gives the protocol defaults.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// This master's random session id.
     pub session: u32,
@@ -79,19 +80,42 @@ impl EngineConfig {
 }
 
 /// Something the user of the engine should know.
+///
+/// Non-exhaustive: new kinds of events come with new features, so a match outside this
+/// crate keeps a catch-all arm. One that lists every variant does not compile:
+///
+/// ```compile_fail,E0004
+/// use fcan_master::engine::Event;
+/// fn kind(e: &Event) -> &'static str {
+///     match e {
+///         Event::Announced { .. } => "announced",
+///         Event::SchemaReady { .. } => "schema",
+///         Event::Online { .. } => "online",
+///         Event::Rebooted { .. } => "rebooted",
+///         Event::Offline { .. } => "offline",
+///         Event::Failed { .. } => "failed",
+///         Event::Collision { .. } => "collision",
+///         Event::OtherMaster { .. } => "other master",
+///         Event::ClassicNodeOnFdLink { .. } => "classic",
+///         Event::CallDone { .. } => "call",
+///         Event::ParamDone { .. } => "param",
+///     }
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Event {
     /// A node announced itself (first time, or again).
     Announced {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Its boot id.
         boot_id: u32,
     },
     /// A node's schema is known: from the cache or downloaded and verified.
     SchemaReady {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Full digest.
         digest: SchemaDigest,
         /// Whether it came from the cache (no transfer).
@@ -100,12 +124,12 @@ pub enum Event {
     /// A node was started: its topics flow.
     Online {
         /// Node id.
-        node: u8,
+        node: NodeId,
     },
     /// A node came back with a new boot id; it is being re-provisioned.
     Rebooted {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Boot id before.
         old: u32,
         /// Boot id now.
@@ -114,19 +138,19 @@ pub enum Event {
     /// A node fell silent.
     Offline {
         /// Node id.
-        node: u8,
+        node: NodeId,
     },
     /// A node could not be provisioned; it is retried when it announces again.
     Failed {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// Why, for people.
         reason: String,
     },
     /// Two nodes answer to one node id.
     Collision {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// The two boot ids seen.
         boot_ids: (u32, u32),
     },
@@ -138,7 +162,7 @@ pub enum Event {
     /// A node on an FD link cannot do FD: it is run on Classical CAN frames.
     ClassicNodeOnFdLink {
         /// Node id.
-        node: u8,
+        node: NodeId,
     },
     /// A service call finished.
     CallDone {
@@ -162,7 +186,7 @@ pub enum Event {
 pub enum CallError {
     /// No such node, or it is not running.
     #[error("node {0} is not online")]
-    NodeNotOnline(u8),
+    NodeNotOnline(NodeId),
     /// No such block / service / param / topic, or wrong direction.
     #[error("{}", crate::text::Untrusted(.0))]
     BadTarget(String),
@@ -171,17 +195,17 @@ pub enum CallError {
     #[error("{}", crate::text::Untrusted(.0))]
     BadValue(String),
     /// The node refused (NAK) with a reason.
-    #[error("node refused: {0:?}")]
+    #[error("node refused ({code:?}): {}", refusal(*.0), code = .0)]
     Refused(ResultCode),
     /// The service answered with a non-OK status.
-    #[error("service answered {0:?}")]
+    #[error("service answered {status:?}: {}", service_status(*.0), status = .0)]
     Status(ServiceStatus),
     /// No answer in time.
     #[error("no answer from node {0} in time")]
-    Timeout(u8),
+    Timeout(NodeId),
     /// The node rebooted or went offline while the request was pending.
     #[error("node {0} went away while the request was pending")]
-    NodeLost(u8),
+    NodeLost(NodeId),
     /// The node already has as many requests outstanding as the master allows
     /// ([`MAX_OUTSTANDING_REQUESTS`]); nothing was sent.
     #[error(
@@ -189,23 +213,59 @@ pub enum CallError {
     )]
     TooManyRequests {
         /// Node id.
-        node: u8,
+        node: NodeId,
         /// The limit.
         limit: usize,
     },
+}
+
+/// What a NAK's code means, for [`CallError`]'s message.
+fn refusal(code: ResultCode) -> &'static str {
+    match code {
+        ResultCode::Ok => "accepted",
+        ResultCode::BadLength => "the payload has the wrong length",
+        ResultCode::BadIndex => "it has no such block, topic, parameter, service or frame",
+        ResultCode::BadState => "not allowed in the node's current state",
+        ResultCode::BelowMin => "the value is below the parameter's minimum",
+        ResultCode::AboveMax => "the value is above the parameter's maximum",
+        ResultCode::NotFinite => "NaN or infinity where a number is required",
+        ResultCode::BadValue => "the value is not valid for its type",
+        ResultCode::LimitFrames => "more frames than the node's limits.max_frames",
+        ResultCode::LimitEntries => "more copy entries than the node's limits.max_copy_entries",
+        ResultCode::BadStdId => "a data identifier outside the data range or already in use",
+        ResultCode::BadEntry => "a copy entry outside its topic or frame, or overlapping another",
+        ResultCode::BadPlan => "the frame plan is inconsistent",
+        ResultCode::NotWired => "that block instance is not wired on this board",
+        ResultCode::Busy => "the node is busy; try again",
+        ResultCode::Unsupported => "a protocol feature this node does not implement",
+    }
+}
+
+/// What a service status means, for [`CallError`]'s message.
+fn service_status(status: ServiceStatus) -> &'static str {
+    match status {
+        ServiceStatus::Ok => "done",
+        ServiceStatus::Accepted => "taken, the answer follows later",
+        ServiceStatus::Busy => "no free slot or the handler is busy; try again",
+        ServiceStatus::AppError => "the handler ran and reported a failure",
+        ServiceStatus::BadIndex => "no such service, or its block is not wired",
+        ServiceStatus::BadRequest => "the request did not decode",
+        ServiceStatus::BadState => "the node serves no calls in its current state",
+        ServiceStatus::Expired => "the node gave the deferred call up before it completed",
+    }
 }
 
 /// Receives topic samples as they are decoded. Called from [`Engine::handle_frame`] for
 /// s2m data, and for m2s data the master itself publishes (so a monitor sees both).
 pub trait SampleSink {
     /// One complete topic value of `block`'s `topic` on `node`, at time `at`.
-    fn sample(&mut self, node: u8, block: u8, topic: u8, bytes: &[u8], at: u64);
+    fn sample(&mut self, node: NodeId, block: u8, topic: u8, bytes: &[u8], at: u64);
 }
 
 /// A sink that drops everything.
 pub struct NoSink;
 impl SampleSink for NoSink {
-    fn sample(&mut self, _: u8, _: u8, _: u8, _: &[u8], _: u64) {}
+    fn sample(&mut self, _: NodeId, _: u8, _: u8, _: &[u8], _: u64) {}
 }
 
 /// Where a data identifier is routed.
@@ -225,6 +285,7 @@ struct Staging {
 
 /// Counters of the engine itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EngineStats {
     /// Frames taken in.
     pub rx_frames: u64,
@@ -249,6 +310,9 @@ pub struct EngineStats {
     pub pending_requests: u64,
     /// DISCOVERs to one node not sent because of the rate limits.
     pub discovers_limited: u64,
+    /// Data identifiers the plans of this bus use now, of the 768 of
+    /// [`fcan_core::id::DATA_ID_RANGE`]. A gauge, not a counter.
+    pub data_ids_in_use: u64,
 }
 
 /// The master engine.
@@ -282,6 +346,13 @@ pub struct Engine {
 }
 
 const ROUTES: usize = 0x800;
+
+/// The public id of a node the engine keys by its raw `u8`. Every key came from a
+/// [`NodeId`] the bus carried, so the fallback (broadcast) is never taken; it only keeps
+/// this from panicking.
+pub(crate) fn nid(raw: u8) -> NodeId {
+    NodeId::new(raw).unwrap_or(NodeId::BROADCAST)
+}
 
 /// A node is sent at most one DISCOVER of its own per this long (µs): shorter than the
 /// 1 s node heartbeat period, so a node heard once per heartbeat is asked every time.
@@ -336,6 +407,7 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         EngineStats {
             pending_requests: self.pending_user.len() as u64,
+            data_ids_in_use: self.ids.in_use() as u64,
             ..self.stats
         }
     }
@@ -346,13 +418,8 @@ impl Engine {
     }
 
     /// One node.
-    pub fn node(&self, id: u8) -> Option<&NodeRecord> {
-        self.nodes.get(&id)
-    }
-
-    /// Data identifiers in use on the bus.
-    pub fn ids_in_use(&self) -> usize {
-        self.ids.in_use()
+    pub fn node(&self, id: NodeId) -> Option<&NodeRecord> {
+        self.nodes.get(&id.get())
     }
 
     /// Asks every node to announce itself.
@@ -420,10 +487,10 @@ impl Engine {
             n.phase = Phase::Offline;
             requeue_in_flight(n);
             n.download = None;
-            self.events.push_back(Event::Offline { node: id });
+            self.events.push_back(Event::Offline { node: nid(id) });
             // The user's requests (queued or in flight) end here, each with its answer;
             // of the rest only the parameter restores are kept.
-            self.fail_user_requests(id, CallError::NodeLost(id));
+            self.fail_user_requests(id, CallError::NodeLost(nid(id)));
             if let Some(n) = self.nodes.get_mut(&id) {
                 n.steps
                     .retain(|s| matches!(s, Step::ParamSet { req: None, .. }));
@@ -442,7 +509,7 @@ impl Engine {
                 self.pending_user.remove(&c.id);
                 self.events.push_back(Event::CallDone {
                     id: c.id,
-                    result: Err(CallError::Timeout(id)),
+                    result: Err(CallError::Timeout(nid(id))),
                 });
             }
         }
@@ -476,11 +543,11 @@ impl Engine {
                         self.pending_user.remove(&req);
                         self.events.push_back(Event::ParamDone {
                             id: req,
-                            result: Err(CallError::Timeout(id)),
+                            result: Err(CallError::Timeout(nid(id))),
                         });
                         self.next_step(id, now);
                     } else {
-                        self.fail_node(id, format!("no answer to {step:?}"));
+                        self.fail_node(id, format!("no answer to {step}"));
                     }
                     return;
                 }
@@ -580,7 +647,7 @@ impl Engine {
                 if hb.boot_id != n.announce.boot_id {
                     let known = n.announce.boot_id;
                     self.events.push_back(Event::Collision {
-                        node,
+                        node: nid(node),
                         boot_ids: (known, hb.boot_id),
                     });
                     if n.prev_boot == Some(hb.boot_id) {

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use fcan_core::hash::{HashPrefix, SchemaDigest};
+use fcan_core::id::NodeId;
 use fcan_core::ir::Schema;
 use fcan_core::msg::{BusMode, NodeState};
 use fcan_core::numbering::Numbering;
@@ -12,6 +13,7 @@ use crate::planner::Plan;
 
 /// A node's schema, decoded and numbered once, shared by every node that runs it.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct NodeSchema {
     /// The IR.
     pub schema: Schema,
@@ -25,6 +27,7 @@ pub struct NodeSchema {
 
 /// What a node said about itself in its last ANNOUNCE.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Announcement {
     /// Protocol version.
     pub protocol: u8,
@@ -89,6 +92,29 @@ pub(crate) enum Step {
     Start,
 }
 
+impl std::fmt::Display for Step {
+    /// The command as the protocol names it, for the reason a node failed
+    /// (`FRAME_DEFINE of frame 3`), never a `Debug` dump of the step.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::FrameDefine(i) => write!(f, "FRAME_DEFINE of frame {i}"),
+            Step::ParamSet {
+                block,
+                param,
+                req: None,
+                ..
+            } => write!(f, "PARAM_SET restoring block {block} param {param}"),
+            Step::ParamSet { block, param, .. } => {
+                write!(f, "PARAM_SET of block {block} param {param}")
+            }
+            Step::ParamGet { block, param, .. } => {
+                write!(f, "PARAM_GET of block {block} param {param}")
+            }
+            Step::Start => f.write_str("START"),
+        }
+    }
+}
+
 /// A step sent and waiting for its answer.
 #[derive(Clone, Debug)]
 pub(crate) struct InFlight {
@@ -128,9 +154,10 @@ pub const MAX_OUTSTANDING_REQUESTS: usize = 32;
 
 /// Everything the master holds for one node id.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct NodeRecord {
     /// Node id.
-    pub id: u8,
+    pub id: NodeId,
     /// Last announcement.
     pub announce: Announcement,
     /// The schema, once known.
@@ -170,7 +197,7 @@ pub struct NodeRecord {
 impl NodeRecord {
     pub(crate) fn new(id: u8, announce: Announcement, now: u64) -> Self {
         NodeRecord {
-            id,
+            id: super::nid(id),
             announce,
             schema: None,
             schema_cached: None,
@@ -227,8 +254,36 @@ impl NodeRecord {
     /// The node's name with `{i}` replaced, or `node<id>` before its schema is known.
     pub fn name(&self) -> String {
         match &self.schema {
-            Some(s) => s.schema.node_name(self.id),
+            Some(s) => s.schema.node_name(self.id.get()),
             None => format!("node{}", self.id),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Step;
+
+    /// A failed node's reason names the command as the protocol does, not as `Debug`
+    /// prints the engine's step (which dumped the packed value of a parameter).
+    #[test]
+    fn steps_read_as_protocol_commands() {
+        let set = |req| Step::ParamSet {
+            block: 2,
+            param: 1,
+            value: vec![0; 4],
+            commit: true,
+            req,
+        };
+        assert_eq!(Step::FrameDefine(3).to_string(), "FRAME_DEFINE of frame 3");
+        assert_eq!(set(Some(7)).to_string(), "PARAM_SET of block 2 param 1");
+        assert_eq!(set(None).to_string(), "PARAM_SET restoring block 2 param 1");
+        let get = Step::ParamGet {
+            block: 0,
+            param: 5,
+            req: 1,
+        };
+        assert_eq!(get.to_string(), "PARAM_GET of block 0 param 5");
+        assert_eq!(Step::Start.to_string(), "START");
     }
 }

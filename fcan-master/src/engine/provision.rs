@@ -178,7 +178,7 @@ impl Engine {
                 rec.reacks = 0;
                 rec.phase = Phase::Running;
                 rec.state = NodeState::Running;
-                self.events.push_back(Event::Online { node });
+                self.events.push_back(Event::Online { node: nid(node) });
             }
             (
                 Step::ParamSet {
@@ -231,7 +231,7 @@ impl Engine {
                 return;
             }
             (step, code) => {
-                self.fail_node(node, format!("node refused {step:?}: {code:?}"));
+                self.fail_node(node, format!("{step}: {}", CallError::Refused(code)));
                 return;
             }
         }
@@ -243,8 +243,11 @@ impl Engine {
             rec.phase = Phase::Failed(reason.clone());
             requeue_in_flight(rec);
         }
-        self.fail_user_requests(node, CallError::NodeNotOnline(node));
-        self.events.push_back(Event::Failed { node, reason });
+        self.fail_user_requests(node, CallError::NodeNotOnline(nid(node)));
+        self.events.push_back(Event::Failed {
+            node: nid(node),
+            reason,
+        });
     }
 
     pub(super) fn fail_calls(&mut self, node: u8, err: CallError) {

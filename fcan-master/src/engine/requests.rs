@@ -4,32 +4,37 @@
 use super::*;
 
 impl Engine {
-    pub(super) fn running(&self, node: u8) -> Result<&NodeRecord, CallError> {
+    pub(super) fn running(&self, node_id: NodeId) -> Result<&NodeRecord, CallError> {
+        let node = node_id.get();
         match self.nodes.get(&node) {
             Some(n) if n.phase == Phase::Running || n.phase == Phase::Provisioning => {
                 if n.outstanding() >= MAX_OUTSTANDING_REQUESTS {
                     return Err(CallError::TooManyRequests {
-                        node,
+                        node: node_id,
                         limit: MAX_OUTSTANDING_REQUESTS,
                     });
                 }
                 Ok(n)
             }
-            _ => Err(CallError::NodeNotOnline(node)),
+            _ => Err(CallError::NodeNotOnline(node_id)),
         }
     }
 
     /// Calls a service. The answer comes as [`Event::CallDone`] with the returned id.
     pub fn call_service(
         &mut self,
-        node: u8,
+        node_id: NodeId,
         block: u8,
         service: u8,
         request: &[u8],
         now: u64,
     ) -> Result<u64, CallError> {
-        let rec = self.running(node)?;
-        let schema = rec.schema.clone().ok_or(CallError::NodeNotOnline(node))?;
+        let node = node_id.get();
+        let rec = self.running(node_id)?;
+        let schema = rec
+            .schema
+            .clone()
+            .ok_or(CallError::NodeNotOnline(node_id))?;
         let layout = schema
             .numbering
             .layout_of(block)
@@ -47,7 +52,7 @@ impl Engine {
         let mtu = rec.mode.mtu();
         let id = self.new_request(node);
         let Some(rec) = self.nodes.get_mut(&node) else {
-            return Err(CallError::NodeNotOnline(node));
+            return Err(CallError::NodeNotOnline(node_id));
         };
         let transfer = rec.transfer();
         rec.calls.insert(
@@ -65,12 +70,7 @@ impl Engine {
             service,
             body: request,
         });
-        self.send(
-            NodeId::new(node).unwrap_or(NodeId::BROADCAST),
-            transfer,
-            &msg,
-            mtu,
-        );
+        self.send(node_id, transfer, &msg, mtu);
         Ok(id)
     }
 
@@ -78,13 +78,14 @@ impl Engine {
     /// comes as [`Event::ParamDone`]. The value is restored after every reboot.
     pub fn set_param(
         &mut self,
-        node: u8,
+        node_id: NodeId,
         block: u8,
         param: u8,
         value: &[u8],
         now: u64,
     ) -> Result<u64, CallError> {
-        let rec = self.running(node)?;
+        let node = node_id.get();
+        let rec = self.running(node_id)?;
         check_param_bytes(rec, block, param, value)?;
         let id = self.new_request(node);
         if let Some(rec) = self.nodes.get_mut(&node) {
@@ -103,12 +104,13 @@ impl Engine {
     /// Reads a parameter. The answer comes as [`Event::ParamDone`].
     pub fn get_param(
         &mut self,
-        node: u8,
+        node_id: NodeId,
         block: u8,
         param: u8,
         now: u64,
     ) -> Result<u64, CallError> {
-        let rec = self.running(node)?;
+        let node = node_id.get();
+        let rec = self.running(node_id)?;
         param_size(rec, block, param)
             .ok_or_else(|| CallError::BadTarget(format!("block {block} has no param {param}")))?;
         let id = self.new_request(node);

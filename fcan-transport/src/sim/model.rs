@@ -42,6 +42,7 @@ pub struct EndpointId(pub usize);
 
 /// What a bus delivers to one endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RxItem {
     /// A frame, delivered at the end of its last bit (ns since the bus started).
     Frame {
@@ -70,6 +71,7 @@ impl RxItem {
 
 /// What became of one transmission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Received by this many endpoints.
     Delivered {
@@ -82,6 +84,7 @@ pub enum Outcome {
 
 /// One transmission on the wire, for measurements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TxRecord {
     /// Who sent it.
     pub sender: EndpointId,
@@ -112,6 +115,7 @@ impl TxRecord {
 
 /// Running totals since the bus started (kept even when the history is trimmed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BusTotals {
     /// Frames delivered.
     pub frames: u64,
