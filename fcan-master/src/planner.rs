@@ -41,8 +41,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Total copy entries.
-    pub fn entry_count(&self) -> usize {
+    /// Copy entries over all frames of the plan.
+    pub fn copy_entry_count(&self) -> usize {
         self.frames.iter().map(|f| f.entries.len()).sum()
     }
 
@@ -112,7 +112,7 @@ fn numbering(e: &fcan_core::numbering::NumberingError) -> String {
     }
 }
 
-/// One topic instance to place.
+/// One topic of one block to place.
 #[derive(Clone, Copy, Debug)]
 struct Item {
     block: u8,
