@@ -27,7 +27,7 @@
 //! | `error.rs` | [`TransportError`], [`BusErrorKind`] |
 //! | `error_frame.rs` | Linux error frames ↔ [`TransportError`] |
 //! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `replay:FILE` |
-//! | `socketcan.rs` | SocketCAN, classical and FD |
+//! | `socketcan/` | SocketCAN, classical and FD; `batch.rs`: `recvmmsg`/`sendmmsg` |
 //! | `sim/` | simulated bus: bit timing, arbitration model, async endpoints |
 //! | `fault.rs` | fault injection wrapper |
 //! | `candump.rs` | `candump -L` log format: writer and reader |
@@ -35,7 +35,9 @@
 //! | `recorder.rs` | a wrapper that logs all traffic in candump format |
 
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+// `deny`, not `forbid`: `socketcan/reactor.rs` holds the one `unsafe` call (registering
+// a socket with tokio), with its SAFETY argument.
+#![deny(unsafe_code)]
 
 use core::future::Future;
 use std::time::Instant;
@@ -90,6 +92,30 @@ pub trait Transport: Send {
     /// link, [`TransportError::TxQueueFull`] when the transmit queue is full (retry later),
     /// [`TransportError::BusOff`] while the controller is off the bus.
     fn send(&mut self, frame: &Frame) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Queues `frames` for transmission in order, as one batch where the link can (one
+    /// `sendmmsg` per up to 64 frames on SocketCAN); the default sends them one by one.
+    ///
+    /// Like `write(2)`, it reports progress rather than all-or-nothing: `Ok(n)` means
+    /// frames `0..n` were handed to the link, in order, and `n` is at least 1 for a
+    /// non-empty `frames`. `n < frames.len()` (a partial send) means frame `n` failed and
+    /// nothing after it was tried; call again with `&frames[n..]` to retry it (and get its
+    /// error as `Err`). `Err` means no frame was sent, with the same errors as
+    /// [`send`](Self::send). A transport may wait out a briefly full queue first (see
+    /// [`socketcan`](crate::socketcan) for SocketCAN's bound on that wait).
+    fn send_batch(
+        &mut self,
+        frames: &[Frame],
+    ) -> impl Future<Output = Result<usize, TransportError>> + Send {
+        async move {
+            for (i, f) in frames.iter().enumerate() {
+                if let Err(e) = self.send(f).await {
+                    return if i == 0 { Err(e) } else { Ok(i) };
+                }
+            }
+            Ok(frames.len())
+        }
+    }
 
     /// Waits for the next frame from the bus (frames this transport sent itself are not
     /// echoed back) or the next bus event. Cancel-safe.

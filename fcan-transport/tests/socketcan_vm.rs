@@ -265,3 +265,199 @@ async fn our_log_lines_match_real_candump() {
         lines.len()
     );
 }
+
+// ---------------------------------------------------------------- batched I/O
+
+/// Frame `i` of a numbered sequence from sender `tag`: the sequence number in the payload,
+/// so a receiver can check order and completeness. FD frames on an FD interface.
+fn numbered(tag: u16, i: u32, mtu: Mtu) -> Frame {
+    let mut data = [0u8; 16];
+    data[..4].copy_from_slice(&i.to_le_bytes());
+    let id = CanId::Standard(0x100 + tag);
+    match mtu {
+        Mtu::Fd => Frame::fd(id, &data).unwrap(),
+        Mtu::Classic => Frame::classic(id, &data[..8]).unwrap(),
+    }
+}
+
+fn seq_of(f: &Frame) -> u32 {
+    u32::from_le_bytes(f.data()[..4].try_into().unwrap())
+}
+
+#[tokio::test]
+async fn socket_buffers_are_enlarged() {
+    if !vm() {
+        return;
+    }
+    let t = SocketCanTransport::open("vcan0").unwrap();
+    let (rx, tx) = t.buffer_sizes().unwrap();
+    println!("granted: SO_RCVBUF {rx} bytes, SO_SNDBUF {tx} bytes (kernel-reported, doubled)");
+    // The VM runs as root, so the *FORCE options pass net.core.{r,w}mem_max: the kernel
+    // reports twice what was asked.
+    assert_eq!(rx, 2 * fcan_transport::socketcan::RX_BUFFER);
+    assert_eq!(tx, 2 * fcan_transport::socketcan::TX_BUFFER);
+}
+
+#[tokio::test]
+async fn a_burst_larger_than_a_batch_arrives_in_order() {
+    if !vm() {
+        return;
+    }
+    use fcan_transport::socketcan::RX_BATCH;
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    // Ten batches' worth, queued in the kernel before b reads any: b's reads are full
+    // batches (fewer system calls than frames) and keep the order.
+    let n = 10 * RX_BATCH as u32 + 7;
+    for i in 0..n {
+        a.send(&numbered(0, i, mtu)).await.unwrap();
+    }
+    for i in 0..n {
+        let got = recv_within(&mut b, 1000).await.expect("in time").unwrap();
+        assert_eq!(got, numbered(0, i, mtu), "frame {i}");
+    }
+    assert!(recv_within(&mut b, 200).await.is_none(), "nothing more");
+    let s = b.stats();
+    println!("{n} frames received in {} recvmmsg calls", s.rx_calls);
+    assert_eq!(s.rx_frames, u64::from(n));
+    assert!(s.rx_calls < u64::from(n) / 4, "{s:?}");
+}
+
+#[tokio::test]
+async fn a_dropped_recv_future_loses_no_frame() {
+    if !vm() {
+        return;
+    }
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let n = 300u32;
+    let frames: Vec<Frame> = (0..n).map(|i| numbered(1, i, mtu)).collect();
+    assert_eq!(a.send_batch(&frames).await.unwrap(), frames.len());
+    let mut got = Vec::new();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut k = 0u32;
+    while got.len() < frames.len() {
+        k += 1;
+        if k % 3 == 0 {
+            // Poll once and drop the future, whatever it did.
+            let mut fut = std::pin::pin!(b.recv());
+            if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                got.push(r.unwrap().frame);
+            }
+        } else {
+            got.push(recv_within(&mut b, 1000).await.expect("in time").unwrap());
+        }
+    }
+    assert_eq!(got, frames);
+}
+
+#[tokio::test]
+async fn a_batch_send_is_seen_in_order() {
+    if !vm() {
+        return;
+    }
+    use fcan_transport::socketcan::batch::MAX_BATCH;
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    // Mixed kinds (all of test_frames) and a numbered run longer than one sendmmsg.
+    let mut frames = test_frames(mtu);
+    frames.extend((0..3 * MAX_BATCH as u32 + 5).map(|i| numbered(2, i, mtu)));
+    assert_eq!(a.send_batch(&frames).await.unwrap(), frames.len());
+    let s = a.stats();
+    println!("{} frames sent in {} sendmmsg calls", frames.len(), s.tx_calls);
+    assert_eq!(s.tx_frames, frames.len() as u64);
+    assert_eq!(s.tx_calls, frames.len().div_ceil(MAX_BATCH) as u64);
+    for (i, f) in frames.iter().enumerate() {
+        let got = recv_within(&mut b, 1000).await.expect("in time").unwrap();
+        assert_eq!(got, *f, "frame {i}");
+        assert_eq!(got.is_brs(), f.is_brs());
+    }
+    assert!(recv_within(&mut b, 200).await.is_none(), "nothing more");
+}
+
+#[tokio::test]
+async fn a_batch_stops_at_a_frame_the_link_refuses() {
+    if !vm() {
+        return;
+    }
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let ok = |i| numbered(3, i, Mtu::Classic);
+    // A bad identifier (too wide) on any link; an FD frame on a classic one too.
+    let bad = Frame::classic(CanId::Standard(0x800), &[]).unwrap();
+    let frames = [ok(0), ok(1), bad, ok(2)];
+    assert_eq!(a.send_batch(&frames).await.unwrap(), 2, "a partial send");
+    assert!(matches!(
+        a.send_batch(&frames[2..]).await,
+        Err(TransportError::InvalidFrame(_))
+    ));
+    assert_eq!(a.send_batch(&frames[3..]).await.unwrap(), 1);
+    for i in 0..3 {
+        assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), ok(i));
+    }
+    if sys_mtu("vcan0") == Mtu::Classic {
+        let fd = Frame::fd(CanId::Standard(0x5), &[1; 12]).unwrap();
+        assert_eq!(a.send_batch(&[ok(7), fd]).await.unwrap(), 1);
+        assert!(matches!(
+            a.send_batch(&[fd]).await,
+            Err(TransportError::FdNotSupported { .. })
+        ));
+        assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), ok(7));
+    }
+    assert!(recv_within(&mut b, 200).await.is_none(), "nothing more");
+}
+
+/// Runs `ip ARGS` in the VM (busybox), panicking on failure.
+fn ip(args: &str) {
+    let st = std::process::Command::new("ip")
+        .args(args.split(' '))
+        .status()
+        .unwrap();
+    assert!(st.success(), "ip {args}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enobufs_probe() {
+    if !vm() {
+        return;
+    }
+    let mtu = sys_mtu("vcan1");
+    for qlen in ["0", "1", "10"] {
+        ip("link set vcan1 down");
+        std::fs::write("/sys/class/net/vcan1/tx_queue_len", qlen).unwrap();
+        ip("link set vcan1 up");
+        let mut handles = Vec::new();
+        for tag in 0..2u16 {
+            handles.push(tokio::spawn(async move {
+                let mut a = SocketCanTransport::open("vcan1").unwrap();
+                let frames: Vec<Frame> = (0..5000).map(|i| numbered(tag, i, mtu)).collect();
+                let mut enobufs_single = 0;
+                for f in &frames[..2000] {
+                    loop {
+                        match a.send(f).await {
+                            Ok(()) => break,
+                            Err(TransportError::TxQueueFull) => {
+                                enobufs_single += 1;
+                                tokio::task::yield_now().await;
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+                let n = a.send_batch(&frames[2000..]).await.unwrap();
+                (enobufs_single, n, a.stats())
+            }));
+        }
+        for h in handles {
+            let (single, n, s) = h.await.unwrap();
+            println!("txqueuelen {qlen}: single-send ENOBUFS {single}, batch sent {n}, stats {s:?}");
+        }
+        let qdisc = std::fs::read_to_string("/sys/class/net/vcan1/tx_queue_len").unwrap();
+        println!("tx_queue_len now {}", qdisc.trim());
+    }
+}
