@@ -37,8 +37,8 @@
 //! the kernel raises no readiness when it drains, so nothing can be waited for: `send`
 //! returns [`TransportError::TxQueueFull`] at once (the caller decides, as before), and
 //! `send_batch` sleeps and retries with a bounded backoff ([`ENOBUFS_BACKOFF`], doubling
-//! up to [`ENOBUFS_BACKOFF_MAX`]) for at most [`ENOBUFS_PATIENCE`] — no busy loop and no
-//! dropped frame — then reports what it sent (or `TxQueueFull` if nothing), so a bus that
+//! up to [`ENOBUFS_BACKOFF_MAX`]) while the queue takes nothing for
+//! [`ENOBUFS_PATIENCE`] — no busy loop and no dropped frame — then reports what it sent (or `TxQueueFull` if nothing), so a bus that
 //! never drains (no ACK, bus-off) cannot stall its caller.
 //!
 //! Receive timestamps are taken on tokio's clock when the frame is read (not the kernel's
@@ -82,7 +82,8 @@ pub const ENOBUFS_BACKOFF: Duration = Duration::from_millis(1);
 /// The longest single wait after `ENOBUFS`: a 10-frame queue drains in about 1.3 ms at
 /// 1 Mbit/s and 10 ms at 125 kbit/s.
 pub const ENOBUFS_BACKOFF_MAX: Duration = Duration::from_millis(8);
-/// How long `send_batch` keeps retrying a queue that stays full before it gives up.
+/// How long `send_batch` keeps retrying a queue that stays full (no frame taken) before
+/// it gives up.
 pub const ENOBUFS_PATIENCE: Duration = Duration::from_millis(200);
 
 enum Sock {
@@ -397,7 +398,9 @@ impl SocketCanTransport {
                     self.stats.tx_calls += 1;
                     self.stats.tx_frames += n as u64;
                     off += n;
+                    // Patience runs out only while nothing moves.
                     backoff = ENOBUFS_BACKOFF;
+                    waited = Duration::ZERO;
                 }
                 Ok(Err(e)) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     self.stats.enobufs += 1;
