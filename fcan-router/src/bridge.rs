@@ -284,10 +284,24 @@ async fn link_task<T: Transport>(
             }
             f = out.recv() => {
                 let Some(f) = f else { return };
-                let deadline = Instant::now() + retry;
-                loop {
-                    match t.send(&f).await {
-                        Ok(()) => break,
+                // Frames already waiting go in the same batch (one `sendmmsg` on SocketCAN).
+                let mut batch = vec![f];
+                while batch.len() < 64 {
+                    match out.try_recv() {
+                        Ok(f) => batch.push(f),
+                        Err(_) => break,
+                    }
+                }
+                let mut sent = 0;
+                let mut deadline = Instant::now() + retry;
+                while sent < batch.len() {
+                    match t.send_batch(&batch[sent..]).await {
+                        // n ≥ 1 by the trait's contract; `max` keeps a transport that
+                        // breaks it from stalling the link.
+                        Ok(n) => {
+                            sent += n.max(1);
+                            deadline = Instant::now() + retry;
+                        }
                         Err(TransportError::TxQueueFull) if Instant::now() < deadline => {
                             tokio::time::sleep(Duration::from_micros(200)).await;
                         }
@@ -295,7 +309,8 @@ async fn link_task<T: Transport>(
                             if to_router.send(Input::SendFailed(link, e)).await.is_err() {
                                 return;
                             }
-                            break;
+                            sent += 1;
+                            deadline = Instant::now() + retry;
                         }
                     }
                 }

@@ -293,6 +293,24 @@ async fn socket_buffers_are_enlarged() {
     // reports twice what was asked.
     assert_eq!(rx, 2 * fcan_transport::socketcan::RX_BUFFER);
     assert_eq!(tx, 2 * fcan_transport::socketcan::TX_BUFFER);
+
+    // What that buys: frames a reader can fall behind by before the kernel drops any. A
+    // default-sized buffer (212,992 bytes) holds a few hundred.
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let frames: Vec<Frame> = (0..4000).map(|i| numbered(6, i, mtu)).collect();
+    for chunk in frames.chunks(64) {
+        assert_eq!(a.send_batch(chunk).await.unwrap(), chunk.len());
+        tokio::task::yield_now().await;
+    }
+    let mut held = 0;
+    while let Some(r) = recv_within(&mut b, 300).await {
+        assert_eq!(r.unwrap(), frames[held], "in order, from the first");
+        held += 1;
+    }
+    println!("the receive buffer held {held} {mtu:?}-MTU frames unread");
+    assert!(held >= 1000, "only {held} frames fit");
 }
 
 #[tokio::test]
@@ -366,7 +384,11 @@ async fn a_batch_send_is_seen_in_order() {
     frames.extend((0..3 * MAX_BATCH as u32 + 5).map(|i| numbered(2, i, mtu)));
     assert_eq!(a.send_batch(&frames).await.unwrap(), frames.len());
     let s = a.stats();
-    println!("{} frames sent in {} sendmmsg calls", frames.len(), s.tx_calls);
+    println!(
+        "{} frames sent in {} sendmmsg calls",
+        frames.len(),
+        s.tx_calls
+    );
     assert_eq!(s.tx_frames, frames.len() as u64);
     assert_eq!(s.tx_calls, frames.len().div_ceil(MAX_BATCH) as u64);
     for (i, f) in frames.iter().enumerate() {
@@ -421,7 +443,9 @@ fn throttle(iface: &str, frame_len: usize) -> bool {
         return false;
     }
     // Already loaded by an earlier test is fine.
-    let _ = std::process::Command::new("insmod").arg("sch_tbf.ko").status();
+    let _ = std::process::Command::new("insmod")
+        .arg("sch_tbf.ko")
+        .status();
     let limit = (10 * frame_len).to_string();
     let rate = format!("{}bit", 300 * 8 * frame_len);
     // A burst of two frames: a larger bucket would let a whole batch through at once.
@@ -499,7 +523,10 @@ async fn enobufs_is_back_pressure() {
         batch_stats.tx_calls,
         got.len()
     );
-    assert!(batch_stats.enobufs > 0, "the queue never filled: {batch_stats:?}");
+    assert!(
+        batch_stats.enobufs > 0,
+        "the queue never filled: {batch_stats:?}"
+    );
     assert!(queue_full > 0, "send never met a full queue");
     // Each ENOBUFS wait sleeps (at least 1 ms): a few per frame at most, where a busy
     // loop would retry thousands of times.

@@ -93,7 +93,13 @@ pub fn recv_many(fd: RawFd, slots: &mut [Slot]) -> std::io::Result<usize> {
                 None => IoSliceMut::new(&mut []),
             }]
         });
-        let got = recvmmsg(fd, &mut headers, iovs[..n].iter_mut(), MsgFlags::MSG_DONTWAIT, None)?;
+        let got = recvmmsg(
+            fd,
+            &mut headers,
+            iovs[..n].iter_mut(),
+            MsgFlags::MSG_DONTWAIT,
+            None,
+        )?;
         let mut n = 0;
         for (len, msg) in lens.iter_mut().zip(got) {
             *len = msg.bytes;
@@ -114,24 +120,24 @@ pub fn recv_many(fd: RawFd, slots: &mut [Slot]) -> std::io::Result<usize> {
 pub fn send_many(fd: RawFd, slots: &[Slot]) -> std::io::Result<usize> {
     const NO_ADDRESS: [Option<SockaddrStorage>; MAX_BATCH] = [None; MAX_BATCH];
     let slots = &slots[..slots.len().min(MAX_BATCH)];
-    HEADERS.with(|h| {
-        let mut headers = h.borrow_mut();
-        let mut it = slots.iter();
-        let iovs: [[IoSlice<'_>; 1]; MAX_BATCH] = std::array::from_fn(|_| {
-            [IoSlice::new(it.next().map_or(&[][..], Slot::bytes))]
-        });
-        let sent = sendmmsg(
-            fd,
-            &mut headers,
-            iovs[..slots.len()].iter(),
-            NO_ADDRESS,
-            [],
-            MsgFlags::MSG_DONTWAIT,
-        )?;
-        // `MultiResults` iterates over the messages sent.
-        Ok(sent.count())
-    })
-    .map_err(|e: nix::Error| std::io::Error::from(e))
+    HEADERS
+        .with(|h| {
+            let mut headers = h.borrow_mut();
+            let mut it = slots.iter();
+            let iovs: [[IoSlice<'_>; 1]; MAX_BATCH] =
+                std::array::from_fn(|_| [IoSlice::new(it.next().map_or(&[][..], Slot::bytes))]);
+            let sent = sendmmsg(
+                fd,
+                &mut headers,
+                iovs[..slots.len()].iter(),
+                NO_ADDRESS,
+                [],
+                MsgFlags::MSG_DONTWAIT,
+            )?;
+            // `MultiResults` iterates over the messages sent.
+            Ok(sent.count())
+        })
+        .map_err(|e: nix::Error| std::io::Error::from(e))
 }
 
 const EFF_FLAG: u32 = 0x8000_0000;

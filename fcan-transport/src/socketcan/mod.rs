@@ -469,8 +469,8 @@ impl Transport for SocketCanTransport {
             let mut count = 0;
             let mut refused = None;
             for f in chunk {
-                let encoded = check_mtu(&self.iface, self.mtu, f)
-                    .and_then(|()| self.slots[count].encode(f));
+                let encoded =
+                    check_mtu(&self.iface, self.mtu, f).and_then(|()| self.slots[count].encode(f));
                 if let Err(e) = encoded {
                     refused = Some(e);
                     break;
