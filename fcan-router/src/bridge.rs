@@ -292,14 +292,14 @@ async fn link_task<T: Transport>(
                         Err(_) => break,
                     }
                 }
-                let mut sent = 0;
+                let mut rest: &[Frame] = &batch;
                 let mut deadline = Instant::now() + retry;
-                while sent < batch.len() {
-                    match t.send_batch(&batch[sent..]).await {
+                while !rest.is_empty() {
+                    match t.send_batch(rest).await {
                         // n ≥ 1 by the trait's contract; `max` keeps a transport that
                         // breaks it from stalling the link.
                         Ok(n) => {
-                            sent += n.max(1);
+                            rest = rest.get(n.max(1)..).unwrap_or_default();
                             deadline = Instant::now() + retry;
                         }
                         Err(TransportError::TxQueueFull) if Instant::now() < deadline => {
@@ -309,7 +309,7 @@ async fn link_task<T: Transport>(
                             if to_router.send(Input::SendFailed(link, e)).await.is_err() {
                                 return;
                             }
-                            sent += 1;
+                            rest = rest.get(1..).unwrap_or_default();
                             deadline = Instant::now() + retry;
                         }
                     }

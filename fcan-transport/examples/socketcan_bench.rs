@@ -13,16 +13,17 @@
 //! * **send**: one transport writes `FRAMES` frames as fast as it can; batch 1 is
 //!   [`Transport::send`] (one `sendmmsg` of one frame per call), larger ones
 //!   [`Transport::send_batch`] in chunks of that size.
-//! * **receive**: another thread floods `vcan0` with `sendmmsg` batches of 64 while the
+//! * **receive under flood**: another thread floods `vcan0` with `sendmmsg` batches of 64 while the
 //!   measured transport drains it with `recvmmsg` batches of the given size (1 = one
 //!   frame per system call). It reports what it received per second and what the kernel
-//!   dropped because the reader fell behind (sent − received).
-//! Rates are frames per CPU-second of the measuring thread (`/proc/thread-self/schedstat`,
-//! user + kernel time), best of three interleaved rounds; dropped frames are summed over
-//! the three.
-//!
+//!   dropped because the reader fell behind (sent − received), and how many frames one
+//!   `recvmmsg` returned on average.
 //! * **drain**: the receive buffer is filled first (nothing timed), then drained: the pure
 //!   cost of reading, without a competing writer.
+//!
+//! Rates are frames per CPU-second of the measuring thread (`/proc/thread-self/schedstat`,
+//! user + kernel time), best of three interleaved rounds; dropped frames are summed over
+//! the three. Figures and their reading: `docs/performance.md`.
 
 use std::time::Duration;
 
