@@ -11,7 +11,7 @@
 //! if let Some(sample) = sub.recv().await {
 //!     println!("{} = {}", sample.name, sample.value);
 //! }
-//! master.param_set("md3.motor0.velocity.kp", "0.5".parse()?).await?;
+//! master.param_set("md3.motor0.velocity.kp", fcan_master::value::Value::from_json_str("0.5")?).await?;
 //! # Ok(()) }
 //! ```
 

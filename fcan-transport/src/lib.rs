@@ -171,3 +171,65 @@ pub(crate) fn rebuild(frame: &Frame, data: &[u8]) -> Frame {
         f
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fcan_core::frame::CanId;
+
+    /// Accepts frames until `room` runs out, then reports a full queue.
+    struct Queue {
+        room: usize,
+        sent: Vec<Frame>,
+    }
+
+    impl Transport for Queue {
+        fn name(&self) -> &str {
+            "queue"
+        }
+        fn mtu(&self) -> Mtu {
+            Mtu::Classic
+        }
+        async fn send(&mut self, frame: &Frame) -> Result<(), TransportError> {
+            check_mtu("queue", Mtu::Classic, frame)?;
+            if self.sent.len() == self.room {
+                return Err(TransportError::TxQueueFull);
+            }
+            self.sent.push(*frame);
+            Ok(())
+        }
+        async fn recv(&mut self) -> Result<Received, TransportError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn default_send_batch_reports_progress_like_write() {
+        let frames: Vec<Frame> = (0..5u8)
+            .map(|i| Frame::classic(CanId::Standard(u16::from(i)), &[i]).unwrap())
+            .collect();
+        let mut q = Queue {
+            room: 3,
+            sent: Vec::new(),
+        };
+        assert_eq!(q.send_batch(&[]).await.unwrap(), 0);
+        // Three fit: a partial send, in order; the rest is untried.
+        assert_eq!(q.send_batch(&frames).await.unwrap(), 3);
+        assert_eq!(q.sent, frames[..3]);
+        // Retrying from the failed frame gets its error, and nothing is sent.
+        assert!(matches!(
+            q.send_batch(&frames[3..]).await,
+            Err(TransportError::TxQueueFull)
+        ));
+        q.room = 10;
+        assert_eq!(q.send_batch(&frames[3..]).await.unwrap(), 2);
+        assert_eq!(q.sent, frames);
+        // A frame the link cannot carry stops the batch there.
+        let fd = Frame::fd(CanId::Standard(9), &[0; 12]).unwrap();
+        assert_eq!(q.send_batch(&[frames[0], fd, frames[1]]).await.unwrap(), 1);
+        assert!(matches!(
+            q.send_batch(&[fd]).await,
+            Err(TransportError::FdNotSupported { .. })
+        ));
+    }
+}

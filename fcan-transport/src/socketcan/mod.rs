@@ -37,9 +37,11 @@
 //! the kernel raises no readiness when it drains, so nothing can be waited for: `send`
 //! returns [`TransportError::TxQueueFull`] at once (the caller decides, as before), and
 //! `send_batch` sleeps and retries with a bounded backoff ([`ENOBUFS_BACKOFF`], doubling
-//! up to [`ENOBUFS_BACKOFF_MAX`]) while the queue takes nothing for
-//! [`ENOBUFS_PATIENCE`] — no busy loop and no dropped frame — then reports what it sent (or `TxQueueFull` if nothing), so a bus that
-//! never drains (no ACK, bus-off) cannot stall its caller.
+//! up to [`ENOBUFS_BACKOFF_MAX`]) — no busy loop and no dropped frame. Only if the queue
+//! takes nothing for [`ENOBUFS_PATIENCE`] does it stop and report what it sent (or
+//! `TxQueueFull` if nothing), so a bus that never drains (no ACK, bus-off) cannot stall
+//! its caller. (Sleeping rather than polling for `POLLOUT`: a full qdisc does not clear
+//! `POLLOUT` on CAN sockets, so readiness would return at once and spin.)
 //!
 //! Receive timestamps are taken on tokio's clock when the frame is read (not the kernel's
 //! socket timestamp, which is on the realtime clock).
