@@ -295,7 +295,7 @@ async fn socket_buffers_are_enlarged() {
     assert_eq!(tx, 2 * fcan_transport::socketcan::TX_BUFFER);
 
     // What that buys: frames a reader can fall behind by before the kernel drops any. A
-    // default-sized buffer (212,992 bytes) holds a few hundred.
+    // default-sized buffer (212,992 bytes asked, so 425,984) holds about 550.
     let mtu = sys_mtu("vcan0");
     let mut a = SocketCanTransport::open("vcan0").unwrap();
     let mut b = SocketCanTransport::open("vcan0").unwrap();
@@ -528,9 +528,9 @@ async fn enobufs_is_back_pressure() {
         "the queue never filled: {batch_stats:?}"
     );
     assert!(queue_full > 0, "send never met a full queue");
-    // Each ENOBUFS wait sleeps (at least 1 ms): a few per frame at most, where a busy
-    // loop would retry thousands of times.
-    assert!(batch_stats.enobufs <= u64::from(n), "{batch_stats:?}");
+    // Each ENOBUFS wait sleeps (at least 1 ms): one or two per frame at this pace, where a
+    // busy loop would retry thousands of times.
+    assert!(batch_stats.enobufs <= 10 * u64::from(n), "{batch_stats:?}");
     // Nothing lost, nothing reordered.
     let mut want = frames.clone();
     want.extend(&singles);
