@@ -102,7 +102,7 @@ pub trait Transport: Send {
     /// nothing after it was tried; call again with `&frames[n..]` to retry it (and get its
     /// error as `Err`). `Err` means no frame was sent, with the same errors as
     /// [`send`](Self::send). A transport may wait out a briefly full queue first (see
-    /// [`socketcan`](crate::socketcan) for SocketCAN's bound on that wait).
+    /// [`socketcan`] for SocketCAN's bound on that wait).
     fn send_batch(
         &mut self,
         frames: &[Frame],
