@@ -6,12 +6,13 @@
 # and with classical ones (MTU 16). Exits non-zero if a build or either run fails, or if
 # the tests did not really run (e.g. FCAN_VM did not reach them: they print "skipped: …",
 # which --nocapture lets through).
+# With `tc` on the host, the VM kernel's sch_tbf.ko goes in too, for the ENOBUFS test.
 # If can-utils' `candump` is on the host (installed here when running as root), it goes
 # into the VM too and our candump writer is compared with real `candump -L` output.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-runner="$root/../shared/tools/run-in-vm.sh"
+runner=${FCAN_VM_RUNNER:-"$root/../shared/tools/run-in-vm.sh"}
 [[ -f $runner ]] || { echo "vm-socketcan: $runner not found" >&2; exit 1; }
 
 if ! command -v candump >/dev/null && [[ $(id -u) = 0 ]] && command -v apt-get >/dev/null; then
@@ -25,6 +26,32 @@ if command -v candump >/dev/null; then
   with=(--with candump)
 else
   echo "vm-socketcan: no candump on the host: the candump comparison will be skipped" >&2
+fi
+
+# ENOBUFS back-pressure test: `tc` from the host and the VM kernel's sch_tbf.ko (a token
+# bucket that makes vcan drain at a bus's pace), taken once from the kernel package that
+# run-in-vm.sh boots and kept in its cache.
+cache=${VCAN_VM_CACHE:-${TMPDIR:-/tmp}/vcan-vm-cache}
+tbf="$cache/sch_tbf.ko"
+if [[ ! -s $tbf && -s $cache/base.cpio ]] && command -v busybox >/dev/null; then
+  kver=$(busybox cpio -t < "$cache/base.cpio" 2>/dev/null | sed -n 's|^lib/modules/\([^/]*\)$|\1|p' | head -1)
+  if [[ -n $kver ]]; then
+    echo "vm-socketcan: fetching sch_tbf.ko for $kver (one-off)" >&2
+    tmp=$(mktemp -d)
+    if (cd "$tmp" && apt-get download -o APT::Sandbox::User=root "linux-image-$kver" >/dev/null 2>&1) \
+        && dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp" --wildcards '*/sch_tbf.ko' \
+        && cp "$(find "$tmp" -name sch_tbf.ko | head -1)" "$tbf"; then :; else
+      echo "vm-socketcan: could not get sch_tbf.ko" >&2
+    fi
+    rm -rf "$tmp"
+  fi
+fi
+if [[ -s $tbf ]] && command -v tc >/dev/null; then
+  with+=(--with tc --file "$tbf")
+  want_enobufs=1
+else
+  echo "vm-socketcan: no tc or sch_tbf.ko: the ENOBUFS test will be skipped" >&2
+  want_enobufs=0
 fi
 
 echo "==> building the socketcan_vm test binary"
@@ -41,6 +68,10 @@ for mtu in 72 16; do
       "$bin" --test-threads=1 --nocapture 2>&1 | tee "$log"; then
     if grep -q 'skipped: set FCAN_VM' "$log" || ! grep -q '^test result: ok\. [1-9]' "$log"; then
       echo "vm-socketcan: MTU $mtu: the tests did not run" >&2
+      status=1
+    fi
+    if [[ $want_enobufs = 1 ]] && ! grep -q 'ENOBUFS back-pressure exercised' "$log"; then
+      echo "vm-socketcan: MTU $mtu: the ENOBUFS test did not run" >&2
       status=1
     fi
   else

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fcan_core::frame::Frame;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -500,19 +501,31 @@ impl<T: Transport> Task<T> {
     }
 
     async fn flush(&mut self) {
-        while let Some(f) = self.engine.pop_frame() {
-            let mut tries = 0;
-            loop {
-                match self.transport.send(&f).await {
-                    Ok(()) => {
-                        self.bus_busy += self.rates.frame_time(&f);
-                        break;
+        // Everything the engine queued goes out as one batch (one `sendmmsg` per 64 frames
+        // on SocketCAN). As frame by frame before: a full queue is retried for about 50 ms
+        // without progress, a frame the link refuses is skipped.
+        let batch: Vec<Frame> = std::iter::from_fn(|| self.engine.pop_frame()).collect();
+        let mut sent = 0;
+        let mut tries = 0;
+        while sent < batch.len() {
+            match self.transport.send_batch(&batch[sent..]).await {
+                Ok(n) => {
+                    // n ≥ 1 by the trait's contract; `max` keeps a transport that breaks it
+                    // from stalling the master.
+                    let n = n.max(1);
+                    for f in &batch[sent..sent + n] {
+                        self.bus_busy += self.rates.frame_time(f);
                     }
-                    Err(TransportError::TxQueueFull) if tries < 50 => {
-                        tries += 1;
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                    }
-                    Err(_) => break,
+                    sent += n;
+                    tries = 0;
+                }
+                Err(TransportError::TxQueueFull) if tries < 50 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err(_) => {
+                    sent += 1;
+                    tries = 0;
                 }
             }
         }

@@ -286,10 +286,24 @@ async fn link_task<T: Transport>(
             }
             f = out.recv() => {
                 let Some(f) = f else { return };
-                let deadline = Instant::now() + retry;
-                loop {
-                    match t.send(&f).await {
-                        Ok(()) => break,
+                // Frames already waiting go in the same batch (one `sendmmsg` on SocketCAN).
+                let mut batch = vec![f];
+                while batch.len() < 64 {
+                    match out.try_recv() {
+                        Ok(f) => batch.push(f),
+                        Err(_) => break,
+                    }
+                }
+                let mut rest: &[Frame] = &batch;
+                let mut deadline = Instant::now() + retry;
+                while !rest.is_empty() {
+                    match t.send_batch(rest).await {
+                        // n ≥ 1 by the trait's contract; `max` keeps a transport that
+                        // breaks it from stalling the link.
+                        Ok(n) => {
+                            rest = rest.get(n.max(1)..).unwrap_or_default();
+                            deadline = Instant::now() + retry;
+                        }
                         Err(TransportError::TxQueueFull) if Instant::now() < deadline => {
                             tokio::time::sleep(Duration::from_micros(200)).await;
                         }
@@ -297,7 +311,8 @@ async fn link_task<T: Transport>(
                             if to_router.send(Input::SendFailed(link, e)).await.is_err() {
                                 return;
                             }
-                            break;
+                            rest = rest.get(1..).unwrap_or_default();
+                            deadline = Instant::now() + retry;
                         }
                     }
                 }

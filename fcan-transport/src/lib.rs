@@ -27,7 +27,7 @@
 //! | `error.rs` | [`TransportError`], [`BusErrorKind`] |
 //! | `error_frame.rs` | Linux error frames ↔ [`TransportError`] |
 //! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `replay:FILE` |
-//! | `socketcan.rs` | SocketCAN, classical and FD |
+//! | `socketcan/` | SocketCAN, classical and FD; `batch.rs`: `recvmmsg`/`sendmmsg` |
 //! | `sim/` | simulated bus: bit timing, arbitration model, async endpoints |
 //! | `fault.rs` | fault injection wrapper |
 //! | `candump.rs` | `candump -L` log format: writer and reader |
@@ -35,7 +35,9 @@
 //! | `recorder.rs` | a wrapper that logs all traffic in candump format |
 
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+// `deny`, not `forbid`: `socketcan/reactor.rs` holds the one `unsafe` call (registering
+// a socket with tokio), with its SAFETY argument.
+#![deny(unsafe_code)]
 
 use core::future::Future;
 use std::time::Instant;
@@ -94,6 +96,30 @@ pub trait Transport: Send {
     /// [`TransportError::BusOff`] while the controller is off the bus.
     fn send(&mut self, frame: &Frame) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// Queues `frames` for transmission in order, as one batch where the link can (one
+    /// `sendmmsg` per up to 64 frames on SocketCAN); the default sends them one by one.
+    ///
+    /// Like `write(2)`, it reports progress rather than all-or-nothing: `Ok(n)` means
+    /// frames `0..n` were handed to the link, in order, and `n` is at least 1 for a
+    /// non-empty `frames`. `n < frames.len()` (a partial send) means frame `n` failed and
+    /// nothing after it was tried; call again with `&frames[n..]` to retry it (and get its
+    /// error as `Err`). `Err` means no frame was sent, with the same errors as
+    /// [`send`](Self::send). A transport may wait out a briefly full queue first (see
+    /// [`socketcan`] for SocketCAN's bound on that wait).
+    fn send_batch(
+        &mut self,
+        frames: &[Frame],
+    ) -> impl Future<Output = Result<usize, TransportError>> + Send {
+        async move {
+            for (i, f) in frames.iter().enumerate() {
+                if let Err(e) = self.send(f).await {
+                    return if i == 0 { Err(e) } else { Ok(i) };
+                }
+            }
+            Ok(frames.len())
+        }
+    }
+
     /// Waits for the next frame from the bus (frames this transport sent itself are not
     /// echoed back) or the next bus event. Cancel-safe.
     fn recv(&mut self) -> impl Future<Output = Result<Received, TransportError>> + Send;
@@ -146,5 +172,67 @@ pub(crate) fn rebuild(frame: &Frame, data: &[u8]) -> Frame {
         f.without_brs()
     } else {
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fcan_core::frame::CanId;
+
+    /// Accepts frames until `room` runs out, then reports a full queue.
+    struct Queue {
+        room: usize,
+        sent: Vec<Frame>,
+    }
+
+    impl Transport for Queue {
+        fn name(&self) -> &str {
+            "queue"
+        }
+        fn mtu(&self) -> Mtu {
+            Mtu::Classic
+        }
+        async fn send(&mut self, frame: &Frame) -> Result<(), TransportError> {
+            check_mtu("queue", Mtu::Classic, frame)?;
+            if self.sent.len() == self.room {
+                return Err(TransportError::TxQueueFull);
+            }
+            self.sent.push(*frame);
+            Ok(())
+        }
+        async fn recv(&mut self) -> Result<Received, TransportError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn default_send_batch_reports_progress_like_write() {
+        let frames: Vec<Frame> = (0..5u8)
+            .map(|i| Frame::classic(CanId::Standard(u16::from(i)), &[i]).unwrap())
+            .collect();
+        let mut q = Queue {
+            room: 3,
+            sent: Vec::new(),
+        };
+        assert_eq!(q.send_batch(&[]).await.unwrap(), 0);
+        // Three fit: a partial send, in order; the rest is untried.
+        assert_eq!(q.send_batch(&frames).await.unwrap(), 3);
+        assert_eq!(q.sent, frames[..3]);
+        // Retrying from the failed frame gets its error, and nothing is sent.
+        assert!(matches!(
+            q.send_batch(&frames[3..]).await,
+            Err(TransportError::TxQueueFull)
+        ));
+        q.room = 10;
+        assert_eq!(q.send_batch(&frames[3..]).await.unwrap(), 2);
+        assert_eq!(q.sent, frames);
+        // A frame the link cannot carry stops the batch there.
+        let fd = Frame::fd(CanId::Standard(9), &[0; 12]).unwrap();
+        assert_eq!(q.send_batch(&[frames[0], fd, frames[1]]).await.unwrap(), 1);
+        assert!(matches!(
+            q.send_batch(&[fd]).await,
+            Err(TransportError::FdNotSupported { .. })
+        ));
     }
 }

@@ -110,6 +110,15 @@ impl Transport for AnyTransport {
         }
     }
 
+    async fn send_batch(&mut self, frames: &[Frame]) -> Result<usize, TransportError> {
+        match self {
+            #[cfg(target_os = "linux")]
+            AnyTransport::SocketCan(t) => t.send_batch(frames).await,
+            AnyTransport::Sim(t) => t.send_batch(frames).await,
+            AnyTransport::Replay(t) => t.send_batch(frames).await,
+        }
+    }
+
     async fn recv(&mut self) -> Result<Received, TransportError> {
         match self {
             #[cfg(target_os = "linux")]

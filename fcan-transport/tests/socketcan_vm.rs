@@ -12,6 +12,7 @@
 //! are refused with a clear error on a classical one (MTU 16).
 #![cfg(target_os = "linux")]
 
+use std::path::Path;
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Frame, Mtu};
@@ -264,4 +265,274 @@ async fn our_log_lines_match_real_candump() {
         "candump -L agrees with our writer on {} lines:\n{text}",
         lines.len()
     );
+}
+
+// ---------------------------------------------------------------- batched I/O
+
+/// Frame `i` of a numbered sequence from sender `tag`: the sequence number in the payload,
+/// so a receiver can check order and completeness. FD frames on an FD interface.
+fn numbered(tag: u16, i: u32, mtu: Mtu) -> Frame {
+    let mut data = [0u8; 16];
+    data[..4].copy_from_slice(&i.to_le_bytes());
+    let id = CanId::Standard(0x100 + tag);
+    match mtu {
+        Mtu::Fd => Frame::fd(id, &data).unwrap(),
+        Mtu::Classic => Frame::classic(id, &data[..8]).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn socket_buffers_are_enlarged() {
+    if !vm() {
+        return;
+    }
+    let t = SocketCanTransport::open("vcan0").unwrap();
+    let (rx, tx) = t.buffer_sizes().unwrap();
+    println!("granted: SO_RCVBUF {rx} bytes, SO_SNDBUF {tx} bytes (kernel-reported, doubled)");
+    // The VM runs as root, so the *FORCE options pass net.core.{r,w}mem_max: the kernel
+    // reports twice what was asked.
+    assert_eq!(rx, 2 * fcan_transport::socketcan::RX_BUFFER);
+    assert_eq!(tx, 2 * fcan_transport::socketcan::TX_BUFFER);
+
+    // What that buys: frames a reader can fall behind by before the kernel drops any. A
+    // default-sized buffer (212,992 bytes asked, so 425,984) holds about 550.
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let frames: Vec<Frame> = (0..4000).map(|i| numbered(6, i, mtu)).collect();
+    for chunk in frames.chunks(64) {
+        assert_eq!(a.send_batch(chunk).await.unwrap(), chunk.len());
+        tokio::task::yield_now().await;
+    }
+    let mut held = 0;
+    while let Some(r) = recv_within(&mut b, 300).await {
+        assert_eq!(r.unwrap(), frames[held], "in order, from the first");
+        held += 1;
+    }
+    println!("the receive buffer held {held} {mtu:?}-MTU frames unread");
+    assert!(held >= 1000, "only {held} frames fit");
+}
+
+#[tokio::test]
+async fn a_burst_larger_than_a_batch_arrives_in_order() {
+    if !vm() {
+        return;
+    }
+    use fcan_transport::socketcan::RX_BATCH;
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    // Ten batches' worth, queued in the kernel before b reads any: b's reads are full
+    // batches (fewer system calls than frames) and keep the order.
+    let n = 10 * RX_BATCH as u32 + 7;
+    for i in 0..n {
+        a.send(&numbered(0, i, mtu)).await.unwrap();
+    }
+    for i in 0..n {
+        let got = recv_within(&mut b, 1000).await.expect("in time").unwrap();
+        assert_eq!(got, numbered(0, i, mtu), "frame {i}");
+    }
+    assert!(recv_within(&mut b, 200).await.is_none(), "nothing more");
+    let s = b.stats();
+    println!("{n} frames received in {} recvmmsg calls", s.rx_calls);
+    assert_eq!(s.rx_frames, u64::from(n));
+    assert!(s.rx_calls < u64::from(n) / 4, "{s:?}");
+}
+
+#[tokio::test]
+async fn a_dropped_recv_future_loses_no_frame() {
+    if !vm() {
+        return;
+    }
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let n = 300u32;
+    let frames: Vec<Frame> = (0..n).map(|i| numbered(1, i, mtu)).collect();
+    assert_eq!(a.send_batch(&frames).await.unwrap(), frames.len());
+    let mut got = Vec::new();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut k = 0u32;
+    while got.len() < frames.len() {
+        k += 1;
+        if k % 3 == 0 {
+            // Poll once and drop the future, whatever it did.
+            let mut fut = std::pin::pin!(b.recv());
+            if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                got.push(r.unwrap().frame);
+            }
+        } else {
+            got.push(recv_within(&mut b, 1000).await.expect("in time").unwrap());
+        }
+    }
+    assert_eq!(got, frames);
+}
+
+#[tokio::test]
+async fn a_batch_send_is_seen_in_order() {
+    if !vm() {
+        return;
+    }
+    use fcan_transport::socketcan::batch::MAX_BATCH;
+    let mtu = sys_mtu("vcan0");
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    // Mixed kinds (all of test_frames) and a numbered run longer than one sendmmsg.
+    let mut frames = test_frames(mtu);
+    frames.extend((0..3 * MAX_BATCH as u32 + 5).map(|i| numbered(2, i, mtu)));
+    assert_eq!(a.send_batch(&frames).await.unwrap(), frames.len());
+    let s = a.stats();
+    println!(
+        "{} frames sent in {} sendmmsg calls",
+        frames.len(),
+        s.tx_calls
+    );
+    assert_eq!(s.tx_frames, frames.len() as u64);
+    assert_eq!(s.tx_calls, frames.len().div_ceil(MAX_BATCH) as u64);
+    for (i, f) in frames.iter().enumerate() {
+        let got = recv_within(&mut b, 1000).await.expect("in time").unwrap();
+        assert_eq!(got, *f, "frame {i}");
+        assert_eq!(got.is_brs(), f.is_brs());
+    }
+    assert!(recv_within(&mut b, 200).await.is_none(), "nothing more");
+}
+
+#[tokio::test]
+async fn a_batch_stops_at_a_frame_the_link_refuses() {
+    if !vm() {
+        return;
+    }
+    let mut a = SocketCanTransport::open("vcan0").unwrap();
+    let mut b = SocketCanTransport::open("vcan0").unwrap();
+    let ok = |i| numbered(3, i, Mtu::Classic);
+    // A bad identifier (too wide) on any link; an FD frame on a classic one too.
+    let bad = Frame::classic(CanId::Standard(0x800), &[]).unwrap();
+    let frames = [ok(0), ok(1), bad, ok(2)];
+    assert_eq!(a.send_batch(&frames).await.unwrap(), 2, "a partial send");
+    assert!(matches!(
+        a.send_batch(&frames[2..]).await,
+        Err(TransportError::InvalidFrame(_))
+    ));
+    assert_eq!(a.send_batch(&frames[3..]).await.unwrap(), 1);
+    for i in 0..3 {
+        assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), ok(i));
+    }
+    if sys_mtu("vcan0") == Mtu::Classic {
+        let fd = Frame::fd(CanId::Standard(0x5), &[1; 12]).unwrap();
+        assert_eq!(a.send_batch(&[ok(7), fd]).await.unwrap(), 1);
+        assert!(matches!(
+            a.send_batch(&[fd]).await,
+            Err(TransportError::FdNotSupported { .. })
+        ));
+        assert_eq!(recv_within(&mut b, 1000).await.unwrap().unwrap(), ok(7));
+    }
+    assert!(recv_within(&mut b, 200).await.is_none(), "nothing more");
+}
+
+/// Puts a token-bucket qdisc on `iface`: 300 frames/s of `frame_len` bytes, like a slow
+/// real bus, and a queue of about ten frames; a sender faster than that meets `ENOBUFS`. Needs `tc`
+/// and `sch_tbf.ko` in the VM (`.ci/vm-socketcan.sh` passes both); `false` without them.
+fn throttle(iface: &str, frame_len: usize) -> bool {
+    let have_tc = std::process::Command::new("tc")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_tc || !Path::new("sch_tbf.ko").exists() {
+        return false;
+    }
+    // Already loaded by an earlier test is fine.
+    let _ = std::process::Command::new("insmod")
+        .arg("sch_tbf.ko")
+        .status();
+    let limit = (10 * frame_len).to_string();
+    let rate = format!("{}bit", 300 * 8 * frame_len);
+    // A burst of two frames: a larger bucket would let a whole batch through at once.
+    let burst = (2 * frame_len).to_string();
+    let st = std::process::Command::new("tc")
+        .args(["qdisc", "replace", "dev", iface, "root", "tbf"])
+        .args(["rate", &rate, "burst", &burst, "limit", &limit])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tc qdisc replace … tbf");
+    true
+}
+
+fn unthrottle(iface: &str) {
+    let st = std::process::Command::new("tc")
+        .args(["qdisc", "del", "dev", iface, "root"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tc qdisc del");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enobufs_is_back_pressure() {
+    if !vm() {
+        return;
+    }
+    let mtu = sys_mtu("vcan1");
+    let frame_len = if mtu == Mtu::Fd { 72 } else { 16 };
+    if !throttle("vcan1", frame_len) {
+        println!("skipped: no tc or sch_tbf.ko in the VM (.ci/vm-socketcan.sh provides them)");
+        return;
+    }
+    let n = 100u32;
+    let frames: Vec<Frame> = (0..n).map(|i| numbered(4, i, mtu)).collect();
+    let singles: Vec<Frame> = (0..n).map(|i| numbered(5, i, mtu)).collect();
+    let mut b = SocketCanTransport::open("vcan1").unwrap();
+    let expect = frames.len() + singles.len();
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while got.len() < expect {
+            match recv_within(&mut b, 5000).await {
+                Some(r) => got.push(r.unwrap()),
+                None => break,
+            }
+        }
+        got
+    });
+    let mut a = SocketCanTransport::open("vcan1").unwrap();
+
+    // A batch far larger than the queue: send_batch waits the full queue out.
+    assert_eq!(a.send_batch(&frames).await.unwrap(), frames.len());
+    let batch_stats = a.stats();
+
+    // One by one: `send` reports the full queue at once, and the caller retries.
+    let mut queue_full = 0u32;
+    for f in &singles {
+        loop {
+            match a.send(f).await {
+                Ok(()) => break,
+                Err(TransportError::TxQueueFull) => {
+                    queue_full += 1;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    let got = reader.await.unwrap();
+    unthrottle("vcan1");
+
+    println!(
+        "ENOBUFS back-pressure exercised: send_batch of {n} met ENOBUFS {} times \
+         ({} sendmmsg calls); send met TxQueueFull {queue_full} times; {} frames received",
+        batch_stats.enobufs,
+        batch_stats.tx_calls,
+        got.len()
+    );
+    assert!(
+        batch_stats.enobufs > 0,
+        "the queue never filled: {batch_stats:?}"
+    );
+    assert!(queue_full > 0, "send never met a full queue");
+    // Each ENOBUFS wait sleeps (at least 1 ms): one or two per frame at this pace, where a
+    // busy loop would retry thousands of times.
+    assert!(batch_stats.enobufs <= 10 * u64::from(n), "{batch_stats:?}");
+    // Nothing lost, nothing reordered.
+    let mut want = frames.clone();
+    want.extend(&singles);
+    assert_eq!(got, want);
 }
