@@ -33,6 +33,12 @@ fi
 # run-in-vm.sh boots and kept in its cache.
 cache=${VCAN_VM_CACHE:-${TMPDIR:-/tmp}/vcan-vm-cache}
 tbf="$cache/sch_tbf.ko"
+if [[ ! -s $cache/base.cpio ]]; then
+  # A fresh machine: one throw-away boot builds the VM cache (kernel + base initramfs),
+  # which names the kernel version sch_tbf.ko must match.
+  echo "vm-socketcan: first VM boot on this machine (builds the VM cache)" >&2
+  bash "$runner" --timeout 120 /bin/true >/dev/null 2>&1 || true
+fi
 if [[ ! -s $tbf && -s $cache/base.cpio ]] && command -v busybox >/dev/null; then
   kver=$(busybox cpio -t < "$cache/base.cpio" 2>/dev/null | sed -n 's|^lib/modules/\([^/]*\)$|\1|p' | head -1)
   if [[ -n $kver ]]; then

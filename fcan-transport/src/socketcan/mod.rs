@@ -163,7 +163,7 @@ pub enum Incoming {
 }
 
 /// Maps an I/O error from opening, reading or writing `iface` to a [`TransportError`].
-pub fn map_io_error(err: std::io::Error, iface: &str) -> TransportError {
+pub(crate) fn map_io_error(err: std::io::Error, iface: &str) -> TransportError {
     match err.raw_os_error() {
         Some(libc::ENOBUFS) => TransportError::TxQueueFull,
         Some(libc::ENODEV) | Some(libc::ENXIO) => TransportError::NoSuchInterface(iface.into()),
@@ -177,7 +177,7 @@ pub fn map_io_error(err: std::io::Error, iface: &str) -> TransportError {
 }
 
 /// The MTU of `iface` as sysfs reports it; `Ok(None)` when sysfs is not there to ask.
-pub fn interface_mtu(iface: &str) -> Result<Option<u32>, TransportError> {
+pub(crate) fn interface_mtu(iface: &str) -> Result<Option<u32>, TransportError> {
     if iface.is_empty()
         || iface.len() > 15
         || iface.contains(['/', '\0'])
