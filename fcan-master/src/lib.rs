@@ -21,12 +21,14 @@
 /// program that depends on the master alone names the same types.
 pub use fcan_transport as transport;
 
+pub mod api;
 pub mod cache;
 pub mod engine;
 pub mod master;
 pub mod planner;
 pub mod registry;
 pub mod value;
+pub use api::MasterApi;
 pub use engine::Phase;
 pub use master::{Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status};
 pub mod dispatch;

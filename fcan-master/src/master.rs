@@ -24,6 +24,7 @@ use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::api::MasterApi;
 use crate::cache::{BlobStore, MemoryStore, Offloaded};
 pub use crate::dispatch::{Sample, SubscriberSink};
 use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase};
@@ -339,29 +340,13 @@ impl Master {
         self.ask(|tx| Command::Schema(node, tx)).await
     }
 
-    /// Waits until at least `n` nodes are running.
+    /// Waits until at least `n` nodes are running ([`MasterApi::wait_for_nodes`]).
     pub async fn wait_for_nodes(
         &self,
         n: usize,
         timeout: Duration,
     ) -> Result<Vec<NodeInfo>, MasterError> {
-        // tokio's clock, so a paused (virtual) clock bounds the wait too.
-        let start = tokio::time::Instant::now();
-        loop {
-            let nodes = self.nodes().await?;
-            let running = nodes.iter().filter(|x| x.phase == Phase::Running).count();
-            if running >= n {
-                return Ok(nodes);
-            }
-            if start.elapsed() >= timeout {
-                return Err(MasterError::NotEnoughNodes {
-                    found: running,
-                    wanted: n,
-                    waited: timeout,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        <Self as MasterApi>::wait_for_nodes(self, n, timeout).await
     }
 
     /// Subscribes to a topic: a stream of its values with arrival times.

@@ -1,0 +1,202 @@
+//! [`MasterApi`]: what an application does with a master, whether the master runs in
+//! this process ([`Master`]) or in a bus-owner daemon reached over the network (the
+//! remote client of `fcan-remote`). Application code written against the trait runs
+//! unchanged on either.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fcan_core::id::NodeId;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::engine::{Event, NodeSchema, Phase};
+use crate::master::{Master, MasterError, NodeInfo, Sample, Status};
+use crate::registry::Registry;
+use crate::value::Value;
+
+/// The operations of a master that an application uses: nodes, topics, services,
+/// parameters, events. See [`Master`] for what each does; a remote implementation
+/// documents its own timing.
+///
+/// Every method takes `&self` and the futures are `Send`, so a handle can be cloned into
+/// as many tasks as the application likes.
+pub trait MasterApi: Clone + Send + Sync + 'static {
+    /// The nodes known, with where the master is with each.
+    fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send;
+
+    /// Every topic, service and parameter of the running nodes.
+    fn registry(&self) -> impl Future<Output = Result<Registry, MasterError>> + Send;
+
+    /// A snapshot for monitors: nodes, sample counts, counters, bus time.
+    fn status(&self) -> impl Future<Output = Result<Status, MasterError>> + Send;
+
+    /// A node's decoded schema, once the master has it.
+    fn schema(
+        &self,
+        node: NodeId,
+    ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send;
+
+    /// Master events (nodes announced, running, rebooted, offline, failed …), from now on.
+    fn events(&self) -> broadcast::Receiver<Event>;
+
+    /// Every sample of topic `topic` (`/<node>/<ns>/<name>`), from now on.
+    fn subscribe(
+        &self,
+        topic: &str,
+    ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send;
+
+    /// Publishes an m2s topic.
+    fn publish(
+        &self,
+        topic: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send;
+
+    /// Publishes several m2s topics as one batch (a frame shared by several topics goes
+    /// out once).
+    fn publish_many(
+        &self,
+        items: Vec<(String, Value)>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send;
+
+    /// Calls a service and waits for its response.
+    fn call(
+        &self,
+        service: &str,
+        request: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send;
+
+    /// Reads a parameter from the node.
+    fn param_get(&self, param: &str) -> impl Future<Output = Result<Value, MasterError>> + Send;
+
+    /// Writes a parameter (checked against the schema, then by the node).
+    fn param_set(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send;
+
+    /// Waits until at least `n` nodes are running, polling [`nodes`](Self::nodes).
+    fn wait_for_nodes(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
+        async move {
+            // tokio's clock, so a paused (virtual) clock bounds the wait too.
+            let start = tokio::time::Instant::now();
+            loop {
+                let nodes = self.nodes().await?;
+                let running = nodes.iter().filter(|x| x.phase == Phase::Running).count();
+                if running >= n {
+                    return Ok(nodes);
+                }
+                if start.elapsed() >= timeout {
+                    return Err(MasterError::NotEnoughNodes {
+                        found: running,
+                        wanted: n,
+                        waited: timeout,
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+impl MasterApi for Master {
+    fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
+        Master::nodes(self)
+    }
+    fn registry(&self) -> impl Future<Output = Result<Registry, MasterError>> + Send {
+        Master::registry(self)
+    }
+    fn status(&self) -> impl Future<Output = Result<Status, MasterError>> + Send {
+        Master::status(self)
+    }
+    fn schema(
+        &self,
+        node: NodeId,
+    ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send {
+        Master::schema(self, node)
+    }
+    fn events(&self) -> broadcast::Receiver<Event> {
+        Master::events(self)
+    }
+    fn subscribe(
+        &self,
+        topic: &str,
+    ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send {
+        Master::subscribe(self, topic)
+    }
+    fn publish(
+        &self,
+        topic: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::publish(self, topic, value)
+    }
+    fn publish_many(
+        &self,
+        items: Vec<(String, Value)>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::publish_many(self, items)
+    }
+    fn call(
+        &self,
+        service: &str,
+        request: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        Master::call(self, service, request)
+    }
+    fn param_get(&self, param: &str) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        Master::param_get(self, param)
+    }
+    fn param_set(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::param_set(self, param, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Generic application code: compiles against the trait only.
+    async fn running_names<M: MasterApi>(m: &M) -> Result<Vec<String>, MasterError> {
+        Ok(m.nodes()
+            .await?
+            .into_iter()
+            .filter(|n| n.phase == Phase::Running)
+            .map(|n| n.name)
+            .collect())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn master_implements_the_trait() {
+        let bus = crate::transport::sim::SimBus::new(Default::default());
+        let master = Master::start(bus.endpoint(fcan_core::frame::Mtu::Fd), Default::default())
+            .await
+            .unwrap();
+        // No node on the bus: the trait's calls reach the master task and come back.
+        assert_eq!(running_names(&master).await.unwrap(), Vec::<String>::new());
+        let e = MasterApi::wait_for_nodes(&master, 1, Duration::from_millis(100))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MasterError::NotEnoughNodes {
+                    found: 0,
+                    wanted: 1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}
