@@ -698,7 +698,9 @@ impl Shared {
                 ) else {
                     continue;
                 };
-                let Ok(publisher) = self.session.declare_publisher(key).await else {
+                // Express: not held for Zenoh's batching (up to 1 ms), so a sample leaves as
+                // soon as it is decoded (docs/performance.md).
+                let Ok(publisher) = self.session.declare_publisher(key).express(true).await else {
                     continue;
                 };
                 tasks.push(tokio::spawn(forward(

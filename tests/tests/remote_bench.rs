@@ -138,11 +138,32 @@ async fn remote_figures() {
         })
         .await
         .unwrap();
+    // The same in process: the master's own subscriber (what the daemon starts from).
+    let local: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let mut rx = master
+        .subscribe("/motor_driver1/motor0/feedback")
+        .await
+        .unwrap();
+    let l3 = local.clone();
+    let in_process = tokio::spawn(async move {
+        while let Some(s) = rx.recv().await {
+            l3.lock()
+                .unwrap()
+                .push(Instant::now().saturating_duration_since(s.at));
+        }
+    });
     // Eight motors' feedback every 5 ms: 1,600 samples/s.
     tokio::time::sleep(Duration::from_secs(1)).await;
     lat.lock().unwrap().clear();
+    local.lock().unwrap().clear();
     tokio::time::sleep(Duration::from_secs(5)).await;
     drop(sub);
+    in_process.abort();
+    let mut v = std::mem::take(&mut *local.lock().unwrap());
+    line(
+        "frame received -> sample at an in-process subscriber task (no network)",
+        &mut v,
+    );
     let mut v = std::mem::take(&mut *lat.lock().unwrap());
     line(
         "frame received -> JSON sample at a subscriber task (loopback)",
