@@ -581,3 +581,49 @@ async fn a_vanished_client_stops_nothing_the_nodes_command_timeout_acts() {
     let n = master.nodes().await.unwrap();
     assert!(n.iter().all(|x| x.phase == Phase::Running), "{n:?}");
 }
+
+/// The remote events are the `fcan monitor --json` events (kind, node, text), plus the
+/// event's own fields: one shape for both, checked for every kind.
+#[test]
+fn remote_events_are_the_monitor_events() {
+    use fcan_core::hash::SchemaDigest;
+    use fcan_core::id::NodeId;
+    use fcan_master::engine::Event;
+    let n = NodeId::new(3).unwrap();
+    let events = [
+        Event::Announced {
+            node: n,
+            boot_id: 7,
+        },
+        Event::SchemaReady {
+            node: n,
+            digest: SchemaDigest::of(b"x"),
+            cached: false,
+        },
+        Event::Online { node: n },
+        Event::Rebooted {
+            node: n,
+            old: 1,
+            new: 2,
+        },
+        Event::Offline { node: n },
+        Event::Failed {
+            node: n,
+            reason: "bad \u{1b}[31m blob".into(),
+        },
+        Event::Collision {
+            node: n,
+            boot_ids: (4, 5),
+        },
+        Event::OtherMaster { session: 9 },
+        Event::ClassicNodeOnFdLink { node: n },
+    ];
+    for e in events {
+        let view = serde_json::to_value(fcan_cli::views::EventView::of(&e).unwrap()).unwrap();
+        let remote = fcan_master::json::event_to_json(&e).unwrap();
+        for k in ["kind", "node", "text"] {
+            assert_eq!(view[k], remote[k], "{k} of {e:?}");
+        }
+        assert_eq!(fcan_master::json::event_from_json(&remote).unwrap(), e);
+    }
+}
