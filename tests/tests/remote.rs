@@ -627,3 +627,76 @@ fn remote_events_are_the_monitor_events() {
         assert_eq!(fcan_master::json::event_from_json(&remote).unwrap(), e);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bounds_status_puts_node_listing_payload_limit_and_busy() {
+    let (_w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let mut opts = quiet();
+    opts.max_payload = 1024;
+    let server = Server::start(master.clone(), &dz, "sim", opts)
+        .await
+        .unwrap();
+    let mut none = quiet();
+    none.max_in_flight = 0;
+    let _busy = Server::start(master.clone(), &dz, "busy", none)
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+
+    // The status is put every second, without anyone asking.
+    let status = cz.declare_subscriber("fcan/sim/status").await.unwrap();
+    let s = tokio::time::timeout(SOON, status.recv_async())
+        .await
+        .expect("a status put")
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&s.payload().to_bytes()).unwrap();
+    assert_eq!(j["nodes"].as_array().unwrap().len(), 3, "{j}");
+    drop(status);
+
+    // `node/*` lists every node.
+    let replies = cz.get("fcan/sim/node/*").await.unwrap();
+    let mut names = Vec::new();
+    while let Ok(r) = replies.recv_async().await {
+        let j: serde_json::Value =
+            serde_json::from_slice(&r.result().unwrap().payload().to_bytes()).unwrap();
+        names.push(j["name"].as_str().unwrap().to_string());
+    }
+    names.sort();
+    assert_eq!(names, ["io_board3", "motor_driver1", "motor_driver2"]);
+
+    // Over the payload limit: a query is refused, a put counted and dropped.
+    let big = format!("[{}0]", "0,".repeat(1000));
+    let e = m
+        .call("/io_board3/out0/set", Value::from_json_str(&big).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(remote_kind(&e), "bad_value", "{e}");
+    assert!(e.to_string().contains("exceeds the limit of 1024"), "{e}");
+    let before = server.counters().rejected_puts;
+    cz.put("fcan/sim/topic/motor_driver1/motor0/target", big)
+        .await
+        .unwrap();
+    until("the big put refused", || async {
+        (server.counters().rejected_puts > before).then_some(())
+    })
+    .await;
+
+    // No room for a query: `busy`, at once.
+    let b = RemoteMaster::connect(&cz, "busy", ClientOptions::default())
+        .await
+        .unwrap();
+    let e = until("a busy answer", || {
+        let b = b.clone();
+        async move {
+            match b.status().await {
+                Err(e) if remote_kind(&e) == "busy" => Some(e),
+                _ => None,
+            }
+        }
+    })
+    .await;
+    assert!(e.to_string().contains("too many requests"), "{e}");
+}
