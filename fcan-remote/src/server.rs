@@ -700,7 +700,15 @@ impl Shared {
                 };
                 // Express: not held for Zenoh's batching (up to 1 ms), so a sample leaves as
                 // soon as it is decoded (docs/performance.md).
-                let Ok(publisher) = self.session.declare_publisher(key).express(true).await else {
+                // Remote destinations only: the server's own put subscriber on
+                // `topic/**` would otherwise match every topic (and receive every sample).
+                let Ok(publisher) = self
+                    .session
+                    .declare_publisher(key)
+                    .express(true)
+                    .allowed_destination(Locality::Remote)
+                    .await
+                else {
                     continue;
                 };
                 tasks.push(tokio::spawn(forward(
@@ -752,7 +760,35 @@ async fn forward(
     digest: String,
     count: Arc<Counters>,
 ) {
+    // Whether any subscriber matches the key: without one, a sample is not encoded nor
+    // put (an unwatched bus costs the daemon the master's decode only).
+    let matched = Arc::new(std::sync::atomic::AtomicBool::new(
+        publisher
+            .matching_status()
+            .await
+            .map(|m| m.matching())
+            .unwrap_or(true),
+    ));
+    let m2 = matched.clone();
+    let _listener = publisher
+        .matching_listener()
+        .callback(move |m| m2.store(m.matching(), Ordering::Relaxed))
+        .await
+        .ok();
+    // Read again: a subscriber may have come between the first read and the listener.
+    let now = match &_listener {
+        Some(_) => publisher
+            .matching_status()
+            .await
+            .map(|m| m.matching())
+            .unwrap_or(true),
+        None => true,
+    };
+    matched.fetch_or(now, Ordering::Relaxed);
     while let Some(s) = rx.recv().await {
+        if !matched.load(Ordering::Relaxed) {
+            continue;
+        }
         let att = Attachment {
             t_us: s.at.saturating_duration_since(clock).as_micros() as u64,
             boot_id,

@@ -699,4 +699,6 @@ async fn bounds_status_puts_node_listing_payload_limit_and_busy() {
     })
     .await;
     assert!(e.to_string().contains("too many requests"), "{e}");
+    // Nobody subscribed to a topic here: no sample was encoded nor put.
+    assert_eq!(server.counters().samples, 0);
 }
