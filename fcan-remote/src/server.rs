@@ -2,8 +2,9 @@
 //! (`docs/remote.md`).
 //!
 //! * every s2m sample of every RUNNING node is put on its topic key with the
-//!   [`Attachment`]; the server follows nodes coming, rebooting and going (engine events,
-//!   and the status tick as a backstop) without a restart;
+//!   [`Attachment`], while a subscriber in another session matches the key; the server
+//!   follows nodes coming, rebooting and going (engine events, and the status tick as a
+//!   backstop) without a restart;
 //! * a put on an m2s topic key is checked and published on the bus; a refused put is
 //!   counted (`rejected_puts` in the status) and logged, never sent;
 //! * services, parameters, node info, schema blobs, status and registry are queryables;
