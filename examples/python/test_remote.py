@@ -143,8 +143,9 @@ def run(args, c: Checks) -> None:
         )
         times = [a["t_us"] for a in atts if a and isinstance(a.get("t_us"), int)]
         c.check(
-            len(times) >= 2 and all(b > a for a, b in zip(times, times[1:])),
-            "t_us increases from sample to sample",
+            # Two samples read in one batch may share a receive time; never backwards.
+            len(times) >= 2 and all(b >= a for a, b in zip(times, times[1:])) and times[-1] > times[0],
+            "t_us goes forward from sample to sample",
             times[:10],
         )
 
@@ -199,7 +200,7 @@ def run(args, c: Checks) -> None:
         feedback.take()
         late = [v["position"] for v, _ in feedback.wait(5, timeout=3.0)]
         c.check(
-            bool(late) and all(abs(p - 42.0) < 1.0 for p in late),
+            bool(late) and all(abs(p - 42.0) < 0.1 for p in late),
             "after reset_encoder the position reads 42",
             late[:5],
         )

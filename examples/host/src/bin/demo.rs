@@ -5,6 +5,11 @@
 //! while it commands the motors, then lets you type `fcan` commands against the running
 //! system (`nodes`, `topic echo /motor_driver1/motor0/feedback -n 3`, `param set …`).
 //!
+//! All the while it serves the remote API (docs/remote.md) for its bus, named `sim`, on
+//! `tcp/127.0.0.1:7447` (loopback only, no scouting): a second terminal can run
+//! `fcan --bus sim topic echo …` or `python3 examples/python/fcan_example.py` against the
+//! live demo. `--serve ENDPOINT` picks another endpoint, `--no-serve` serves nothing.
+//!
 //! ```sh
 //! cargo run -p fcan-examples --bin demo
 //! ```
@@ -38,7 +43,20 @@ struct Args {
     /// Exit after the live data instead of offering the `fcan>` prompt.
     #[arg(long)]
     no_repl: bool,
+    /// Serve the remote API (Zenoh, docs/remote.md) on this endpoint; the bus is `sim`.
+    /// If the endpoint is taken (a Zenoh router, another daemon), the demo joins it.
+    #[arg(long, value_name = "ENDPOINT", default_value = DEFAULT_ENDPOINT)]
+    serve: String,
+    /// Serve no remote API.
+    #[arg(long)]
+    no_serve: bool,
 }
+
+/// Where the demo serves by default: loopback only, like `fcan serve`.
+const DEFAULT_ENDPOINT: &str = "tcp/127.0.0.1:7447";
+
+/// The demo's bus name in the remote API's keys (`fcan/sim/…`).
+const BUS: &str = "sim";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
@@ -94,12 +112,39 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut out = std::io::stdout();
     execute(&master, &Command::Nodes, Output::default(), &mut out).await?;
     println!();
+    // Served from here on, through the live data and the prompt, until the demo exits.
+    let _served = if args.no_serve {
+        None
+    } else {
+        Some(serve(&master, &args.serve).await?)
+    };
 
     live(&master, &bus, args.seconds).await?;
     if args.no_repl {
         return Ok(());
     }
     repl(&master).await
+}
+
+/// Serves the remote API for the demo's bus on `endpoint`, and says how to use it.
+async fn serve(master: &Master, endpoint: &str) -> Result<Served, Box<dyn std::error::Error>> {
+    let session = SESSION_OPEN_PLACEHOLDER;
+    let server = SERVER_START_PLACEHOLDER;
+    println!("remote API: bus `{BUS}` served on {endpoint} (docs/remote.md). In another terminal:");
+    let connect = if endpoint == DEFAULT_ENDPOINT {
+        String::new()
+    } else {
+        format!(" --connect {endpoint}")
+    };
+    println!("  fcan{connect} --bus {BUS} topic echo /motor_driver1/motor0/feedback -n 3");
+    println!("  python3 examples/python/fcan_example.py{connect}\n");
+    Ok(Served { _server: server, _session: session })
+}
+
+/// What serving holds: dropped when the demo exits.
+struct Served {
+    _server: fcan_remote::Server,
+    _session: zenoh::Session,
 }
 
 /// Commands the motors and prints what comes back.
