@@ -25,6 +25,7 @@ use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
+use fcan_remote::{Server, ServerOptions, SessionConfig};
 use tokio::io::AsyncBufReadExt;
 
 /// fcan demo: master + example nodes on a simulated bus.
@@ -58,7 +59,8 @@ const DEFAULT_ENDPOINT: &str = "tcp/127.0.0.1:7447";
 /// The demo's bus name in the remote API's keys (`fcan/sim/…`).
 const BUS: &str = "sim";
 
-#[tokio::main(flavor = "current_thread")]
+// Zenoh's blocking paths (closing a session) need the multi-thread runtime.
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
     match run(args).await {
@@ -128,9 +130,32 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
 /// Serves the remote API for the demo's bus on `endpoint`, and says how to use it.
 async fn serve(master: &Master, endpoint: &str) -> Result<Served, Box<dyn std::error::Error>> {
-    let session = SESSION_OPEN_PLACEHOLDER;
-    let server = SERVER_START_PLACEHOLDER;
-    println!("remote API: bus `{BUS}` served on {endpoint} (docs/remote.md). In another terminal:");
+    // The daemon's defaults (loopback, no scouting), on this endpoint: if it is taken
+    // (a Zenoh router, another demo or daemon), join whoever holds it.
+    let mut config = SessionConfig::daemon();
+    if endpoint != DEFAULT_ENDPOINT {
+        config = if port_taken(endpoint) {
+            config.connect([endpoint.to_string()])
+        } else {
+            config.listen([endpoint.to_string()])
+        };
+    }
+    let opened = config.open().await?;
+    let server = Server::start(
+        master.clone(),
+        &opened.session,
+        BUS,
+        ServerOptions::default(),
+    )
+    .await?;
+    match &opened.joined {
+        Some(ep) => println!(
+            "remote API: {ep} is taken (a Zenoh router or another fcan daemon): joined it; bus `{BUS}` served through it (docs/remote.md). In another terminal:"
+        ),
+        None => println!(
+            "remote API: bus `{BUS}` served on {endpoint}, loopback only (docs/remote.md). In another terminal:"
+        ),
+    }
     let connect = if endpoint == DEFAULT_ENDPOINT {
         String::new()
     } else {
@@ -138,13 +163,23 @@ async fn serve(master: &Master, endpoint: &str) -> Result<Served, Box<dyn std::e
     };
     println!("  fcan{connect} --bus {BUS} topic echo /motor_driver1/motor0/feedback -n 3");
     println!("  python3 examples/python/fcan_example.py{connect}\n");
-    Ok(Served { _server: server, _session: session })
+    Ok(Served {
+        _server: server,
+        _session: opened,
+    })
+}
+
+/// Whether a listener on `tcp/HOST:PORT` would fail now because someone holds it.
+fn port_taken(endpoint: &str) -> bool {
+    endpoint
+        .strip_prefix("tcp/")
+        .is_some_and(|addr| std::net::TcpListener::bind(addr).is_err())
 }
 
 /// What serving holds: dropped when the demo exits.
 struct Served {
-    _server: fcan_remote::Server,
-    _session: zenoh::Session,
+    _server: Server,
+    _session: fcan_remote::session::Opened,
 }
 
 /// Commands the motors and prints what comes back.
