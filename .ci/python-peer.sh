@@ -46,7 +46,7 @@ echo "==> demo serving on $endpoint (log: $log)"
 # --seconds bounds the demo's life even if this script is killed before the trap runs.
 "$demo" --seconds 300 --no-repl --serve "$endpoint" </dev/null >"$log" 2>&1 &
 demo_pid=$!
-trap 'kill "$demo_pid" 2>/dev/null || true; wait "$demo_pid" 2>/dev/null || true' EXIT
+trap 'kill "$demo_pid" 2>/dev/null || true; wait "$demo_pid" 2>/dev/null || true; rm -f "$log"' EXIT
 
 echo "==> examples/python/test_remote.py"
 status=0

@@ -95,7 +95,10 @@ async fn demo_serves_the_remote_api_on_loopback() {
             .filter_map(Result::ok)
             .map(|(key, bytes)| {
                 let info = json(&bytes);
-                assert_eq!(key, format!("fcan/sim/node/{}", info["name"].as_str().unwrap()));
+                assert_eq!(
+                    key,
+                    format!("fcan/sim/node/{}", info["name"].as_str().unwrap())
+                );
                 info
             })
             .collect();
@@ -163,12 +166,18 @@ async fn demo_serves_the_remote_api_on_loopback() {
         assert_eq!(att["digest"], md1["schema"], "{att}");
         let t = att["t_us"].as_u64().expect("t_us, an integer");
         // Two samples read in one batch may share a receive time; never backwards.
-        assert!(last_t.is_none_or(|l| t >= l), "t_us goes forward: {last_t:?} then {t}");
+        assert!(
+            last_t.is_none_or(|l| t >= l),
+            "t_us goes forward: {last_t:?} then {t}"
+        );
         first_t.get_or_insert(t);
         last_t = Some(t);
     }
 
-    assert!(last_t > first_t, "10 samples 5 ms apart: {first_t:?}..{last_t:?}");
+    assert!(
+        last_t > first_t,
+        "10 samples 5 ms apart: {first_t:?}..{last_t:?}"
+    );
 
     // A parameter of a motor the demo leaves alone: set, read back, refused out of range.
     let key = "fcan/sim/param/motor_driver2/motor3/position/kp";
@@ -200,8 +209,7 @@ fn example_zenoh_configs_parse() {
     for entry in std::fs::read_dir(&dir).expect("examples/zenoh") {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json5") {
-            zenoh::Config::from_file(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            zenoh::Config::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             parsed += 1;
         }
     }
