@@ -11,6 +11,7 @@
 //! - [`views`]: the serde view structs, the JSON shape of each command (`docs/cli.md`);
 //! - `render`: text tables or JSON lines from the views, every node-supplied string
 //!   escaped;
+//! - [`serve`]: `fcan serve`, the bus-owner daemon (its own parser: `--bus` repeats);
 //! - this file: the wiring.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -18,6 +19,7 @@
 pub mod args;
 mod exec;
 mod render;
+pub mod serve;
 mod value_text;
 pub mod views;
 

@@ -6,8 +6,28 @@ use clap::Parser;
 use fcan_cli::{run, Cli};
 use fcan_master::text::{json_safe, Untrusted};
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // `fcan serve` (the daemon) has its own parser and a multi-threaded runtime.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(args) = fcan_cli::serve::serve_argv(&argv) {
+        let cli = fcan_cli::serve::ServeCli::parse_from(args);
+        let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+        return match rt.block_on(fcan_cli::serve::serve(cli, None)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fcan serve: error: {}", Untrusted(&e.to_string()));
+                ExitCode::FAILURE
+            }
+        };
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(cli_main())
+}
+
+async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
     match run(cli, None).await {

@@ -112,7 +112,7 @@ pub async fn buses(session: &Session, timeout: Duration) -> Result<Vec<String>, 
         .get("fcan/*/status")
         .timeout(timeout)
         .await
-        .map_err(|e| unreachable(e))?;
+        .map_err(unreachable)?;
     let mut out = BTreeSet::new();
     while let Ok(r) = replies.recv_async().await {
         if let Ok(s) = r.result() {
@@ -149,7 +149,7 @@ impl RemoteMaster {
                 }
             })
             .await
-            .map_err(|e| unreachable(e))?;
+            .map_err(unreachable)?;
         Ok(RemoteMaster {
             inner: Arc::new(Inner {
                 session: session.clone(),
@@ -178,7 +178,7 @@ impl RemoteMaster {
         if let Some(p) = payload {
             get = get.payload(p);
         }
-        let replies = get.await.map_err(|e| unreachable(e))?;
+        let replies = get.await.map_err(unreachable)?;
         let reply = replies.recv_async().await.map_err(|_| {
             unreachable(format!(
                 "no fcan daemon answered on {key} within {:?}",
@@ -313,6 +313,24 @@ impl RemoteMaster {
     }
 }
 
+/// `v` with its struct fields in the schema's order (JSON objects arrive sorted by name;
+/// the in-process master gives the schema's order).
+fn in_order(v: Value, fields: &[fcan_core::ir::Field]) -> Value {
+    match v {
+        Value::Struct(mut got) => {
+            let mut out = Vec::with_capacity(got.len());
+            for f in fields {
+                if let Some(i) = got.iter().position(|(n, _)| **n == *f.name) {
+                    out.push(got.swap_remove(i));
+                }
+            }
+            out.extend(got);
+            Value::Struct(out)
+        }
+        v => v,
+    }
+}
+
 /// Maps the daemon's `t_us` onto this process's clock (see the module doc).
 struct Clock {
     /// Local instant of the daemon's t_us = 0, as estimated.
@@ -337,6 +355,8 @@ impl Clock {
     }
 }
 
+// One shape for every method, the trait's (some need owned copies before the future).
+#[allow(clippy::manual_async_fn)]
 impl MasterApi for RemoteMaster {
     fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
         async move { Ok(self.status().await?.nodes) }
@@ -386,6 +406,8 @@ impl MasterApi for RemoteMaster {
         let topic = topic.to_string();
         async move {
             let key = self.key(keys::topic(&self.inner.bus, &topic), &topic)?;
+            // Unknown names fail here as on the master; the fields give the order.
+            let fields = self.cached_registry().await?.topic(&topic)?.fields.clone();
             let (tx, rx) = mpsc::unbounded_channel();
             let name: Arc<str> = Arc::from(topic.as_str());
             let clock = Mutex::new(Clock { origin: None });
@@ -413,10 +435,10 @@ impl MasterApi for RemoteMaster {
                         Some(a) => clock.lock().unwrap_or_else(|p| p.into_inner()).at(a.t_us),
                         None => Instant::now(),
                     };
-                    let _ = cb_tx.send(Sample::new(name.clone(), value, at));
+                    let _ = cb_tx.send(Sample::new(name.clone(), in_order(value, &fields), at));
                 })
                 .await
-                .map_err(|e| unreachable(e))?;
+                .map_err(unreachable)?;
             // The subscription lives until the receiver is dropped.
             tokio::spawn(async move {
                 tx.closed().await;
@@ -438,7 +460,7 @@ impl MasterApi for RemoteMaster {
                 .session
                 .put(key, value.to_json().to_string())
                 .await
-                .map_err(|e| unreachable(e))
+                .map_err(unreachable)
         }
     }
 
@@ -453,11 +475,7 @@ impl MasterApi for RemoteMaster {
                 keyed.push((self.check_put(t, v).await?, v.to_json().to_string()));
             }
             for (k, v) in keyed {
-                self.inner
-                    .session
-                    .put(k, v)
-                    .await
-                    .map_err(|e| unreachable(e))?;
+                self.inner.session.put(k, v).await.map_err(unreachable)?;
             }
             Ok(())
         }
@@ -474,7 +492,12 @@ impl MasterApi for RemoteMaster {
             let j = self
                 .query_json(key, Some(request.to_json().to_string().into_bytes()))
                 .await?;
-            Ok(Value::from_json(&j)?)
+            let v = Value::from_json(&j)?;
+            let r = self.cached_registry().await?;
+            Ok(match r.service(&service) {
+                Ok(s) => in_order(v, &s.response),
+                Err(_) => v,
+            })
         }
     }
 

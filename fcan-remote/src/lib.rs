@@ -7,8 +7,8 @@
 //!
 //! * [`keys`]: building and parsing the key expressions;
 //! * [`wire`]: the JSON shapes (sample attachment, error reply, registry);
-//! * [`server`]: [`Server`], serving one bus on a Zenoh session;
-//! * [`client`]: [`RemoteMaster`];
+//! * [`server`]: the server, [`Server`], serving one bus on a Zenoh session;
+//! * [`client`]: the client, [`RemoteMaster`];
 //! * [`session`]: opening Zenoh sessions with the safe defaults (loopback only, no
 //!   scouting).
 //!
@@ -25,6 +25,9 @@ pub mod wire;
 pub use client::{ClientOptions, RemoteMaster};
 pub use server::{Server, ServerOptions};
 pub use session::SessionConfig;
+/// The `zenoh` crate this one is built on (its `Session` is what the server and client
+/// take), re-exported so a user names the same version.
+pub use zenoh;
 
 /// Why a session or a server could not start.
 #[derive(Debug, thiserror::Error)]
