@@ -4,7 +4,9 @@
 #
 # 1. A venv under target/ with eclipse-zenoh pinned to the version of the Rust `zenoh`
 #    crate in Cargo.lock (the two are released together, same numbers).
-# 2. Zenoh parses the example TLS/ACL configs of docs/remote.md (syntax and field names).
+# 2. Zenoh parses the example TLS/ACL configs of docs/remote.md (syntax and field names),
+#    and examples/zenoh/check_acl.py checks what they let through: operator, viewer,
+#    local program and certificate-less client, over TLS on loopback.
 # 3. Builds the demo, runs it on a free loopback port (scouting off, as by default),
 #    runs test_remote.py against it, then stops the demo.
 # Fails if the install, a parse, the build or any check fails, or if no check passed.
@@ -32,6 +34,10 @@ for path in sys.argv[1:]:
     zenoh.Config.from_file(path)  # raises on a syntax error or an unknown field
     print(f"parsed {path}")
 EOF
+
+echo "==> the example TLS + ACL config lets through what docs/remote.md says (loopback)"
+command -v openssl >/dev/null || { echo "python-peer: openssl is needed" >&2; exit 1; }
+(cd examples/zenoh && "$py" check_acl.py)
 
 echo "==> building the demo"
 cargo build --quiet -p fcan-examples --bin demo
