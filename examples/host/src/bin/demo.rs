@@ -118,7 +118,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let _served = if args.no_serve {
         None
     } else {
-        Some(serve(&master, &args.serve).await?)
+        serve(&master, &args.serve).await?
     };
 
     live(&master, &bus, args.seconds).await?;
@@ -129,7 +129,11 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Serves the remote API for the demo's bus on `endpoint`, and says how to use it.
-async fn serve(master: &Master, endpoint: &str) -> Result<Served, Box<dyn std::error::Error>> {
+/// `None` if the bus name is already served where the demo joined.
+async fn serve(
+    master: &Master,
+    endpoint: &str,
+) -> Result<Option<Served>, Box<dyn std::error::Error>> {
     // The daemon's defaults (loopback, no scouting), on this endpoint: if it is taken
     // (a Zenoh router, another demo or daemon), join whoever holds it.
     let mut config = SessionConfig::daemon();
@@ -141,6 +145,18 @@ async fn serve(master: &Master, endpoint: &str) -> Result<Served, Box<dyn std::e
         };
     }
     let opened = config.open().await?;
+    if !opened.connected.is_empty() {
+        // Joined someone else's port: a bus `sim` there (another demo) would be served
+        // twice under one name, and each would take the other's samples for commands.
+        let buses = fcan_remote::client::buses(&opened.session, Duration::from_secs(2)).await?;
+        if buses.iter().any(|b| b == BUS) {
+            println!(
+                "remote API: not served: a bus `{BUS}` is already served through {} (another demo?); --serve ENDPOINT for a port of its own\n",
+                opened.connected.join(", ")
+            );
+            return Ok(None);
+        }
+    }
     let server = Server::start(
         master.clone(),
         &opened.session,
@@ -163,10 +179,10 @@ async fn serve(master: &Master, endpoint: &str) -> Result<Served, Box<dyn std::e
     };
     println!("  fcan{connect} --bus {BUS} topic echo /motor_driver1/motor0/feedback -n 3");
     println!("  python3 examples/python/fcan_example.py{connect}\n");
-    Ok(Served {
+    Ok(Some(Served {
         _server: server,
         _session: opened,
-    })
+    }))
 }
 
 /// Whether a listener on `tcp/HOST:PORT` would fail now because someone holds it.
