@@ -215,3 +215,28 @@ fn example_zenoh_configs_parse() {
     }
     assert_eq!(parsed, 2, "serve-tls-acl.json5 and client-tls.json5");
 }
+
+/// `--no-serve`: the demo runs as before (nodes, live data, exit 0 with `--no-repl`) and
+/// serves nothing, so it says nothing about a remote API.
+#[test]
+fn demo_without_serving_runs_as_before() {
+    let out = Command::new(env!("CARGO_BIN_EXE_demo"))
+        .args(["--no-serve", "--seconds", "0.5", "--no-repl"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for expected in ["motor_driver1", "motor_driver2", "io_board3", "live:"] {
+        assert!(stdout.contains(expected), "no `{expected}` in:\n{stdout}");
+    }
+    assert!(!stdout.contains("remote API"), "{stdout}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("fcan serve"),
+        "no server log lines"
+    );
+}
