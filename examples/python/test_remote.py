@@ -210,6 +210,34 @@ def run(args, c: Checks) -> None:
         except fx.RemoteError as e:
             c.check(e.kind == "bad_value", "a malformed service request is bad_value", e.kind)
 
+        # The registry describes the node's entities as its schema declares them.
+        reg = fcan._query(f"fcan/{bus}/registry")
+        topic = next((t for t in reg.get("topics", []) if t.get("name") == f"/{motor}/feedback"), None)
+        c.check(
+            topic is not None and topic.get("dir") == "s2m" and topic.get("period_us") == 5000
+            and [f.get("name") for f in topic.get("fields", [])] == ["ready", "position", "velocity", "current"],
+            "the registry lists feedback: s2m, every 5 ms, its four fields",
+            topic,
+        )
+        kp = next(
+            (p for p in reg.get("params", []) if p.get("name") == f"{args.node}.{args.ns}.velocity.kp"), None
+        )
+        c.check(
+            kp is not None and kp.get("type") == "f32" and kp.get("min") == 0.0 and kp.get("max") == 100.0,
+            "the registry lists velocity.kp: f32, bounds 0 and 100",
+            kp,
+        )
+
+        # The status is also put every second.
+        status_puts = fx.Topic(session, f"fcan/{bus}/status", keep=4)
+        got = status_puts.wait(1, timeout=5.0)
+        status_puts.close()
+        c.check(
+            bool(got) and got[0][0].get("bus") == bus and isinstance(got[0][0].get("nodes"), list),
+            "the status is put periodically (one within 5 s), naming its bus and nodes",
+            got[:1],
+        )
+
         # A bad put to an m2s topic has no reply: the status counts it.
         before = find_key(fcan.status(), "rejected_puts")
         c.check(isinstance(before, int), "status has rejected_puts", before)
