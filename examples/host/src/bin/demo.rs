@@ -5,6 +5,11 @@
 //! while it commands the motors, then lets you type `fcan` commands against the running
 //! system (`nodes`, `topic echo /motor_driver1/motor0/feedback -n 3`, `param set …`).
 //!
+//! All the while it serves the remote API (docs/remote.md) for its bus, named `sim`, on
+//! `tcp/127.0.0.1:7447` (loopback only, no scouting): a second terminal can run
+//! `fcan --bus sim topic echo …` or `python3 examples/python/fcan_example.py` against the
+//! live demo. `--serve ENDPOINT` picks another endpoint, `--no-serve` serves nothing.
+//!
 //! ```sh
 //! cargo run -p fcan-examples --bin demo
 //! ```
@@ -20,6 +25,7 @@ use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
+use fcan_remote::{Server, ServerOptions, SessionConfig};
 use tokio::io::AsyncBufReadExt;
 
 /// fcan demo: master + example nodes on a simulated bus.
@@ -38,9 +44,23 @@ struct Args {
     /// Exit after the live data instead of offering the `fcan>` prompt.
     #[arg(long)]
     no_repl: bool,
+    /// Serve the remote API (Zenoh, docs/remote.md) on this endpoint; the bus is `sim`.
+    /// If the endpoint is taken (a Zenoh router, another daemon), the demo joins it.
+    #[arg(long, value_name = "ENDPOINT", default_value = DEFAULT_ENDPOINT)]
+    serve: String,
+    /// Serve no remote API.
+    #[arg(long)]
+    no_serve: bool,
 }
 
-#[tokio::main(flavor = "current_thread")]
+/// Where the demo serves by default: loopback only, like `fcan serve`.
+const DEFAULT_ENDPOINT: &str = "tcp/127.0.0.1:7447";
+
+/// The demo's bus name in the remote API's keys (`fcan/sim/…`).
+const BUS: &str = "sim";
+
+// Zenoh's blocking paths (closing a session) need the multi-thread runtime.
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
     match run(args).await {
@@ -94,12 +114,88 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut out = std::io::stdout();
     execute(&master, &Command::Nodes, Output::default(), &mut out).await?;
     println!();
+    // Served from here on, through the live data and the prompt, until the demo exits.
+    let _served = if args.no_serve {
+        None
+    } else {
+        serve(&master, &args.serve).await?
+    };
 
     live(&master, &bus, args.seconds).await?;
     if args.no_repl {
         return Ok(());
     }
     repl(&master).await
+}
+
+/// Serves the remote API for the demo's bus on `endpoint`, and says how to use it.
+/// `None` if the bus name is already served where the demo joined.
+async fn serve(
+    master: &Master,
+    endpoint: &str,
+) -> Result<Option<Served>, Box<dyn std::error::Error>> {
+    // The daemon's defaults (loopback, no scouting), on this endpoint: if it is taken
+    // (a Zenoh router, another demo or daemon), join whoever holds it.
+    let mut config = SessionConfig::daemon();
+    if endpoint != DEFAULT_ENDPOINT {
+        config = if port_taken(endpoint) {
+            config.connect([endpoint.to_string()])
+        } else {
+            config.listen([endpoint.to_string()])
+        };
+    }
+    let opened = config.open().await?;
+    if !opened.connected.is_empty() {
+        // Joined someone else's port: a bus `sim` there (another demo) would be served
+        // twice under one name, and each would take the other's samples for commands.
+        let buses = fcan_remote::client::buses(&opened.session, Duration::from_secs(2)).await?;
+        if buses.iter().any(|b| b == BUS) {
+            println!(
+                "remote API: not served: a bus `{BUS}` is already served through {} (another demo?); --serve ENDPOINT for a port of its own\n",
+                opened.connected.join(", ")
+            );
+            return Ok(None);
+        }
+    }
+    let server = Server::start(
+        master.clone(),
+        &opened.session,
+        BUS,
+        ServerOptions::default(),
+    )
+    .await?;
+    match &opened.joined {
+        Some(ep) => println!(
+            "remote API: {ep} is taken (a Zenoh router or another fcan daemon): joined it; bus `{BUS}` served through it (docs/remote.md). In another terminal:"
+        ),
+        None => println!(
+            "remote API: bus `{BUS}` served on {endpoint}, loopback only (docs/remote.md). In another terminal:"
+        ),
+    }
+    let connect = if endpoint == DEFAULT_ENDPOINT {
+        String::new()
+    } else {
+        format!(" --connect {endpoint}")
+    };
+    println!("  fcan{connect} --bus {BUS} topic echo /motor_driver1/motor0/feedback -n 3");
+    println!("  python3 examples/python/fcan_example.py{connect}\n");
+    Ok(Some(Served {
+        _server: server,
+        _session: opened,
+    }))
+}
+
+/// Whether a listener on `tcp/HOST:PORT` would fail now because someone holds it.
+fn port_taken(endpoint: &str) -> bool {
+    endpoint
+        .strip_prefix("tcp/")
+        .is_some_and(|addr| std::net::TcpListener::bind(addr).is_err())
+}
+
+/// What serving holds: dropped when the demo exits.
+struct Served {
+    _server: Server,
+    _session: fcan_remote::session::Opened,
 }
 
 /// Commands the motors and prints what comes back.
