@@ -31,7 +31,7 @@ use std::time::Duration;
 use fcan_master::cache::{BlobStore, DiskStore, MemoryStore};
 use fcan_master::master::{Master, MasterError, MasterOptions};
 use fcan_master::transport::sim::SimBus;
-use fcan_master::Phase;
+use fcan_master::{MasterApi, Phase};
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -122,9 +122,10 @@ async fn settle(master: &Master, wait: Duration) -> Result<(), CliError> {
 }
 
 /// Runs one command against a running master, writing text (or JSON lines with
-/// `o.json`) to `out`.
-pub async fn execute(
-    master: &Master,
+/// `o.json`) to `out`. `master` is any [`MasterApi`]: the in-process [`Master`] (the
+/// demo, the tests) or a bus-owner daemon's remote client; the command code is the same.
+pub async fn execute<M: MasterApi>(
+    master: &M,
     cmd: &Command,
     o: Output,
     out: &mut dyn Write,
