@@ -6,7 +6,8 @@ use clap::Parser;
 use fcan_cli::{run, Cli};
 use fcan_master::text::{json_safe, Untrusted};
 
-#[tokio::main(flavor = "current_thread")]
+// Zenoh (attach mode) refuses a current-thread runtime; one worker is enough.
+#[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;

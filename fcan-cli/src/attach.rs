@@ -1,0 +1,190 @@
+//! Finding the bus owner: whether a command attaches to an fcan daemon (`fcan serve`)
+//! over Zenoh or runs a one-shot master of its own.
+//!
+//! - `--connect EP` (or `FCAN_CONNECT`): that daemon or a clear error, never a fallback
+//!   (the user asked for that daemon; a master of our own would fight it for the bus).
+//! - `--no-daemon`: a one-shot master, as before daemons existed.
+//! - neither: the local daemon at [`LOCAL_DAEMON`] if it answers within a short bound and
+//!   serves the bus; otherwise a one-shot master, with a note on stderr saying so.
+//!
+//! Sessions are Zenoh *clients* with scouting off: they reach exactly the endpoint named,
+//! never the network at large.
+
+use std::time::Duration;
+
+use fcan_master::master::MasterError;
+use zenoh::Session;
+
+use crate::CliError;
+
+/// Where `fcan` looks for a daemon when not told: the daemon's default listening
+/// endpoint (Zenoh's usual port, loopback only).
+pub const LOCAL_DAEMON: &str = "tcp/127.0.0.1:7447";
+
+/// How long the default probe of [`LOCAL_DAEMON`] may take in all (connect + asking
+/// which buses it serves). On loopback a refused connection returns at once and a
+/// daemon answers in a few milliseconds; the bound is for a port held by something that
+/// accepts and never speaks.
+pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How long an explicit `--connect` may take to connect and list the buses: a remote
+/// machine may be a few round trips away.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The name a daemon gives the bus of a `--bus` spec (`docs/remote.md`):
+/// `socketcan:can0` → `can0`, `sim` / `sim:fd` / `sim:classic` → `sim`, `replay:FILE`
+/// → the file's stem; a bare key-safe name (`can0`) is taken as the daemon's bus name
+/// (only a daemon can serve it: a one-shot master then rejects it as a spec).
+///
+/// ```
+/// use fcan_cli::attach::bus_name;
+/// assert_eq!(bus_name("socketcan:vcan0").unwrap(), "vcan0");
+/// assert_eq!(bus_name("sim:classic").unwrap(), "sim");
+/// assert_eq!(bus_name("can0").unwrap(), "can0");
+/// assert!(bus_name("socketcan").is_err());
+/// ```
+pub fn bus_name(spec: &str) -> Result<String, CliError> {
+    let (kind, arg) = match spec.split_once(':') {
+        Some((k, a)) => (k, Some(a)),
+        None => (spec, None),
+    };
+    let name = match (kind, arg) {
+        ("sim", _) => "sim".to_string(),
+        ("socketcan", Some(iface)) if !iface.is_empty() => iface.to_string(),
+        ("replay", Some(path)) if !path.is_empty() => std::path::Path::new(path)
+            .file_stem()
+            .map_or(String::new(), |s| s.to_string_lossy().into_owned()),
+        (name, None) if key_safe(name) && !matches!(name, "socketcan" | "replay") => {
+            name.to_string()
+        }
+        // The transport's own words for a bad spec (`socketcan` without an interface…).
+        _ => {
+            return Err(match fcan_master::transport::open(spec, None) {
+                Err(e) => MasterError::from(e).into(),
+                Ok(_) => CliError::Usage(format!("`{spec}` names no bus")),
+            })
+        }
+    };
+    if key_safe(&name) {
+        Ok(name)
+    } else {
+        Err(CliError::Usage(format!(
+            "bus `{name}` (from `{spec}`) is not a daemon bus name ([A-Za-z0-9_-]+)"
+        )))
+    }
+}
+
+/// `[A-Za-z0-9_-]+`: a name that is one Zenoh key chunk and no wildcard.
+fn key_safe(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Why no daemon could be used.
+#[derive(Debug)]
+pub(crate) enum Unreachable {
+    /// Nothing answered at the endpoint (refused, unreachable, timed out).
+    NoDaemon(String),
+    /// Something answered but it is not a usable Zenoh peer, or failed mid-way.
+    Failed(String),
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreachable::NoDaemon(s) | Unreachable::Failed(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A daemon reached: its session and the buses it serves.
+pub(crate) struct Daemon {
+    pub session: Session,
+    pub endpoint: String,
+    pub buses: Vec<String>,
+}
+
+/// Opens a Zenoh client session to `endpoint` and asks which buses are served there,
+/// all within `bound`.
+pub(crate) async fn reach(endpoint: &str, bound: Duration) -> Result<Daemon, Unreachable> {
+    let session = match tokio::time::timeout(bound, open(endpoint)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(Unreachable::NoDaemon(e)),
+        Err(_) => {
+            return Err(Unreachable::NoDaemon(format!(
+                "no answer within {} ms",
+                bound.as_millis()
+            )))
+        }
+    };
+    let buses = list_buses(&session, bound)
+        .await
+        .map_err(Unreachable::Failed)?;
+    Ok(Daemon {
+        session,
+        endpoint: endpoint.to_string(),
+        buses,
+    })
+}
+
+/// A client session to exactly `endpoint`: no scouting of any kind, one connection
+/// attempt (Zenoh's client default), failing if it does not connect.
+async fn open(endpoint: &str) -> Result<Session, String> {
+    let mut c = zenoh::Config::default();
+    let set = |c: &mut zenoh::Config, k: &str, v: &str| {
+        c.insert_json5(k, v)
+            .map_err(|e| format!("zenoh config {k}: {e}"))
+    };
+    set(&mut c, "mode", "\"client\"")?;
+    let ep = serde_json::to_string(&[endpoint]).map_err(|e| e.to_string())?;
+    set(&mut c, "connect/endpoints", &ep)?;
+    set(&mut c, "scouting/multicast/enabled", "false")?;
+    set(&mut c, "scouting/gossip/enabled", "false")?;
+    // No admin space, no timestamps to sync: a CLI session is short-lived.
+    zenoh::open(c).await.map_err(|e| e.to_string())
+}
+
+/// The buses served behind `session`: the `<bus>` of every `fcan/<bus>/status`
+/// queryable that answers within `bound`.
+async fn list_buses(session: &Session, bound: Duration) -> Result<Vec<String>, String> {
+    let replies = session
+        .get("fcan/*/status")
+        .timeout(bound)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut buses = Vec::new();
+    while let Ok(reply) = replies.recv_async().await {
+        let Ok(sample) = reply.result() else { continue };
+        let key = sample.key_expr().as_str();
+        if let Some(bus) = key
+            .strip_prefix("fcan/")
+            .and_then(|k| k.strip_suffix("/status"))
+            .filter(|b| key_safe(b))
+        {
+            buses.push(bus.to_string());
+        }
+    }
+    buses.sort();
+    buses.dedup();
+    Ok(buses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_names_as_the_daemon_gives_them() {
+        assert_eq!(bus_name("socketcan:can0").unwrap(), "can0");
+        assert_eq!(bus_name("sim").unwrap(), "sim");
+        assert_eq!(bus_name("sim:fd").unwrap(), "sim");
+        assert_eq!(bus_name("replay:/tmp/run-1.log").unwrap(), "run-1");
+        assert_eq!(bus_name("vcan0").unwrap(), "vcan0");
+        let e = bus_name("socketcan").unwrap_err().to_string();
+        assert!(e.contains("interface name"), "{e}");
+        let e = bus_name("socketcan:a/b").unwrap_err().to_string();
+        assert!(e.contains("not a daemon bus name"), "{e}");
+        assert!(bus_name("a*").is_err());
+    }
+}
