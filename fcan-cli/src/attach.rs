@@ -118,9 +118,9 @@ pub(crate) async fn reach(endpoint: &str, bound: Duration) -> Result<Daemon, Unr
             )))
         }
     };
-    let buses = list_buses(&session, bound)
+    let buses = fcan_remote::client::buses(&session, bound)
         .await
-        .map_err(Unreachable::Failed)?;
+        .map_err(|e| Unreachable::Failed(e.to_string()))?;
     Ok(Daemon {
         session,
         endpoint: endpoint.to_string(),
@@ -143,31 +143,6 @@ async fn open(endpoint: &str) -> Result<Session, String> {
     set(&mut c, "scouting/gossip/enabled", "false")?;
     // No admin space, no timestamps to sync: a CLI session is short-lived.
     zenoh::open(c).await.map_err(|e| e.to_string())
-}
-
-/// The buses served behind `session`: the `<bus>` of every `fcan/<bus>/status`
-/// queryable that answers within `bound`.
-async fn list_buses(session: &Session, bound: Duration) -> Result<Vec<String>, String> {
-    let replies = session
-        .get("fcan/*/status")
-        .timeout(bound)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut buses = Vec::new();
-    while let Ok(reply) = replies.recv_async().await {
-        let Ok(sample) = reply.result() else { continue };
-        let key = sample.key_expr().as_str();
-        if let Some(bus) = key
-            .strip_prefix("fcan/")
-            .and_then(|k| k.strip_suffix("/status"))
-            .filter(|b| key_safe(b))
-        {
-            buses.push(bus.to_string());
-        }
-    }
-    buses.sort();
-    buses.dedup();
-    Ok(buses)
 }
 
 #[cfg(test)]

@@ -49,6 +49,15 @@ pub enum CliError {
     /// bus.
     #[error("{0}")]
     Daemon(String),
+    /// The daemon (the bus's master) or a node refused: the daemon's message, which
+    /// says what a local master would (the node's reason, the bound).
+    #[error("{}", fcan_master::text::Untrusted(.message))]
+    Remote {
+        /// The key space's error kind (`unknown_name`, `bad_value`, `refused`…).
+        kind: String,
+        /// The daemon's message.
+        message: String,
+    },
     /// Anything else, for people.
     #[error("{0}")]
     Usage(String),
@@ -65,7 +74,7 @@ impl CliError {
     pub fn view(&self) -> views::ErrorView {
         views::ErrorView {
             kind: match self {
-                CliError::Master(_) => "master",
+                CliError::Master(_) | CliError::Remote { .. } => "master",
                 CliError::Io(_) => "io",
                 CliError::Daemon(_) => "daemon",
                 CliError::Usage(_) => "usage",
@@ -171,11 +180,39 @@ async fn on_daemon(
             served(&d.buses)
         )));
     }
-    let _ = o;
-    let _ = out;
-    Err(CliError::Daemon(
-        "attach mode: the remote client is not merged yet".into(),
-    ))
+    let opts = fcan_remote::ClientOptions::default();
+    let remote = |e: MasterError| match e {
+        // The daemon's words, printed as a local master's would be.
+        MasterError::Remote { kind, message } if kind != "unreachable" => {
+            CliError::Remote { kind, message }
+        }
+        e => CliError::Master(e),
+    };
+    if let Command::Monitor(m) = cmd {
+        // Every bus the daemon serves, each under its name.
+        let mut masters = Vec::with_capacity(d.buses.len());
+        for b in &d.buses {
+            let rm = fcan_remote::RemoteMaster::connect(&d.session, b, opts.clone())
+                .await
+                .map_err(remote)?;
+            masters.push((Some(b.clone()), rm));
+        }
+        let tty = std::io::stdout().is_terminal();
+        let mut renderer = render::Renderer::new(out, o.json, tty);
+        return exec::monitor_buses(&masters, m, &mut renderer)
+            .await
+            .map_err(|e| match e {
+                CliError::Master(e) => remote(e),
+                e => e,
+            });
+    }
+    let rm = fcan_remote::RemoteMaster::connect(&d.session, bus, opts)
+        .await
+        .map_err(remote)?;
+    execute(&rm, cmd, o, out).await.map_err(|e| match e {
+        CliError::Master(e) => remote(e),
+        e => e,
+    })
 }
 
 /// A master of our own: opens the bus, discovers, runs the command, exits.

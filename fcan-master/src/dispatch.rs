@@ -25,6 +25,14 @@ pub struct Sample {
     pub at: Instant,
 }
 
+impl Sample {
+    /// A sample of topic `name` (for a master implementation outside this crate, such as
+    /// the remote client).
+    pub fn new(name: Arc<str>, value: Value, at: Instant) -> Sample {
+        Sample { name, value, at }
+    }
+}
+
 /// The subscribers of one topic: its name, its fields, and their channels.
 struct Subscribers {
     name: Arc<str>,

@@ -24,6 +24,7 @@ pub use fcan_transport as transport;
 pub mod api;
 pub mod cache;
 pub mod engine;
+pub mod json;
 pub mod master;
 pub mod planner;
 pub mod registry;

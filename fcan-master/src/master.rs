@@ -76,6 +76,7 @@ impl Default for MasterOptions {
 ///         MasterError::Call(_) => true,
 ///         MasterError::NotEnoughNodes { .. } => true,
 ///         MasterError::Stopped => false,
+///         MasterError::Remote { .. } => true,
 ///     }
 /// }
 /// ```
@@ -113,6 +114,17 @@ pub enum MasterError {
     /// The master task stopped.
     #[error("the master has stopped")]
     Stopped,
+    /// A remote master (the bus-owner daemon, reached by `fcan-remote`) or the network
+    /// to it failed the request. `kind` is the remote API's error kind (`unknown_name`,
+    /// `bad_value`, `not_running`, `timeout`, `refused`, `busy`, `internal`, or
+    /// `unreachable` when no daemon answered).
+    #[error("{kind}: {}", crate::text::Untrusted(.message))]
+    Remote {
+        /// The error kind.
+        kind: String,
+        /// The message for people (from the daemon: untrusted text).
+        message: String,
+    },
 }
 
 /// A node as the user sees it.

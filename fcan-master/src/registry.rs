@@ -7,7 +7,7 @@ use fcan_core::msg::DataDirection;
 use fcan_core::numbering::{param_path, topic_path};
 use fcan_core::validate::did_you_mean;
 
-use crate::engine::{Engine, NodeRecord, Phase};
+use crate::engine::{Engine, NodeRecord, NodeSchema, Phase};
 
 /// A topic of a running node.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,21 +121,31 @@ impl Registry {
 
     fn add_node(&mut self, n: &NodeRecord) {
         let Some(s) = &n.schema else { return };
-        let node_name = s.schema.node_name(n.id.get());
+        let counts = &n.announce.counts;
+        self.add_schema(n.id, s, |b| {
+            counts.get(b.array).is_some_and(|c| b.index < *c as u32)
+        });
+    }
+
+    /// Adds the topics, services and parameters of node `node` running schema `s`, for
+    /// the blocks `wired` accepts (the instances the node announced). The master builds
+    /// its registry so; a remote client rebuilds the same registry from the schema blob.
+    pub fn add_schema(
+        &mut self,
+        node: NodeId,
+        s: &NodeSchema,
+        wired: impl Fn(&fcan_core::numbering::Block) -> bool,
+    ) {
+        let node_name = s.schema.node_name(node.get());
         for b in &s.numbering.blocks {
-            let wired = n
-                .announce
-                .counts
-                .get(b.array)
-                .is_some_and(|c| b.index < *c as u32);
-            if !wired {
+            if !wired(b) {
                 continue;
             }
             let ty = &s.schema.types[b.type_index];
             for (i, t) in ty.topics.iter().enumerate() {
                 self.topics.push(TopicInfo {
                     name: topic_path(&node_name, &b.ns, &t.name),
-                    node: n.id,
+                    node,
                     block: b.number,
                     topic: i as u8,
                     dir: t.dir,
@@ -147,7 +157,7 @@ impl Registry {
             for (i, sv) in ty.services.iter().enumerate() {
                 self.services.push(ServiceInfo {
                     name: topic_path(&node_name, &b.ns, &sv.name),
-                    node: n.id,
+                    node,
                     block: b.number,
                     service: i as u8,
                     request: sv.request.clone(),
@@ -157,7 +167,7 @@ impl Registry {
             for (i, p) in ty.params.iter().enumerate() {
                 self.params.push(ParamInfo {
                     name: param_path(&node_name, &b.ns, &p.name),
-                    node: n.id,
+                    node,
                     block: b.number,
                     param: i as u8,
                     decl: p.clone(),

@@ -313,32 +313,13 @@ impl Engine {
         // Bounded: the blob is at most MAX_BLOB_LEN bytes and the checks are linear in it
         // (under 2 ms at the limit, docs/performance.md), so they run here, between two
         // frames, without delaying a heartbeat.
-        let checked = fcan_core::blob::decode(&blob)
-            .map_err(|e| e.to_string())
-            .and_then(
-                |schema| match fcan_core::validate::validate_untrusted(&schema) {
-                    Some(e) => Err(format!("schema is invalid: {e}")),
-                    None => Ok(schema),
-                },
-            )
-            .and_then(|schema| {
-                let numbering = Numbering::of(&schema)
-                    .map_err(|e| crate::planner::PlanError::Numbering(e).to_string())?;
-                Ok((schema, numbering))
-            });
-        let (schema, numbering) = match checked {
-            Ok(x) => x,
-            Err(reason) => {
-                self.blobs.reject(digest, blob.len() as u32, &reason);
+        let s = match NodeSchema::decode(digest, blob) {
+            Ok(s) => Arc::new(s),
+            Err((reason, len)) => {
+                self.blobs.reject(digest, len, &reason);
                 return Err(reason);
             }
         };
-        let s = Arc::new(NodeSchema {
-            schema,
-            numbering,
-            digest,
-            blob,
-        });
         self.schemas.insert(digest, s.clone());
         if self.schemas.len() > MAX_SCHEMAS_DECODED {
             // Keep what nodes use; forget decoded schemas nobody holds (they are in the

@@ -25,7 +25,6 @@ use fcan_core::msg::{
     Entries, FrameDefine, MasterHeartbeat, NodeState, ParamGet, ParamSet, ResultCode, SchemaData,
     SchemaRead, ServiceRequest, ServiceStatus, Start,
 };
-use fcan_core::numbering::Numbering;
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::timing;
 use fcan_core::types::{check_range, Scalar};

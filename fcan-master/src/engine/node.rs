@@ -25,6 +25,47 @@ pub struct NodeSchema {
     pub blob: Vec<u8>,
 }
 
+impl NodeSchema {
+    /// Decodes, validates (as untrusted input) and numbers a blob whose digest was
+    /// verified: the one path from blob bytes to a schema, for the master and for a
+    /// remote client that fetched the blob. On failure: the reason and the blob's length.
+    ///
+    /// ```
+    /// # use fcan_master::engine::NodeSchema;
+    /// # use fcan_core::hash::SchemaDigest;
+    /// let blob = b"not a schema".to_vec();
+    /// assert!(NodeSchema::decode(SchemaDigest::of(&blob), blob).is_err());
+    /// ```
+    pub fn decode(digest: SchemaDigest, blob: Vec<u8>) -> Result<NodeSchema, (String, u32)> {
+        let len = blob.len() as u32;
+        // Bounded: the blob is at most MAX_BLOB_LEN bytes and the checks are linear in it
+        // (under 2 ms at the limit, docs/performance.md), so they run between two frames
+        // without delaying a heartbeat.
+        let checked = fcan_core::blob::decode(&blob)
+            .map_err(|e| e.to_string())
+            .and_then(
+                |schema| match fcan_core::validate::validate_untrusted(&schema) {
+                    Some(e) => Err(format!("schema is invalid: {e}")),
+                    None => Ok(schema),
+                },
+            )
+            .and_then(|schema| {
+                let numbering = Numbering::of(&schema)
+                    .map_err(|e| crate::planner::PlanError::Numbering(e).to_string())?;
+                Ok((schema, numbering))
+            });
+        match checked {
+            Ok((schema, numbering)) => Ok(NodeSchema {
+                schema,
+                numbering,
+                digest,
+                blob,
+            }),
+            Err(reason) => Err((reason, len)),
+        }
+    }
+}
+
 /// What a node said about itself in its last ANNOUNCE.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -1,0 +1,443 @@
+//! The JSON shapes of the master's data that more than one program writes or reads: a
+//! node (one line of `fcan nodes --json`, also the remote API's node info), an engine
+//! event (the `fcan monitor --json` event, also the remote API's events) and the bus
+//! status of the remote API. One place, so the CLI and the remote server print the same
+//! JSON and the remote client parses it back.
+//!
+//! Enumerations reach JSON only through the explicit names here (lowercase, stable when
+//! a Rust variant is renamed, never `Debug` output).
+//!
+//! ```
+//! use fcan_master::json::{node_state_name, node_state_from_name};
+//! use fcan_core::msg::NodeState;
+//! assert_eq!(node_state_name(NodeState::Running), "running");
+//! assert_eq!(node_state_from_name("running"), Some(NodeState::Running));
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fcan_core::hash::SchemaDigest;
+use fcan_core::id::NodeId;
+use fcan_core::msg::{BusMode, NodeState};
+use serde_json::{json, Map, Value as Json};
+
+use crate::engine::{EngineStats, Event, Phase};
+use crate::master::{NodeInfo, SchemaSource, Status};
+use crate::text::Untrusted;
+
+/// A node's reported state as `fcan` prints it: `unprovisioned`, `provisioned`,
+/// `running`, `suspended` or `fault`.
+pub fn node_state_name(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Unprovisioned => "unprovisioned",
+        NodeState::Provisioned => "provisioned",
+        NodeState::Running => "running",
+        NodeState::Suspended => "suspended",
+        NodeState::Fault => "fault",
+    }
+}
+
+/// The inverse of [`node_state_name`].
+pub fn node_state_from_name(s: &str) -> Option<NodeState> {
+    NodeState::ALL
+        .iter()
+        .copied()
+        .find(|x| node_state_name(*x) == s)
+}
+
+/// A bus mode as `fcan` prints it: `classic`, `fd` or `fd_brs`.
+pub fn bus_mode_name(m: BusMode) -> &'static str {
+    match m {
+        BusMode::Classic => "classic",
+        BusMode::Fd => "fd",
+        BusMode::FdBrs => "fd_brs",
+    }
+}
+
+/// The inverse of [`bus_mode_name`].
+pub fn bus_mode_from_name(s: &str) -> Option<BusMode> {
+    BusMode::ALL
+        .iter()
+        .copied()
+        .find(|x| bus_mode_name(*x) == s)
+}
+
+/// The inverse of `Phase`'s `Display` (`running`, `reading schema`, `failed: <reason>`…).
+pub fn phase_from_str(s: &str) -> Option<Phase> {
+    Some(match s {
+        "reading schema" => Phase::Reading,
+        "provisioning" => Phase::Provisioning,
+        "running" => Phase::Running,
+        "offline" => Phase::Offline,
+        _ => Phase::Failed(s.strip_prefix("failed: ")?.to_string()),
+    })
+}
+
+fn field<'a>(v: &'a Json, name: &str) -> Result<&'a Json, String> {
+    v.get(name).ok_or_else(|| format!("missing field `{name}`"))
+}
+
+fn uint(v: &Json, name: &str) -> Result<u64, String> {
+    field(v, name)?
+        .as_u64()
+        .ok_or_else(|| format!("field `{name}` is not an unsigned integer"))
+}
+
+fn string<'a>(v: &'a Json, name: &str) -> Result<&'a str, String> {
+    field(v, name)?
+        .as_str()
+        .ok_or_else(|| format!("field `{name}` is not a string"))
+}
+
+fn node_id(v: u64) -> Result<NodeId, String> {
+    u8::try_from(v)
+        .ok()
+        .and_then(NodeId::new)
+        .ok_or_else(|| format!("{v} is not a node id"))
+}
+
+impl NodeInfo {
+    /// The node as JSON: one line of `fcan nodes --json` (`id`, `name`, `phase`, `state`,
+    /// `boot_id`, `mode`, `frames`, `errors`, `schema`, `schema_source`).
+    ///
+    /// ```
+    /// # use fcan_master::NodeInfo;
+    /// # fn show(n: &NodeInfo) {
+    /// let line = n.to_json().to_string();
+    /// # }
+    /// ```
+    pub fn to_json(&self) -> Json {
+        json!({
+            "id": self.id.get(),
+            "name": self.name,
+            "phase": self.phase.to_string(),
+            "state": node_state_name(self.state),
+            "boot_id": self.boot_id,
+            "mode": bus_mode_name(self.mode),
+            "frames": self.frames,
+            "errors": self.errors,
+            "schema": self.digest.map(|d| d.to_string()),
+            "schema_source": self.schema_source.map(SchemaSource::as_str),
+        })
+    }
+
+    /// Parses [`to_json`](Self::to_json)'s shape back (for a remote client: the text is
+    /// untrusted, every field is checked).
+    pub fn from_json(v: &Json) -> Result<NodeInfo, String> {
+        let digest = match field(v, "schema")? {
+            Json::Null => None,
+            Json::String(s) => {
+                Some(SchemaDigest::from_hex(s).ok_or("field `schema` is not a SHA-256 hex")?)
+            }
+            _ => return Err("field `schema` is not a string".into()),
+        };
+        let schema_source = match field(v, "schema_source")? {
+            Json::Null => None,
+            Json::String(s) if s == "downloaded" => Some(SchemaSource::Downloaded),
+            Json::String(s) if s == "cache" => Some(SchemaSource::Cache),
+            _ => return Err("field `schema_source` is not `downloaded`, `cache` or null".into()),
+        };
+        Ok(NodeInfo {
+            id: node_id(uint(v, "id")?)?,
+            name: string(v, "name")?.to_string(),
+            phase: phase_from_str(string(v, "phase")?).ok_or("unknown `phase`")?,
+            state: node_state_from_name(string(v, "state")?).ok_or("unknown `state`")?,
+            boot_id: u32::try_from(uint(v, "boot_id")?).map_err(|e| e.to_string())?,
+            digest,
+            schema_source,
+            errors: u16::try_from(uint(v, "errors")?).map_err(|e| e.to_string())?,
+            mode: bus_mode_from_name(string(v, "mode")?).ok_or("unknown `mode`")?,
+            frames: uint(v, "frames")? as usize,
+        })
+    }
+}
+
+/// One line for people about an engine event, or `None` for the chatty ones (request
+/// completions). Text from nodes in it is escaped.
+pub fn describe_event(e: &Event) -> Option<String> {
+    Some(match e {
+        Event::Announced { node, boot_id } => {
+            format!("node {node} announced (boot {boot_id:#010x})")
+        }
+        Event::SchemaReady {
+            node,
+            digest,
+            cached,
+        } => {
+            format!(
+                "node {node}: schema {} {}",
+                &digest.to_string()[..16],
+                if *cached {
+                    "from cache"
+                } else {
+                    "downloaded and verified"
+                }
+            )
+        }
+        Event::Online { node } => format!("node {node} running"),
+        Event::Rebooted { node, .. } => {
+            format!("node {node} rebooted: re-provisioning, restoring parameters")
+        }
+        Event::Offline { node } => format!("node {node} offline"),
+        Event::Failed { node, reason } => format!("node {node} failed: {}", Untrusted(reason)),
+        Event::Collision { node, boot_ids } => format!(
+            "node id {node} is used by two nodes (boot ids {:#010x}, {:#010x})",
+            boot_ids.0, boot_ids.1
+        ),
+        Event::OtherMaster { session } => {
+            format!("another master (session {session:#010x}) is on this bus")
+        }
+        Event::ClassicNodeOnFdLink { node } => {
+            format!("node {node} cannot do CAN FD: using Classical CAN frames with it")
+        }
+        // Request completions are chatty; newer event kinds get no line until they have one.
+        _ => return None,
+    })
+}
+
+/// The stable name of an event kind (`announced`, `schema_ready`, `online`, `rebooted`,
+/// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`) and the
+/// node it is about; `None` for request completions.
+pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
+    Some(match e {
+        Event::Announced { node, .. } => ("announced", Some(node.get())),
+        Event::SchemaReady { node, .. } => ("schema_ready", Some(node.get())),
+        Event::Online { node } => ("online", Some(node.get())),
+        Event::Rebooted { node, .. } => ("rebooted", Some(node.get())),
+        Event::Offline { node } => ("offline", Some(node.get())),
+        Event::Failed { node, .. } => ("failed", Some(node.get())),
+        Event::Collision { node, .. } => ("collision", Some(node.get())),
+        Event::OtherMaster { .. } => ("other_master", None),
+        Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
+        _ => return None,
+    })
+}
+
+/// An event as JSON: the `fcan monitor --json` event (`kind`, `node`, `text`) plus the
+/// event's own fields (`boot_id`; `digest`, `cached`; `old`, `new`; `reason`;
+/// `boot_ids`; `session`), so a reader can rebuild it ([`event_from_json`]). `None` for
+/// request completions.
+pub fn event_to_json(e: &Event) -> Option<Json> {
+    let (kind, node) = event_kind(e)?;
+    let mut m = Map::new();
+    m.insert("kind".into(), kind.into());
+    m.insert("node".into(), node.into());
+    m.insert("text".into(), describe_event(e)?.into());
+    match e {
+        Event::Announced { boot_id, .. } => {
+            m.insert("boot_id".into(), (*boot_id).into());
+        }
+        Event::SchemaReady { digest, cached, .. } => {
+            m.insert("digest".into(), digest.to_string().into());
+            m.insert("cached".into(), (*cached).into());
+        }
+        Event::Rebooted { old, new, .. } => {
+            m.insert("old".into(), (*old).into());
+            m.insert("new".into(), (*new).into());
+        }
+        Event::Failed { reason, .. } => {
+            m.insert("reason".into(), reason.clone().into());
+        }
+        Event::Collision { boot_ids, .. } => {
+            m.insert("boot_ids".into(), json!([boot_ids.0, boot_ids.1]));
+        }
+        Event::OtherMaster { session } => {
+            m.insert("session".into(), (*session).into());
+        }
+        _ => {}
+    }
+    Some(Json::Object(m))
+}
+
+/// Parses [`event_to_json`]'s shape back into the event (untrusted input: checked).
+pub fn event_from_json(v: &Json) -> Result<Event, String> {
+    let kind = string(v, "kind")?;
+    let node = || node_id(uint(v, "node")?);
+    let u32_of = |name: &str| u32::try_from(uint(v, name)?).map_err(|e| e.to_string());
+    Ok(match kind {
+        "announced" => Event::Announced {
+            node: node()?,
+            boot_id: u32_of("boot_id")?,
+        },
+        "schema_ready" => Event::SchemaReady {
+            node: node()?,
+            digest: SchemaDigest::from_hex(string(v, "digest")?).ok_or("bad `digest`")?,
+            cached: field(v, "cached")?.as_bool().ok_or("bad `cached`")?,
+        },
+        "online" => Event::Online { node: node()? },
+        "rebooted" => Event::Rebooted {
+            node: node()?,
+            old: u32_of("old")?,
+            new: u32_of("new")?,
+        },
+        "offline" => Event::Offline { node: node()? },
+        "failed" => Event::Failed {
+            node: node()?,
+            reason: string(v, "reason")?.to_string(),
+        },
+        "collision" => {
+            let ids = field(v, "boot_ids")?
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or("bad `boot_ids`")?;
+            let id = |j: &Json| {
+                j.as_u64()
+                    .and_then(|x| u32::try_from(x).ok())
+                    .ok_or("bad `boot_ids`")
+            };
+            Event::Collision {
+                node: node()?,
+                boot_ids: (id(&ids[0])?, id(&ids[1])?),
+            }
+        }
+        "other_master" => Event::OtherMaster {
+            session: u32_of("session")?,
+        },
+        "classic_node_on_fd_link" => Event::ClassicNodeOnFdLink { node: node()? },
+        other => return Err(format!("unknown event kind `{}`", Untrusted(other))),
+    })
+}
+
+fn stats_to_json(s: &EngineStats) -> Json {
+    json!({
+        "rx_frames": s.rx_frames,
+        "rx_malformed": s.rx_malformed,
+        "rx_unrouted": s.rx_unrouted,
+        "rx_ignored": s.rx_ignored,
+        "rx_reassembly_dropped": s.rx_reassembly_dropped,
+        "tx_frames": s.tx_frames,
+        "retries": s.retries,
+        "schema_bytes_read": s.schema_bytes_read,
+        "pending_requests": s.pending_requests,
+        "discovers_limited": s.discovers_limited,
+        "data_ids_in_use": s.data_ids_in_use,
+    })
+}
+
+fn stats_from_json(v: &Json) -> Result<EngineStats, String> {
+    Ok(EngineStats {
+        rx_frames: uint(v, "rx_frames")?,
+        rx_malformed: uint(v, "rx_malformed")?,
+        rx_unrouted: uint(v, "rx_unrouted")?,
+        rx_ignored: uint(v, "rx_ignored")?,
+        rx_reassembly_dropped: uint(v, "rx_reassembly_dropped")?,
+        tx_frames: uint(v, "tx_frames")?,
+        retries: uint(v, "retries")?,
+        schema_bytes_read: uint(v, "schema_bytes_read")?,
+        pending_requests: uint(v, "pending_requests")?,
+        discovers_limited: uint(v, "discovers_limited")?,
+        data_ids_in_use: uint(v, "data_ids_in_use")?,
+    })
+}
+
+impl Status {
+    /// The status as JSON: `nodes` (each as [`NodeInfo::to_json`]), `samples` (per topic
+    /// name), `stats` (the engine counters by name) and `bus_busy_us`.
+    pub fn to_json(&self) -> Json {
+        json!({
+            "nodes": self.nodes.iter().map(NodeInfo::to_json).collect::<Vec<_>>(),
+            "samples": self.samples,
+            "stats": stats_to_json(&self.stats),
+            "bus_busy_us": self.bus_busy.as_micros() as u64,
+        })
+    }
+
+    /// Parses [`to_json`](Self::to_json)'s shape back (fields it does not know are
+    /// ignored, so a newer daemon's additions do not break an older reader).
+    pub fn from_json(v: &Json) -> Result<Status, String> {
+        let nodes = field(v, "nodes")?
+            .as_array()
+            .ok_or("field `nodes` is not an array")?
+            .iter()
+            .map(NodeInfo::from_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        let samples = field(v, "samples")?
+            .as_object()
+            .ok_or("field `samples` is not an object")?
+            .iter()
+            .map(|(k, n)| Ok((k.clone(), n.as_u64().ok_or("bad sample count")?)))
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
+        Ok(Status {
+            nodes,
+            samples,
+            stats: stats_from_json(field(v, "stats")?)?,
+            bus_busy: Duration::from_micros(uint(v, "bus_busy_us")?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for &s in NodeState::ALL {
+            assert_eq!(node_state_from_name(node_state_name(s)), Some(s));
+        }
+        for &m in BusMode::ALL {
+            assert_eq!(bus_mode_from_name(bus_mode_name(m)), Some(m));
+        }
+        for p in [
+            Phase::Reading,
+            Phase::Provisioning,
+            Phase::Running,
+            Phase::Offline,
+            Phase::Failed("no: room".into()),
+        ] {
+            assert_eq!(phase_from_str(&p.to_string()), Some(p));
+        }
+        assert_eq!(phase_from_str("sleeping"), None);
+    }
+
+    #[test]
+    fn events_round_trip() {
+        let n = NodeId::new(3).unwrap();
+        let events = [
+            Event::Announced {
+                node: n,
+                boot_id: 7,
+            },
+            Event::SchemaReady {
+                node: n,
+                digest: SchemaDigest::of(b"x"),
+                cached: true,
+            },
+            Event::Online { node: n },
+            Event::Rebooted {
+                node: n,
+                old: 1,
+                new: 2,
+            },
+            Event::Offline { node: n },
+            Event::Failed {
+                node: n,
+                reason: "why\u{1b}".into(),
+            },
+            Event::Collision {
+                node: n,
+                boot_ids: (4, 5),
+            },
+            Event::OtherMaster { session: 9 },
+            Event::ClassicNodeOnFdLink { node: n },
+        ];
+        for e in events {
+            let j = event_to_json(&e).unwrap();
+            assert_eq!(event_from_json(&j).unwrap(), e, "{j}");
+        }
+        assert!(event_from_json(&json!({"kind": "online", "node": 200})).is_err());
+    }
+
+    #[test]
+    fn status_round_trips() {
+        let mut s = Status::default();
+        s.samples.insert("/a/b/c".into(), 5);
+        s.stats.rx_frames = 11;
+        s.bus_busy = Duration::from_micros(1234);
+        let back = Status::from_json(&s.to_json()).unwrap();
+        assert_eq!(back.samples, s.samples);
+        assert_eq!(back.stats, s.stats);
+        assert_eq!(back.bus_busy, s.bus_busy);
+    }
+}

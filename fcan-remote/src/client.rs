@@ -1,0 +1,506 @@
+//! [`RemoteMaster`]: a client of one bus of an fcan daemon with the
+//! [`MasterApi`] of the in-process master.
+//!
+//! Timing and differences from the in-process [`Master`](fcan_master::Master):
+//!
+//! * every request is a Zenoh query, bounded by [`ClientOptions::timeout`]; a daemon
+//!   error comes back as [`MasterError::Remote`] with the key space's error kind
+//!   (`unknown_name`, `bad_value`, `not_running`, `timeout`, `refused`, `busy`,
+//!   `internal`; `unreachable` when no daemon answered);
+//! * [`publish`](MasterApi::publish) is a Zenoh put, which has no reply: the client
+//!   checks the topic and the value against the registry first (the same checks as the
+//!   master), the daemon checks again and counts what it refuses;
+//!   [`publish_many`](MasterApi::publish_many) is one put per topic;
+//! * [`Sample::at`](fcan_master::Sample) is the daemon's receive time mapped onto this
+//!   process's clock: `t_us` of the attachment plus the smallest (arrival − `t_us`)
+//!   seen, so the gaps between samples are the bus's, not the network's (re-anchored
+//!   when the daemon restarts);
+//! * [`registry`](MasterApi::registry) and [`schema`](MasterApi::schema) are rebuilt
+//!   here from the schema blobs fetched by digest, checked (SHA-256, decoding,
+//!   validation) as the master checks a node's blob.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use fcan_master::MasterApi;
+//! use fcan_remote::{ClientOptions, RemoteMaster, SessionConfig};
+//! let zenoh = SessionConfig::client().open().await?.session;
+//! let m = RemoteMaster::connect(&zenoh, "can0", ClientOptions::default()).await?;
+//! for n in m.nodes().await? {
+//!     println!("{} {}", n.name, n.phase);
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fcan_core::hash::SchemaDigest;
+use fcan_core::id::NodeId;
+use fcan_core::msg::DataDirection;
+use fcan_master::engine::{Event, NodeSchema};
+use fcan_master::json::event_from_json;
+use fcan_master::registry::Registry;
+use fcan_master::value::{pack_message, Value};
+use fcan_master::{MasterApi, MasterError, NodeInfo, Sample, Status};
+use serde_json::Value as Json;
+use tokio::sync::{broadcast, mpsc};
+use zenoh::Session;
+
+use crate::keys;
+use crate::wire::{kind, registry_blocks, Attachment, ErrorReply};
+
+/// How a client runs.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// How long one request may take (default 12 s: above the daemon's own 10 s bound,
+    /// so the daemon's `timeout` error, which says more, arrives first).
+    pub timeout: Duration,
+    /// The largest reply accepted, bytes (default 1 MiB).
+    pub max_reply: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            timeout: Duration::from_secs(12),
+            max_reply: 1 << 20,
+        }
+    }
+}
+
+/// Schema blobs decoded, by digest (bounded).
+const MAX_SCHEMAS: usize = 64;
+
+struct Inner {
+    session: Session,
+    bus: String,
+    opts: ClientOptions,
+    events: broadcast::Sender<Event>,
+    _events_sub: zenoh::pubsub::Subscriber<()>,
+    schemas: Mutex<BTreeMap<SchemaDigest, Arc<NodeSchema>>>,
+    /// The registry as last fetched, for checking puts; cleared on every event.
+    registry: Arc<Mutex<Option<Registry>>>,
+}
+
+/// A client of one bus of an fcan daemon. Cheap to clone.
+#[derive(Clone)]
+pub struct RemoteMaster {
+    inner: Arc<Inner>,
+}
+
+fn unreachable(what: impl std::fmt::Display) -> MasterError {
+    MasterError::Remote {
+        kind: kind::UNREACHABLE.into(),
+        message: what.to_string(),
+    }
+}
+
+fn internal(what: impl std::fmt::Display) -> MasterError {
+    MasterError::Remote {
+        kind: kind::INTERNAL.into(),
+        message: what.to_string(),
+    }
+}
+
+/// The bus names visible on `session`: every daemon's `fcan/*/status` that answers
+/// within `timeout`.
+pub async fn buses(session: &Session, timeout: Duration) -> Result<Vec<String>, MasterError> {
+    let replies = session
+        .get("fcan/*/status")
+        .timeout(timeout)
+        .await
+        .map_err(|e| unreachable(e))?;
+    let mut out = BTreeSet::new();
+    while let Ok(r) = replies.recv_async().await {
+        if let Ok(s) = r.result() {
+            if let Some((bus, keys::Entity::Status)) = keys::parse(s.key_expr().as_str()) {
+                out.insert(bus);
+            }
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+impl RemoteMaster {
+    /// A client of bus `bus` on `session` (it listens for events from now on).
+    pub async fn connect(
+        session: &Session,
+        bus: &str,
+        opts: ClientOptions,
+    ) -> Result<RemoteMaster, MasterError> {
+        let key = keys::events(bus).ok_or_else(|| internal(format!("bad bus name `{bus}`")))?;
+        let (events, _) = broadcast::channel(1024);
+        let tx = events.clone();
+        let registry: Arc<Mutex<Option<Registry>>> = Arc::default();
+        let reg = registry.clone();
+        let sub = session
+            .declare_subscriber(key)
+            .callback(move |s| {
+                // Any event may change what the registry holds.
+                *reg.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                let e = serde_json::from_slice::<Json>(&s.payload().to_bytes())
+                    .ok()
+                    .and_then(|j| event_from_json(&j).ok());
+                if let Some(e) = e {
+                    let _ = tx.send(e);
+                }
+            })
+            .await
+            .map_err(|e| unreachable(e))?;
+        Ok(RemoteMaster {
+            inner: Arc::new(Inner {
+                session: session.clone(),
+                bus: bus.to_string(),
+                opts,
+                events,
+                _events_sub: sub,
+                schemas: Mutex::new(BTreeMap::new()),
+                registry,
+            }),
+        })
+    }
+
+    /// The bus this client talks to.
+    pub fn bus(&self) -> &str {
+        &self.inner.bus
+    }
+
+    /// One query: the first reply's payload, or the daemon's error.
+    async fn query(&self, key: String, payload: Option<Vec<u8>>) -> Result<Vec<u8>, MasterError> {
+        let mut get = self
+            .inner
+            .session
+            .get(&key)
+            .timeout(self.inner.opts.timeout);
+        if let Some(p) = payload {
+            get = get.payload(p);
+        }
+        let replies = get.await.map_err(|e| unreachable(e))?;
+        let reply = replies.recv_async().await.map_err(|_| {
+            unreachable(format!(
+                "no fcan daemon answered on {key} within {:?}",
+                self.inner.opts.timeout
+            ))
+        })?;
+        match reply.result() {
+            Ok(s) => {
+                let bytes = s.payload().to_bytes();
+                if bytes.len() > self.inner.opts.max_reply {
+                    return Err(internal(format!(
+                        "reply of {} bytes is too large",
+                        bytes.len()
+                    )));
+                }
+                Ok(bytes.into_owned())
+            }
+            Err(e) => {
+                let bytes = e.payload().to_bytes();
+                Err(match serde_json::from_slice::<ErrorReply>(&bytes) {
+                    Ok(r) => r.into_error(),
+                    Err(_) => MasterError::Remote {
+                        kind: kind::INTERNAL.into(),
+                        message: String::from_utf8_lossy(&bytes).into_owned(),
+                    },
+                })
+            }
+        }
+    }
+
+    async fn query_json(&self, key: String, payload: Option<Vec<u8>>) -> Result<Json, MasterError> {
+        let bytes = self.query(key, payload).await?;
+        serde_json::from_slice(&bytes).map_err(|e| internal(format!("reply is not JSON: {e}")))
+    }
+
+    fn key(&self, k: Option<String>, name: &str) -> Result<String, MasterError> {
+        k.ok_or_else(|| MasterError::Remote {
+            kind: kind::UNKNOWN_NAME.into(),
+            message: format!(
+                "`{}` is not a name of the remote API",
+                fcan_master::text::Untrusted(name)
+            ),
+        })
+    }
+
+    /// The node's schema blob by digest, fetched once, checked.
+    async fn schema_of(&self, digest: SchemaDigest) -> Result<Arc<NodeSchema>, MasterError> {
+        if let Some(s) = self
+            .inner
+            .schemas
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&digest)
+        {
+            return Ok(s.clone());
+        }
+        let key = keys::schema(&self.inner.bus, &digest).expect("bus name checked");
+        let blob = self.query(key, None).await?;
+        if SchemaDigest::of(&blob) != digest {
+            return Err(internal(format!(
+                "the daemon's blob for {digest} does not hash to it"
+            )));
+        }
+        let s = Arc::new(
+            NodeSchema::decode(digest, blob)
+                .map_err(|(why, _)| internal(format!("schema {digest}: {why}")))?,
+        );
+        let mut cache = self.inner.schemas.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= MAX_SCHEMAS {
+            cache.clear();
+        }
+        cache.insert(digest, s.clone());
+        Ok(s)
+    }
+
+    /// The registry, from the cache of the last one if no event came since.
+    async fn cached_registry(&self) -> Result<Registry, MasterError> {
+        if let Some(r) = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return Ok(r);
+        }
+        let r = self.fetch_registry().await?;
+        *self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
+        Ok(r)
+    }
+
+    async fn fetch_registry(&self) -> Result<Registry, MasterError> {
+        let key = keys::registry(&self.inner.bus).expect("bus name checked");
+        let j = self.query_json(key, None).await?;
+        let blocks = registry_blocks(&j);
+        let mut r = Registry::default();
+        for n in self.nodes().await? {
+            let wired: BTreeSet<u8> = blocks
+                .iter()
+                .filter(|(node, _)| *node == n.id.get())
+                .map(|(_, b)| *b)
+                .collect();
+            let Some(digest) = n.digest else { continue };
+            if wired.is_empty() {
+                continue;
+            }
+            let s = self.schema_of(digest).await?;
+            r.add_schema(n.id, &s, |b| wired.contains(&b.number));
+        }
+        Ok(r)
+    }
+
+    /// Checks a put as the master would (name, direction, value) before sending it.
+    async fn check_put(&self, topic: &str, value: &Value) -> Result<String, MasterError> {
+        let r = self.cached_registry().await?;
+        let t = r.topic(topic)?;
+        if t.dir != DataDirection::M2s {
+            return Err(MasterError::Remote {
+                kind: kind::BAD_VALUE.into(),
+                message: format!(
+                    "topic {} is published by the node (s2m), not by a master",
+                    fcan_master::text::Untrusted(topic)
+                ),
+            });
+        }
+        pack_message(&t.fields, value)?;
+        self.key(keys::topic(&self.inner.bus, topic), topic)
+    }
+}
+
+/// Maps the daemon's `t_us` onto this process's clock (see the module doc).
+struct Clock {
+    /// Local instant of the daemon's t_us = 0, as estimated.
+    origin: Option<Instant>,
+}
+
+impl Clock {
+    fn at(&mut self, t_us: u64) -> Instant {
+        let now = Instant::now();
+        let t = Duration::from_micros(t_us);
+        let candidate = now.checked_sub(t).unwrap_or(now);
+        let origin = match self.origin {
+            // A smaller delay seen: a better estimate.
+            Some(o) if candidate < o => candidate,
+            // Over a second later than the estimate: the daemon restarted.
+            Some(o) if candidate.duration_since(o) > Duration::from_secs(1) => candidate,
+            Some(o) => o,
+            None => candidate,
+        };
+        self.origin = Some(origin);
+        origin + t
+    }
+}
+
+impl MasterApi for RemoteMaster {
+    fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
+        async move { Ok(self.status().await?.nodes) }
+    }
+
+    fn registry(&self) -> impl Future<Output = Result<Registry, MasterError>> + Send {
+        async move {
+            let r = self.fetch_registry().await?;
+            *self
+                .inner
+                .registry
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
+            Ok(r)
+        }
+    }
+
+    fn status(&self) -> impl Future<Output = Result<Status, MasterError>> + Send {
+        async move {
+            let key = keys::status(&self.inner.bus).expect("bus name checked");
+            let j = self.query_json(key, None).await?;
+            Status::from_json(&j).map_err(|e| internal(format!("status: {e}")))
+        }
+    }
+
+    fn schema(
+        &self,
+        node: NodeId,
+    ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send {
+        async move {
+            let nodes = self.nodes().await?;
+            match nodes.iter().find(|n| n.id == node).and_then(|n| n.digest) {
+                Some(d) => Ok(Some(self.schema_of(d).await?)),
+                None => Ok(None),
+            }
+        }
+    }
+
+    fn events(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    fn subscribe(
+        &self,
+        topic: &str,
+    ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send {
+        let topic = topic.to_string();
+        async move {
+            let key = self.key(keys::topic(&self.inner.bus, &topic), &topic)?;
+            let (tx, rx) = mpsc::unbounded_channel();
+            let name: Arc<str> = Arc::from(topic.as_str());
+            let clock = Mutex::new(Clock { origin: None });
+            let cb_tx = tx.clone();
+            let max = self.inner.opts.max_reply;
+            let sub = self
+                .inner
+                .session
+                .declare_subscriber(key)
+                .callback(move |s| {
+                    let payload = s.payload().to_bytes();
+                    if payload.len() > max {
+                        return;
+                    }
+                    let Some(value) = serde_json::from_slice::<Json>(&payload)
+                        .ok()
+                        .and_then(|j| Value::from_json(&j).ok())
+                    else {
+                        return;
+                    };
+                    let att = s
+                        .attachment()
+                        .and_then(|a| serde_json::from_slice::<Attachment>(&a.to_bytes()).ok());
+                    let at = match att {
+                        Some(a) => clock.lock().unwrap_or_else(|p| p.into_inner()).at(a.t_us),
+                        None => Instant::now(),
+                    };
+                    let _ = cb_tx.send(Sample::new(name.clone(), value, at));
+                })
+                .await
+                .map_err(|e| unreachable(e))?;
+            // The subscription lives until the receiver is dropped.
+            tokio::spawn(async move {
+                tx.closed().await;
+                drop(sub);
+            });
+            Ok(rx)
+        }
+    }
+
+    fn publish(
+        &self,
+        topic: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        let topic = topic.to_string();
+        async move {
+            let key = self.check_put(&topic, &value).await?;
+            self.inner
+                .session
+                .put(key, value.to_json().to_string())
+                .await
+                .map_err(|e| unreachable(e))
+        }
+    }
+
+    fn publish_many(
+        &self,
+        items: Vec<(String, Value)>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        async move {
+            // All checked before any is sent, as the master does.
+            let mut keyed = Vec::with_capacity(items.len());
+            for (t, v) in &items {
+                keyed.push((self.check_put(t, v).await?, v.to_json().to_string()));
+            }
+            for (k, v) in keyed {
+                self.inner
+                    .session
+                    .put(k, v)
+                    .await
+                    .map_err(|e| unreachable(e))?;
+            }
+            Ok(())
+        }
+    }
+
+    fn call(
+        &self,
+        service: &str,
+        request: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        let service = service.to_string();
+        async move {
+            let key = self.key(keys::service(&self.inner.bus, &service), &service)?;
+            let j = self
+                .query_json(key, Some(request.to_json().to_string().into_bytes()))
+                .await?;
+            Ok(Value::from_json(&j)?)
+        }
+    }
+
+    fn param_get(&self, param: &str) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        let param = param.to_string();
+        async move {
+            let key = self.key(keys::param(&self.inner.bus, &param), &param)?;
+            let j = self.query_json(key, None).await?;
+            let v = j
+                .get("value")
+                .ok_or_else(|| internal("reply has no `value`"))?;
+            Ok(Value::from_json(v)?)
+        }
+    }
+
+    fn param_set(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        let param = param.to_string();
+        async move {
+            let key = self.key(keys::param(&self.inner.bus, &param), &param)?;
+            self.query_json(key, Some(value.to_json().to_string().into_bytes()))
+                .await?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,764 @@
+//! The server: one [`Master`]'s bus served over a Zenoh session under `fcan/<bus>/…`
+//! (`docs/remote.md`).
+//!
+//! * every s2m sample of every RUNNING node is put on its topic key with the
+//!   [`Attachment`]; the server follows nodes coming, rebooting and going (engine events,
+//!   and the status tick as a backstop) without a restart;
+//! * a put on an m2s topic key is checked and published on the bus; a refused put is
+//!   counted (`rejected_puts` in the status) and logged, never sent;
+//! * services, parameters, node info, schema blobs, status and registry are queryables;
+//! * the status is put every second, every engine event as it happens;
+//! * each RUNNING node holds a liveliness token.
+//!
+//! Bounded: payloads over [`ServerOptions::max_payload`] are refused, at most
+//! [`ServerOptions::max_in_flight`] queries run at once (more are answered `busy`), each
+//! for at most [`ServerOptions::request_timeout`]; puts wait in a queue of
+//! [`ServerOptions::put_queue`] (a put that finds it full is refused).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use fcan_master::{Master, MasterOptions};
+//! use fcan_remote::{server::{Server, ServerOptions}, session::SessionConfig};
+//! let bus = fcan_master::transport::open("socketcan:can0", None)?;
+//! let master = Master::start(bus, MasterOptions::default()).await?;
+//! let zenoh = SessionConfig::daemon().open().await?.session;
+//! let server = Server::start(master, &zenoh, "can0", ServerOptions::default()).await?;
+//! tokio::signal::ctrl_c().await?;
+//! drop(server);
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fcan_core::hash::SchemaDigest;
+use fcan_core::msg::DataDirection;
+use fcan_master::engine::{Event, Phase};
+use fcan_master::json::event_to_json;
+use fcan_master::value::Value;
+use fcan_master::{Master, NodeInfo};
+use serde_json::{json, Value as Json};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use zenoh::key_expr::KeyExpr;
+use zenoh::query::{Query, Queryable};
+use zenoh::sample::Locality;
+use zenoh::Session;
+
+use crate::keys::{self, Entity};
+use crate::wire::{kind, param_reply, registry_json, Attachment, ErrorReply};
+use crate::RemoteError;
+
+/// Where the server's log lines go (one line each, without the trailing newline).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How a server runs.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// The largest put or query payload accepted, bytes (default 64 KiB).
+    pub max_payload: usize,
+    /// How long one query may take (default 10 s).
+    pub request_timeout: Duration,
+    /// Queries running at once; more are answered `busy` (default 64).
+    pub max_in_flight: usize,
+    /// Puts waiting to be published; a put that finds the queue full is refused
+    /// (default 1024).
+    pub put_queue: usize,
+    /// The status put period (default 1 s).
+    pub status_period: Duration,
+    /// The daemon's clock origin: samples' `t_us` count from it (default: when the
+    /// options were made; give every bus of one daemon the same).
+    pub clock: Instant,
+    /// Log lines (default: stderr, `fcan serve [<bus>]: …`).
+    pub log: Option<Log>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_payload: 64 * 1024,
+            request_timeout: Duration::from_secs(10),
+            max_in_flight: 64,
+            put_queue: 1024,
+            status_period: Duration::from_secs(1),
+            clock: Instant::now(),
+            log: None,
+        }
+    }
+}
+
+/// The server's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerCounters {
+    /// Puts received on m2s topic keys.
+    pub puts: u64,
+    /// Puts refused (bad key, value, node not running, queue full): never sent.
+    pub rejected_puts: u64,
+    /// Queries received.
+    pub queries: u64,
+    /// Queries answered `busy`.
+    pub busy: u64,
+    /// Samples put.
+    pub samples: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    puts: AtomicU64,
+    rejected_puts: AtomicU64,
+    queries: AtomicU64,
+    busy: AtomicU64,
+    samples: AtomicU64,
+}
+
+/// What the server keeps for one RUNNING node: its sample forwarders and its token.
+struct NodeServed {
+    name: String,
+    boot_id: u32,
+    digest: Option<SchemaDigest>,
+    tasks: Vec<JoinHandle<()>>,
+    _token: Option<zenoh::liveliness::LivelinessToken>,
+}
+
+impl Drop for NodeServed {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+struct Shared {
+    master: Master,
+    session: Session,
+    bus: String,
+    opts: ServerOptions,
+    log: Log,
+    counters: Arc<Counters>,
+    inflight: Arc<Semaphore>,
+    rt: tokio::runtime::Handle,
+    /// RUNNING nodes by id.
+    served: Mutex<BTreeMap<u8, NodeServed>>,
+    /// One resync at a time.
+    resyncing: tokio::sync::Mutex<()>,
+    /// Bus load over the last status period (0–1).
+    load: Mutex<f64>,
+}
+
+/// Which queryable a query arrived on.
+#[derive(Clone, Copy, Debug)]
+enum QKind {
+    Service,
+    Param,
+    Node,
+    Schema,
+    Status,
+    Registry,
+}
+
+/// A running server. Dropping it stops serving (queryables and subscriptions are
+/// undeclared, liveliness tokens dropped); the master goes on.
+pub struct Server {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+    _queryables: Vec<Queryable<()>>,
+    _puts: zenoh::pubsub::Subscriber<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.shared
+            .served
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+}
+
+impl Server {
+    /// Serves `master`'s bus as `bus` (a key-safe name, `[A-Za-z0-9_-]+`) on `session`.
+    /// Must be called within a tokio runtime.
+    pub async fn start(
+        master: Master,
+        session: &Session,
+        bus: &str,
+        opts: ServerOptions,
+    ) -> Result<Server, RemoteError> {
+        if !keys::is_bus_name(bus) {
+            return Err(RemoteError::BadBus(bus.to_string()));
+        }
+        let log = opts.log.clone().unwrap_or_else(|| {
+            let bus = bus.to_string();
+            Arc::new(move |line: &str| eprintln!("fcan serve [{bus}]: {line}"))
+        });
+        let (put_tx, put_rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>)>(opts.put_queue);
+        let shared = Arc::new(Shared {
+            master,
+            session: session.clone(),
+            bus: bus.to_string(),
+            inflight: Arc::new(Semaphore::new(opts.max_in_flight)),
+            opts,
+            log,
+            counters: Arc::default(),
+            rt: tokio::runtime::Handle::current(),
+            served: Mutex::new(BTreeMap::new()),
+            resyncing: tokio::sync::Mutex::new(()),
+            load: Mutex::new(0.0),
+        });
+        let zerr = |e: zenoh::Error| RemoteError::Zenoh(e.to_string());
+        let mut queryables = Vec::new();
+        for (key, k) in [
+            (keys::all_of(bus, "service"), QKind::Service),
+            (keys::all_of(bus, "param"), QKind::Param),
+            (keys::all_of(bus, "node"), QKind::Node),
+            (keys::all_of(bus, "schema"), QKind::Schema),
+            (keys::status(bus), QKind::Status),
+            (keys::registry(bus), QKind::Registry),
+        ] {
+            let sh = shared.clone();
+            let q = session
+                .declare_queryable(key.expect("bus name checked"))
+                .callback(move |q| Shared::on_query(&sh, k, q))
+                .await
+                .map_err(zerr)?;
+            queryables.push(q);
+        }
+        let sh = shared.clone();
+        let puts = session
+            .declare_subscriber(keys::all_of(bus, "topic").expect("bus name checked"))
+            // The server's own sample puts are not commands.
+            .allowed_origin(Locality::Remote)
+            .callback(move |s| sh.on_put(s, &put_tx))
+            .await
+            .map_err(zerr)?;
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(shared.clone().put_worker(put_rx)));
+        tasks.push(tokio::spawn(shared.clone().event_loop()));
+        tasks.push(tokio::spawn(shared.clone().status_loop()));
+        shared.resync().await;
+        Ok(Server {
+            shared,
+            tasks,
+            _queryables: queryables,
+            _puts: puts,
+        })
+    }
+
+    /// The bus name served.
+    pub fn bus(&self) -> &str {
+        &self.shared.bus
+    }
+
+    /// The server's counters.
+    pub fn counters(&self) -> ServerCounters {
+        self.shared.counters()
+    }
+
+    /// The names of the nodes served as RUNNING now.
+    pub fn running(&self) -> Vec<String> {
+        self.shared
+            .served
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .map(|n| n.name.clone())
+            .collect()
+    }
+}
+
+impl Shared {
+    fn counters(&self) -> ServerCounters {
+        let c = &self.counters;
+        ServerCounters {
+            puts: c.puts.load(Ordering::Relaxed),
+            rejected_puts: c.rejected_puts.load(Ordering::Relaxed),
+            queries: c.queries.load(Ordering::Relaxed),
+            busy: c.busy.load(Ordering::Relaxed),
+            samples: c.samples.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A put refused: counted, logged (the first 20, then one in 1000, so a flood of
+    /// bad puts cannot flood the log).
+    fn reject_put(&self, topic: &str, reason: &str) {
+        let n = self.counters.rejected_puts.fetch_add(1, Ordering::Relaxed) + 1;
+        if n <= 20 || n % 1000 == 0 {
+            (self.log)(&format!(
+                "refused put #{n} on {}: {}",
+                fcan_master::text::Untrusted(topic),
+                fcan_master::text::Untrusted(reason)
+            ));
+        }
+    }
+
+    fn on_put(
+        &self,
+        s: zenoh::sample::Sample,
+        queue: &tokio::sync::mpsc::Sender<(String, Vec<u8>)>,
+    ) {
+        if s.kind() != zenoh::sample::SampleKind::Put {
+            return;
+        }
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
+        let key = s.key_expr().as_str();
+        if s.payload().len() > self.opts.max_payload {
+            return self.reject_put(
+                key,
+                &format!(
+                    "payload of {} bytes exceeds the limit of {}",
+                    s.payload().len(),
+                    self.opts.max_payload
+                ),
+            );
+        }
+        let Some((_, Entity::Topic(name))) = keys::parse(key) else {
+            return self.reject_put(key, "not a topic key");
+        };
+        if queue
+            .try_send((name.clone(), s.payload().to_bytes().into_owned()))
+            .is_err()
+        {
+            self.reject_put(&name, "too many puts waiting (queue full)");
+        }
+    }
+
+    /// Publishes the queued puts in order.
+    async fn put_worker(self: Arc<Self>, mut rx: tokio::sync::mpsc::Receiver<(String, Vec<u8>)>) {
+        while let Some((name, bytes)) = rx.recv().await {
+            if let Err(why) = self.not_running(&name).await {
+                self.reject_put(&name, &why.message);
+                continue;
+            }
+            let value = match serde_json::from_slice::<Json>(&bytes)
+                .map_err(|e| format!("not JSON: {e}"))
+                .and_then(|j| Value::from_json(&j).map_err(|e| e.to_string()))
+            {
+                Ok(v) => v,
+                Err(why) => {
+                    self.reject_put(&name, &why);
+                    continue;
+                }
+            };
+            if let Err(e) = self.master.publish(&name, value).await {
+                self.reject_put(&name, &e.to_string());
+            }
+        }
+    }
+
+    /// `Err` unless the node of `name` is RUNNING (and served).
+    async fn not_running(&self, name: &str) -> Result<(), ErrorReply> {
+        let node = keys::node_of(name);
+        let served = self
+            .served
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .any(|n| n.name == node);
+        if served {
+            return Ok(());
+        }
+        let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+        Err(match nodes.iter().find(|n| n.name == node) {
+            Some(n) => ErrorReply::new(
+                kind::NOT_RUNNING,
+                format!("node {} is not running ({})", n.name, n.phase),
+            ),
+            None => ErrorReply::new(
+                kind::UNKNOWN_NAME,
+                format!(
+                    "no node named `{}` on bus {}",
+                    fcan_master::text::Untrusted(node),
+                    self.bus
+                ),
+            ),
+        })
+    }
+
+    fn on_query(this: &Arc<Self>, k: QKind, q: Query) {
+        this.counters.queries.fetch_add(1, Ordering::Relaxed);
+        let Ok(permit) = this.inflight.clone().try_acquire_owned() else {
+            this.counters.busy.fetch_add(1, Ordering::Relaxed);
+            let e = ErrorReply::new(kind::BUSY, "too many requests in flight; retry later");
+            this.rt.spawn(async move {
+                let _ = q.reply_err(e.to_bytes()).await;
+            });
+            return;
+        };
+        let sh = this.clone();
+        this.rt.spawn(async move {
+            let _permit = permit;
+            let answer = match tokio::time::timeout(sh.opts.request_timeout, sh.answer(k, &q)).await
+            {
+                Ok(a) => a,
+                Err(_) => Err(ErrorReply::new(
+                    kind::TIMEOUT,
+                    format!("no answer within {:?}", sh.opts.request_timeout),
+                )),
+            };
+            match answer {
+                Ok(replies) => {
+                    for (key, bytes) in replies {
+                        let _ = q.reply(key, bytes).await;
+                    }
+                }
+                Err(e) => {
+                    let _ = q.reply_err(e.to_bytes()).await;
+                }
+            }
+        });
+    }
+
+    /// The replies to one query: (key, payload) pairs, or one error.
+    async fn answer(&self, k: QKind, q: &Query) -> Result<Vec<(String, Vec<u8>)>, ErrorReply> {
+        let payload = q
+            .payload()
+            .map(|p| p.to_bytes().into_owned())
+            .unwrap_or_default();
+        if payload.len() > self.opts.max_payload {
+            return Err(ErrorReply::new(
+                kind::BAD_VALUE,
+                format!(
+                    "payload of {} bytes exceeds the limit of {}",
+                    payload.len(),
+                    self.opts.max_payload
+                ),
+            ));
+        }
+        let qkey: &KeyExpr<'static> = q.key_expr();
+        let own = |key: Option<String>| key.expect("bus name checked");
+        match k {
+            QKind::Status => {
+                let s = self.status_json().await.map_err(|e| ErrorReply::of(&e))?;
+                Ok(vec![(
+                    own(keys::status(&self.bus)),
+                    s.to_string().into_bytes(),
+                )])
+            }
+            QKind::Registry => {
+                let r = self
+                    .master
+                    .registry()
+                    .await
+                    .map_err(|e| ErrorReply::of(&e))?;
+                Ok(vec![(
+                    own(keys::registry(&self.bus)),
+                    registry_json(&r).to_string().into_bytes(),
+                )])
+            }
+            QKind::Node => {
+                // A wildcard (`fcan/<bus>/node/*`) lists every node that matches.
+                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+                let mut out = Vec::new();
+                for n in nodes {
+                    let Some(key) = keys::node(&self.bus, &n.name) else {
+                        continue;
+                    };
+                    let Ok(ke) = KeyExpr::try_from(key.clone()) else {
+                        continue;
+                    };
+                    if qkey.intersects(&ke) {
+                        out.push((key, n.to_json().to_string().into_bytes()));
+                    }
+                }
+                if out.is_empty() && !is_wild(qkey) {
+                    return Err(ErrorReply::new(
+                        kind::UNKNOWN_NAME,
+                        format!("no node at {qkey}"),
+                    ));
+                }
+                Ok(out)
+            }
+            QKind::Schema => {
+                if is_wild(qkey) {
+                    return Ok(Vec::new());
+                }
+                let Some((_, Entity::Schema(hex))) = keys::parse(qkey.as_str()) else {
+                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a schema key"));
+                };
+                let digest = SchemaDigest::from_hex(&hex)
+                    .ok_or_else(|| ErrorReply::new(kind::UNKNOWN_NAME, "not a SHA-256 in hex"))?;
+                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+                for n in nodes.iter().filter(|n| n.digest == Some(digest)) {
+                    if let Some(s) = self
+                        .master
+                        .schema(n.id)
+                        .await
+                        .map_err(|e| ErrorReply::of(&e))?
+                    {
+                        return Ok(vec![(qkey.to_string(), s.blob.clone())]);
+                    }
+                }
+                Err(ErrorReply::new(
+                    kind::UNKNOWN_NAME,
+                    format!("no schema {hex} on this bus"),
+                ))
+            }
+            QKind::Service | QKind::Param => {
+                if is_wild(qkey) {
+                    return Ok(Vec::new());
+                }
+                let entity = keys::parse(qkey.as_str()).map(|(_, e)| e);
+                let (name, is_param) = match entity {
+                    Some(Entity::Service(n)) => (n, false),
+                    Some(Entity::Param(n)) => (n, true),
+                    _ => {
+                        return Err(ErrorReply::new(
+                            kind::UNKNOWN_NAME,
+                            format!("not a service or param key: {qkey}"),
+                        ))
+                    }
+                };
+                self.not_running(&name).await?;
+                let value = if payload.is_empty() {
+                    None
+                } else {
+                    let j: Json = serde_json::from_slice(&payload).map_err(|e| {
+                        ErrorReply::new(kind::BAD_VALUE, format!("payload is not JSON: {e}"))
+                    })?;
+                    Some(
+                        Value::from_json(&j)
+                            .map_err(|e| ErrorReply::new(kind::BAD_VALUE, e.to_string()))?,
+                    )
+                };
+                let reply = match (is_param, value) {
+                    (false, None) => {
+                        return Err(ErrorReply::new(
+                            kind::BAD_VALUE,
+                            "a service call needs a JSON request payload",
+                        ))
+                    }
+                    (false, Some(v)) => self.master.call(&name, v).await.map(|r| r.to_json()),
+                    (true, None) => self.master.param_get(&name).await.map(|v| param_reply(&v)),
+                    (true, Some(v)) => self
+                        .master
+                        .param_set(&name, v.clone())
+                        .await
+                        .map(|()| param_reply(&v)),
+                };
+                let reply = reply.map_err(|e| ErrorReply::of(&e))?;
+                Ok(vec![(qkey.to_string(), reply.to_string().into_bytes())])
+            }
+        }
+    }
+
+    /// The status JSON: `fcan_master::Status::to_json` plus `bus`, `t_us`, `load`,
+    /// `rejected_puts`, `puts`, `queries`, `busy`, `samples_put`.
+    async fn status_json(&self) -> Result<Json, fcan_master::MasterError> {
+        let s = self.master.status().await?;
+        let mut j = s.to_json();
+        let c = self.counters();
+        if let Json::Object(m) = &mut j {
+            m.insert("bus".into(), self.bus.clone().into());
+            m.insert(
+                "t_us".into(),
+                (self.opts.clock.elapsed().as_micros() as u64).into(),
+            );
+            m.insert(
+                "load".into(),
+                json!(*self.load.lock().unwrap_or_else(|p| p.into_inner())),
+            );
+            m.insert("rejected_puts".into(), c.rejected_puts.into());
+            m.insert("puts".into(), c.puts.into());
+            m.insert("queries".into(), c.queries.into());
+            m.insert("busy".into(), c.busy.into());
+            m.insert("samples_put".into(), c.samples.into());
+        }
+        Ok(j)
+    }
+
+    async fn status_loop(self: Arc<Self>) {
+        let key = keys::status(&self.bus).expect("bus name checked");
+        let mut tick = tokio::time::interval(self.opts.status_period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last: Option<(Duration, Instant)> = None;
+        loop {
+            tick.tick().await;
+            let Ok(s) = self.master.status().await else {
+                return;
+            };
+            let now = Instant::now();
+            if let Some((busy, at)) = last {
+                let dt = now.duration_since(at).as_secs_f64();
+                if dt > 0.0 {
+                    *self.load.lock().unwrap_or_else(|p| p.into_inner()) =
+                        (s.bus_busy.saturating_sub(busy).as_secs_f64() / dt).min(1.0);
+                }
+            }
+            last = Some((s.bus_busy, now));
+            // Backstop for missed events: the served set follows the nodes' phases.
+            self.resync_with(s.nodes).await;
+            if let Ok(j) = self.status_json().await {
+                let _ = self.session.put(&key, j.to_string()).await;
+            }
+        }
+    }
+
+    async fn event_loop(self: Arc<Self>) {
+        let key = keys::events(&self.bus).expect("bus name checked");
+        let mut rx = self.master.events();
+        loop {
+            match rx.recv().await {
+                Ok(e) => {
+                    if let Some(j) = event_to_json(&e) {
+                        let _ = self.session.put(&key, j.to_string()).await;
+                    }
+                    if matches!(
+                        e,
+                        Event::Online { .. }
+                            | Event::Offline { .. }
+                            | Event::Rebooted { .. }
+                            | Event::Failed { .. }
+                    ) {
+                        self.resync().await;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    async fn resync(&self) {
+        if let Ok(nodes) = self.master.nodes().await {
+            self.resync_with(nodes).await;
+        }
+    }
+
+    /// Makes the served set the RUNNING nodes: starts serving a node that runs (or runs
+    /// a new boot), stops serving one that does not.
+    async fn resync_with(&self, nodes: Vec<NodeInfo>) {
+        let _one = self.resyncing.lock().await;
+        let running: Vec<&NodeInfo> = nodes.iter().filter(|n| n.phase == Phase::Running).collect();
+        // Stop what no longer runs (or runs another boot).
+        let stale: Vec<NodeServed> = {
+            let mut served = self.served.lock().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<u8> = served
+                .iter()
+                .filter(|(id, s)| {
+                    !running.iter().any(|n| {
+                        n.id.get() == **id && n.boot_id == s.boot_id && n.digest == s.digest
+                    })
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| served.remove(&id))
+                .collect()
+        };
+        for s in stale {
+            let why = nodes
+                .iter()
+                .find(|n| n.name == s.name)
+                .map(|n| {
+                    if n.phase == Phase::Running {
+                        "rebooted".to_string()
+                    } else {
+                        n.phase.to_string()
+                    }
+                })
+                .unwrap_or_else(|| "gone".into());
+            (self.log)(&format!(
+                "node {} no longer served as running ({})",
+                fcan_master::text::Untrusted(&s.name),
+                fcan_master::text::Untrusted(&why)
+            ));
+        }
+        let new: Vec<&NodeInfo> = {
+            let served = self.served.lock().unwrap_or_else(|p| p.into_inner());
+            running
+                .into_iter()
+                .filter(|n| !served.contains_key(&n.id.get()))
+                .collect()
+        };
+        if new.is_empty() {
+            return;
+        }
+        let Ok(registry) = self.master.registry().await else {
+            return;
+        };
+        for n in new {
+            let mut tasks = Vec::new();
+            let digest = n.digest.map(|d| d.to_string()).unwrap_or_default();
+            for t in registry
+                .topics
+                .iter()
+                .filter(|t| t.node == n.id && t.dir == DataDirection::S2m)
+            {
+                let (Some(key), Ok(rx)) = (
+                    keys::topic(&self.bus, &t.name),
+                    self.master.subscribe(&t.name).await,
+                ) else {
+                    continue;
+                };
+                let Ok(publisher) = self.session.declare_publisher(key).await else {
+                    continue;
+                };
+                tasks.push(tokio::spawn(forward(
+                    rx,
+                    publisher,
+                    self.opts.clock,
+                    n.boot_id,
+                    digest.clone(),
+                    self.counters.clone(),
+                )));
+            }
+            let token = match keys::alive(&self.bus, &n.name) {
+                Some(k) => self.session.liveliness().declare_token(k).await.ok(),
+                None => None,
+            };
+            (self.log)(&format!(
+                "node {} (id {}) running: serving {} topic(s)",
+                fcan_master::text::Untrusted(&n.name),
+                n.id,
+                tasks.len()
+            ));
+            self.served
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(
+                    n.id.get(),
+                    NodeServed {
+                        name: n.name.clone(),
+                        boot_id: n.boot_id,
+                        digest: n.digest,
+                        tasks,
+                        _token: token,
+                    },
+                );
+        }
+    }
+}
+
+fn is_wild(k: &KeyExpr<'_>) -> bool {
+    k.as_str().contains('*') || k.as_str().contains('$')
+}
+
+/// Puts every sample of one topic with its attachment.
+async fn forward(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>,
+    publisher: zenoh::pubsub::Publisher<'static>,
+    clock: Instant,
+    boot_id: u32,
+    digest: String,
+    count: Arc<Counters>,
+) {
+    while let Some(s) = rx.recv().await {
+        let att = Attachment {
+            t_us: s.at.saturating_duration_since(clock).as_micros() as u64,
+            boot_id,
+            digest: digest.clone(),
+        };
+        let payload = s.value.to_json().to_string();
+        let att = serde_json::to_vec(&att).expect("serializes");
+        if publisher.put(payload).attachment(att).await.is_ok() {
+            count.samples.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The JSON shapes of the remote API (`docs/remote.md`). The node, event and status
+//! shapes live in `fcan_master::json` (shared with the CLI's `--json` output); this
+//! module adds the ones only the remote API has: the sample attachment, the error reply,
+//! the parameter reply and the registry.
+
+use fcan_core::ir::Field;
+use fcan_core::msg::DataDirection;
+use fcan_master::engine::CallError;
+use fcan_master::registry::Registry;
+use fcan_master::value::Value;
+use fcan_master::MasterError;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value as Json};
+
+/// The attachment of every sample the daemon puts:
+/// `{"t_us": …, "boot_id": …, "digest": "…"}`.
+///
+/// ```
+/// let a = fcan_remote::wire::Attachment { t_us: 5, boot_id: 7, digest: "ab".into() };
+/// let text = serde_json::to_string(&a).unwrap();
+/// assert_eq!(text, r#"{"t_us":5,"boot_id":7,"digest":"ab"}"#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// Receive time: µs on the daemon's monotonic clock since it started.
+    pub t_us: u64,
+    /// The boot id of the node that sent it.
+    pub boot_id: u32,
+    /// The SHA-256 (hex) of the node's schema.
+    pub digest: String,
+}
+
+/// An error kind of the remote API.
+pub mod kind {
+    /// No such topic, service, parameter, node or schema.
+    pub const UNKNOWN_NAME: &str = "unknown_name";
+    /// The value does not fit (type, range, JSON).
+    pub const BAD_VALUE: &str = "bad_value";
+    /// The node is not RUNNING.
+    pub const NOT_RUNNING: &str = "not_running";
+    /// No answer in time.
+    pub const TIMEOUT: &str = "timeout";
+    /// The node refused (NAK).
+    pub const REFUSED: &str = "refused";
+    /// Too many requests in flight.
+    pub const BUSY: &str = "busy";
+    /// Anything else.
+    pub const INTERNAL: &str = "internal";
+    /// (client side only) no daemon answered.
+    pub const UNREACHABLE: &str = "unreachable";
+}
+
+/// The payload of an error reply: `{"error": KIND, "message": TEXT}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    /// One of [`kind`].
+    pub error: String,
+    /// For people.
+    pub message: String,
+}
+
+impl ErrorReply {
+    /// An error reply.
+    pub fn new(kind: &str, message: impl Into<String>) -> ErrorReply {
+        ErrorReply {
+            error: kind.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The reply for a master error.
+    pub fn of(e: &MasterError) -> ErrorReply {
+        let k = match e {
+            MasterError::Unknown(_) => kind::UNKNOWN_NAME,
+            MasterError::Value(_) => kind::BAD_VALUE,
+            MasterError::Call(c) => match c {
+                CallError::NodeNotOnline(_) | CallError::NodeLost(_) => kind::NOT_RUNNING,
+                CallError::BadTarget(_) => kind::UNKNOWN_NAME,
+                CallError::BadValue(_) => kind::BAD_VALUE,
+                CallError::Refused(_) | CallError::Status(_) => kind::REFUSED,
+                CallError::Timeout(_) => kind::TIMEOUT,
+                CallError::TooManyRequests { .. } => kind::BUSY,
+                _ => kind::INTERNAL,
+            },
+            MasterError::Remote { kind, .. } => kind.as_str(),
+            _ => kind::INTERNAL,
+        };
+        let message = match e {
+            MasterError::Remote { message, .. } => message.clone(),
+            e => e.to_string(),
+        };
+        ErrorReply::new(k, message)
+    }
+
+    /// The error a client returns for this reply.
+    pub fn into_error(self) -> MasterError {
+        MasterError::Remote {
+            kind: self.error,
+            message: self.message,
+        }
+    }
+
+    /// The JSON bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("serializes")
+    }
+}
+
+/// The reply of a parameter get or set: `{"value": V}`.
+pub fn param_reply(v: &Value) -> Json {
+    json!({ "value": v.to_json() })
+}
+
+fn dir_name(d: DataDirection) -> &'static str {
+    match d {
+        DataDirection::M2s => "m2s",
+        DataDirection::S2m => "s2m",
+    }
+}
+
+fn fields(f: &[Field]) -> Json {
+    Json::Array(
+        f.iter()
+            .map(|f| json!({"name": f.name, "type": f.ty.to_string(), "len": f.len}))
+            .collect(),
+    )
+}
+
+/// The registry as JSON: `{"topics": [...], "services": [...], "params": [...]}`. Each
+/// entry has its `name`, `node` (id) and `block` (number); a topic its `dir`
+/// (`m2s`/`s2m`), `period_us`, `fields` (`[{"name","type","len"}]`) and `ros_type`; a
+/// service its `request` and `response` fields; a parameter its `type`, `len`,
+/// `default`, `min` and `max` (`null` when unbounded).
+pub fn registry_json(r: &Registry) -> Json {
+    let scalar = |s: Option<fcan_core::types::Scalar>| s.map(|s| Value::from_scalar(s).to_json());
+    json!({
+        "topics": r.topics.iter().map(|t| json!({
+            "name": t.name,
+            "node": t.node.get(),
+            "block": t.block,
+            "dir": dir_name(t.dir),
+            "period_us": t.period_us,
+            "fields": fields(&t.fields),
+            "ros_type": t.ros_type,
+        })).collect::<Vec<_>>(),
+        "services": r.services.iter().map(|s| json!({
+            "name": s.name,
+            "node": s.node.get(),
+            "block": s.block,
+            "request": fields(&s.request),
+            "response": fields(&s.response),
+        })).collect::<Vec<_>>(),
+        "params": r.params.iter().map(|p| json!({
+            "name": p.name,
+            "node": p.node.get(),
+            "block": p.block,
+            "type": p.decl.ty.to_string(),
+            "len": p.decl.len,
+            "default": Value::from_scalar(p.decl.default).to_json(),
+            "min": scalar(p.decl.min),
+            "max": scalar(p.decl.max),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The (node id, block number) pairs a registry JSON names: the blocks each node has
+/// wired, which a client needs to rebuild the registry from the schemas.
+pub fn registry_blocks(j: &Json) -> Vec<(u8, u8)> {
+    let mut out = Vec::new();
+    for kind in ["topics", "services", "params"] {
+        for e in j.get(kind).and_then(Json::as_array).into_iter().flatten() {
+            let n = e.get("node").and_then(Json::as_u64);
+            let b = e.get("block").and_then(Json::as_u64);
+            if let (Some(n), Some(b)) = (n, b) {
+                if let (Ok(n), Ok(b)) = (u8::try_from(n), u8::try_from(b)) {
+                    out.push((n, b));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_reply_shape() {
+        let e = ErrorReply::new(kind::BUSY, "too many");
+        let j: Json = serde_json::from_slice(&e.to_bytes()).unwrap();
+        assert_eq!(j, json!({"error": "busy", "message": "too many"}));
+        let m = e.into_error();
+        assert!(
+            matches!(&m, MasterError::Remote { kind, .. } if kind == "busy"),
+            "{m}"
+        );
+        assert_eq!(ErrorReply::of(&m).error, "busy");
+    }
+
+    #[test]
+    fn blocks_of_a_registry_json() {
+        let j = json!({"topics": [{"node": 1, "block": 2}, {"node": 1, "block": 2}],
+                       "params": [{"node": 3, "block": 0}, {"node": 300, "block": 0}]});
+        assert_eq!(registry_blocks(&j), vec![(1, 2), (3, 0)]);
+    }
+}
