@@ -20,6 +20,7 @@ Examples:
   fcan --bus socketcan:can0 service call /md3/motor0/reset_encoder '{offset: false, value: 0}'
   fcan --bus socketcan:can0 param set md3.motor0.velocity.kp 0.8
   fcan --bus socketcan:can0 monitor
+  fcan serve --bus socketcan:can0     (the bus-owner daemon: fcan serve --help)
 
 Values are JSON or YAML flow syntax. Names: topics and services /<node>/<ns>/<name>,
 parameters <node>.<ns>.<param>. `--json` prints one JSON object per line (docs/cli.md

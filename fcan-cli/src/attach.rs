@@ -31,71 +31,30 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// machine may be a few round trips away.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The name a daemon gives the bus of a `--bus` spec (`docs/remote.md`):
-/// `socketcan:can0` → `can0`, `sim` / `sim:fd` / `sim:classic` → `sim`, `replay:FILE`
-/// → the file's stem; a bare key-safe name (`can0`) is taken as the daemon's bus name
-/// (only a daemon can serve it: a one-shot master then rejects it as a spec).
+/// The bus a `--bus` argument names, as `fcan serve` names it (`docs/remote.md`), and
+/// the transport spec a one-shot master opens: `socketcan:can0` → `can0`, `sim` /
+/// `sim:classic` → `sim`, `arm=socketcan:can1` → `arm` (the daemon's own name for it);
+/// a bare key-safe name (`can0`) names a daemon's bus (only a daemon can serve it: a
+/// one-shot master then rejects it as a spec).
 ///
 /// ```
 /// use fcan_cli::attach::bus_name;
-/// assert_eq!(bus_name("socketcan:vcan0").unwrap(), "vcan0");
-/// assert_eq!(bus_name("sim:classic").unwrap(), "sim");
-/// assert_eq!(bus_name("can0").unwrap(), "can0");
+/// assert_eq!(bus_name("socketcan:vcan0").unwrap().0, "vcan0");
+/// assert_eq!(bus_name("sim:classic").unwrap().0, "sim");
+/// assert_eq!(bus_name("arm=socketcan:can1").unwrap(), ("arm".into(), "socketcan:can1".into()));
+/// assert_eq!(bus_name("can0").unwrap().0, "can0");
 /// assert!(bus_name("socketcan").is_err());
 /// ```
-pub fn bus_name(spec: &str) -> Result<String, CliError> {
-    let (kind, arg) = match spec.split_once(':') {
-        Some((k, a)) => (k, Some(a)),
-        None => (spec, None),
-    };
-    let name = match (kind, arg) {
-        ("sim", _) => "sim".to_string(),
-        ("socketcan", Some(iface)) if !iface.is_empty() => iface.to_string(),
-        ("replay", Some(path)) if !path.is_empty() => std::path::Path::new(path)
-            .file_stem()
-            .map_or(String::new(), |s| s.to_string_lossy().into_owned()),
-        (name, None) if key_safe(name) && !matches!(name, "socketcan" | "replay") => {
-            name.to_string()
-        }
-        // The transport's own words for a bad spec (`socketcan` without an interface…).
-        _ => {
-            return Err(match fcan_master::transport::open(spec, None) {
-                Err(e) => MasterError::from(e).into(),
-                Ok(_) => CliError::Usage(format!("`{spec}` names no bus")),
-            })
-        }
-    };
-    if key_safe(&name) {
-        Ok(name)
-    } else {
-        Err(CliError::Usage(format!(
-            "bus `{name}` (from `{spec}`) is not a daemon bus name ([A-Za-z0-9_-]+)"
-        )))
+pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
+    let spec = arg.split_once('=').map_or(arg, |(_, s)| s);
+    if matches!(spec, "socketcan" | "socketcan:" | "replay" | "replay:" | "") {
+        // The transport's own words for a spec that names no bus.
+        return Err(match fcan_master::transport::open(spec, None) {
+            Err(e) => MasterError::from(e).into(),
+            Ok(_) => CliError::Usage(format!("`{spec}` names no bus")),
+        });
     }
-}
-
-/// `[A-Za-z0-9_-]+`: a name that is one Zenoh key chunk and no wildcard.
-fn key_safe(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// Why no daemon could be used.
-#[derive(Debug)]
-pub(crate) enum Unreachable {
-    /// Nothing answered at the endpoint (refused, unreachable, timed out).
-    NoDaemon(String),
-    /// Something answered but it is not a usable Zenoh peer, or failed mid-way.
-    Failed(String),
-}
-
-impl std::fmt::Display for Unreachable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unreachable::NoDaemon(s) | Unreachable::Failed(s) => f.write_str(s),
-        }
-    }
+    crate::serve::bus_name(arg)
 }
 
 /// A daemon reached: its session and the buses it serves.
@@ -107,20 +66,16 @@ pub(crate) struct Daemon {
 
 /// Opens a Zenoh client session to `endpoint` and asks which buses are served there,
 /// all within `bound`.
-pub(crate) async fn reach(endpoint: &str, bound: Duration) -> Result<Daemon, Unreachable> {
+/// The error says why, for people.
+pub(crate) async fn reach(endpoint: &str, bound: Duration) -> Result<Daemon, String> {
     let session = match tokio::time::timeout(bound, open(endpoint)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(Unreachable::NoDaemon(e)),
-        Err(_) => {
-            return Err(Unreachable::NoDaemon(format!(
-                "no answer within {} ms",
-                bound.as_millis()
-            )))
-        }
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(format!("no answer within {} ms", bound.as_millis())),
     };
     let buses = fcan_remote::client::buses(&session, bound)
         .await
-        .map_err(|e| Unreachable::Failed(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     Ok(Daemon {
         session,
         endpoint: endpoint.to_string(),
@@ -151,15 +106,18 @@ mod tests {
 
     #[test]
     fn bus_names_as_the_daemon_gives_them() {
-        assert_eq!(bus_name("socketcan:can0").unwrap(), "can0");
-        assert_eq!(bus_name("sim").unwrap(), "sim");
-        assert_eq!(bus_name("sim:fd").unwrap(), "sim");
-        assert_eq!(bus_name("replay:/tmp/run-1.log").unwrap(), "run-1");
-        assert_eq!(bus_name("vcan0").unwrap(), "vcan0");
-        let e = bus_name("socketcan").unwrap_err().to_string();
-        assert!(e.contains("interface name"), "{e}");
-        let e = bus_name("socketcan:a/b").unwrap_err().to_string();
-        assert!(e.contains("not a daemon bus name"), "{e}");
-        assert!(bus_name("a*").is_err());
+        let name = |a: &str| bus_name(a).map(|(n, _)| n);
+        assert_eq!(name("socketcan:can0").unwrap(), "can0");
+        assert_eq!(name("sim").unwrap(), "sim");
+        assert_eq!(name("sim:fd").unwrap(), "sim");
+        assert_eq!(name("replay:/tmp/run-1.log").unwrap(), "run-1");
+        assert_eq!(name("vcan0").unwrap(), "vcan0");
+        for bad in ["socketcan", "socketcan:", "x=socketcan"] {
+            let e = name(bad).unwrap_err().to_string();
+            assert!(e.contains("interface name"), "{bad}: {e}");
+        }
+        let e = name("socketcan:a.b").unwrap_err().to_string();
+        assert!(e.contains("not key-safe"), "{e}");
+        assert!(name("a*").is_err());
     }
 }

@@ -12,6 +12,7 @@
 //! - [`views`]: the serde view structs, the JSON shape of each command (`docs/cli.md`);
 //! - `render`: text tables or JSON lines from the views, every node-supplied string
 //!   escaped;
+//! - [`serve`]: `fcan serve`, the bus-owner daemon (its own parser: `--bus` repeats);
 //! - this file: the wiring.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -20,6 +21,7 @@ pub mod args;
 pub mod attach;
 mod exec;
 mod render;
+pub mod serve;
 mod value_text;
 pub mod views;
 
@@ -119,7 +121,7 @@ pub async fn run_with(
 ) -> Result<(), CliError> {
     let o = Output { json: cli.json };
     // A spec that names no bus is refused before any network or bus is touched.
-    let bus = attach::bus_name(&cli.bus)?;
+    let (bus, spec) = attach::bus_name(&cli.bus)?;
     if !cli.no_daemon {
         if let Some(ep) = &cli.connect {
             // Asked for: that daemon or an error, never a master of our own beside it.
@@ -145,7 +147,7 @@ pub async fn run_with(
             }
         }
     }
-    one_shot(&cli, sim, out).await
+    one_shot(&cli, &spec, sim, out).await
 }
 
 fn is_monitor(cmd: &Command) -> bool {
@@ -216,8 +218,13 @@ async fn on_daemon(
 }
 
 /// A master of our own: opens the bus, discovers, runs the command, exits.
-async fn one_shot(cli: &Cli, sim: Option<&SimBus>, out: &mut dyn Write) -> Result<(), CliError> {
-    let transport = fcan_master::transport::open(&cli.bus, sim).map_err(MasterError::from)?;
+async fn one_shot(
+    cli: &Cli,
+    spec: &str,
+    sim: Option<&SimBus>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
     let store: Box<dyn BlobStore> = if cli.no_cache {
         Box::new(MemoryStore::new())
     } else {

@@ -6,9 +6,34 @@ use clap::Parser;
 use fcan_cli::{run, Cli};
 use fcan_master::text::{json_safe, Untrusted};
 
-// Zenoh (attach mode) refuses a current-thread runtime; one worker is enough.
-#[tokio::main(flavor = "multi_thread", worker_threads = 1)]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // `fcan serve` (the daemon) has its own parser and a multi-threaded runtime.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(args) = fcan_cli::serve::serve_argv(&argv) {
+        let cli = fcan_cli::serve::ServeCli::parse_from(args);
+        let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+        return match rt.block_on(async {
+            // `sim`: an empty simulated bus, to try the daemon out.
+            let sim = fcan_master::transport::sim::SimBus::new(Default::default());
+            fcan_cli::serve::serve(cli, Some(&sim)).await
+        }) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fcan serve: error: {}", Untrusted(&e.to_string()));
+                ExitCode::FAILURE
+            }
+        };
+    }
+    // Zenoh (attach mode) refuses a current-thread runtime; one worker is enough.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(cli_main())
+}
+
+async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
     match run(cli, None).await {

@@ -313,6 +313,24 @@ impl RemoteMaster {
     }
 }
 
+/// `v` with its struct fields in the schema's order (JSON objects arrive sorted by name;
+/// the in-process master gives the schema's order).
+fn in_order(v: Value, fields: &[fcan_core::ir::Field]) -> Value {
+    match v {
+        Value::Struct(mut got) => {
+            let mut out = Vec::with_capacity(got.len());
+            for f in fields {
+                if let Some(i) = got.iter().position(|(n, _)| **n == *f.name) {
+                    out.push(got.swap_remove(i));
+                }
+            }
+            out.extend(got);
+            Value::Struct(out)
+        }
+        v => v,
+    }
+}
+
 /// Maps the daemon's `t_us` onto this process's clock (see the module doc).
 struct Clock {
     /// Local instant of the daemon's t_us = 0, as estimated.
@@ -386,6 +404,8 @@ impl MasterApi for RemoteMaster {
         let topic = topic.to_string();
         async move {
             let key = self.key(keys::topic(&self.inner.bus, &topic), &topic)?;
+            // Unknown names fail here as on the master; the fields give the order.
+            let fields = self.cached_registry().await?.topic(&topic)?.fields.clone();
             let (tx, rx) = mpsc::unbounded_channel();
             let name: Arc<str> = Arc::from(topic.as_str());
             let clock = Mutex::new(Clock { origin: None });
@@ -413,7 +433,7 @@ impl MasterApi for RemoteMaster {
                         Some(a) => clock.lock().unwrap_or_else(|p| p.into_inner()).at(a.t_us),
                         None => Instant::now(),
                     };
-                    let _ = cb_tx.send(Sample::new(name.clone(), value, at));
+                    let _ = cb_tx.send(Sample::new(name.clone(), in_order(value, &fields), at));
                 })
                 .await
                 .map_err(|e| unreachable(e))?;
@@ -474,7 +494,12 @@ impl MasterApi for RemoteMaster {
             let j = self
                 .query_json(key, Some(request.to_json().to_string().into_bytes()))
                 .await?;
-            Ok(Value::from_json(&j)?)
+            let v = Value::from_json(&j)?;
+            let r = self.cached_registry().await?;
+            Ok(match r.service(&service) {
+                Ok(s) => in_order(v, &s.response),
+                Err(_) => v,
+            })
         }
     }
 

@@ -25,6 +25,9 @@ pub mod wire;
 pub use client::{ClientOptions, RemoteMaster};
 pub use server::{Server, ServerOptions};
 pub use session::SessionConfig;
+/// The `zenoh` crate this one is built on (its `Session` is what the server and client
+/// take), re-exported so a user names the same version.
+pub use zenoh;
 
 /// Why a session or a server could not start.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,216 @@
+//! `fcan serve`: the bus owner. One long-running master per bus, each served over Zenoh
+//! by `fcan_remote::Server` (key space: `docs/remote.md`), until Ctrl-C.
+//!
+//! `serve` has its own argument parser ([`ServeCli`]) because it takes `--bus` several
+//! times, where every other command takes one: the binary hands it the command line
+//! when the subcommand is `serve` ([`serve_argv`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use fcan_master::cache::{BlobStore, DiskStore, MemoryStore};
+use fcan_master::master::{Master, MasterError, MasterOptions};
+use fcan_master::transport::sim::SimBus;
+use fcan_remote::server::{Server, ServerOptions};
+use fcan_remote::session::SessionConfig;
+
+use crate::CliError;
+
+const SERVE_HELP: &str = "\
+Examples:
+  fcan serve                                   # socketcan:can0, served as bus `can0`
+  fcan serve --bus socketcan:can0 --bus socketcan:can1
+  fcan serve --bus arm=socketcan:can0 --listen tcp/0.0.0.0:7447
+  fcan serve --bus can0=socketcan:can0 --zenoh-config zenoh-tls.json5
+
+Then, from any program on this machine (or another, with --listen): the key space
+fcan/<bus>/… (docs/remote.md), e.g. the status:  z_get -s 'fcan/*/status'.
+
+Safe by default: the daemon listens on tcp/127.0.0.1:7447 only, with no multicast or
+gossip scouting. If that port is taken (a Zenoh router, e.g. rmw_zenoh's, or another
+fcan daemon), it joins whoever holds it instead. --listen opens other endpoints (think
+before exposing motors to a network); --zenoh-config starts from a Zenoh JSON5 file
+(TLS, access control). Ctrl-C stops the daemon; the nodes keep their parameters and
+a new daemon takes them over.";
+
+/// `fcan serve`: own the buses and serve them over Zenoh.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "fcan serve",
+    version,
+    about = "The bus owner: one long-running master per bus, served over Zenoh to any program (docs/remote.md).",
+    after_help = SERVE_HELP
+)]
+pub struct ServeCli {
+    /// A bus to own: `[NAME=]SPEC`. Repeat for several. NAME (`[A-Za-z0-9_-]+`) is the
+    /// bus's name in the key space, by default the interface (`socketcan:can0` → `can0`,
+    /// `sim` → `sim`, an empty simulated bus).
+    #[arg(
+        long = "bus",
+        value_name = "[NAME=]SPEC",
+        default_value = "socketcan:can0"
+    )]
+    pub buses: Vec<String>,
+    /// Listen on this Zenoh endpoint (`tcp/HOST:PORT`) instead of tcp/127.0.0.1:7447.
+    /// Repeatable.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub listen: Vec<String>,
+    /// Connect to this Zenoh endpoint (a router or another daemon). Repeatable.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub connect: Vec<String>,
+    /// Start from this Zenoh JSON5 configuration (TLS, access control).
+    #[arg(long, value_name = "FILE")]
+    pub zenoh_config: Option<PathBuf>,
+    /// Where downloaded schema blobs are cached (default: $XDG_CACHE_HOME/fcan/blobs).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not use the on-disk schema cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+/// If the command line's subcommand is `serve`, its arguments for [`ServeCli`]
+/// (`fcan serve` first, then what followed `serve`); otherwise `None`.
+///
+/// ```
+/// use std::ffi::OsString;
+/// let argv: Vec<OsString> = ["fcan", "serve", "--bus", "sim"].iter().map(OsString::from).collect();
+/// assert_eq!(fcan_cli::serve::serve_argv(&argv).unwrap().len(), 3);
+/// let argv: Vec<OsString> = ["fcan", "--bus", "serve", "nodes"].iter().map(OsString::from).collect();
+/// assert!(fcan_cli::serve::serve_argv(&argv).is_none());
+/// ```
+pub fn serve_argv(argv: &[OsString]) -> Option<Vec<OsString>> {
+    // Global options that take a value (their value is not the subcommand).
+    const WITH_VALUE: [&str; 3] = ["--bus", "--cache-dir", "--discover-ms"];
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].to_str()?;
+        if a == "serve" {
+            let mut out = vec![OsString::from("fcan serve")];
+            out.extend(argv[i + 1..].iter().cloned());
+            return Some(out);
+        }
+        if !a.starts_with('-') {
+            return None;
+        }
+        if WITH_VALUE.contains(&a) {
+            i += 1;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `[NAME=]SPEC` → (name, spec): the name given, else the interface or the spec's kind.
+///
+/// ```
+/// use fcan_cli::serve::bus_name;
+/// assert_eq!(bus_name("socketcan:can0").unwrap(), ("can0".into(), "socketcan:can0".into()));
+/// assert_eq!(bus_name("arm=socketcan:can1").unwrap(), ("arm".into(), "socketcan:can1".into()));
+/// assert_eq!(bus_name("sim").unwrap(), ("sim".into(), "sim".into()));
+/// assert!(bus_name("socketcan:can.0").is_err());
+/// ```
+pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
+    let (name, spec) = match arg.split_once('=') {
+        Some((n, s)) => (n.to_string(), s.to_string()),
+        None => {
+            let n = match arg.split_once(':') {
+                Some(("socketcan", iface)) => iface.to_string(),
+                Some(("sim", _)) | None => arg.split(':').next().unwrap_or(arg).to_string(),
+                Some((_, rest)) => rest
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(rest)
+                    .split('.')
+                    .next()
+                    .unwrap_or(rest)
+                    .to_string(),
+            };
+            (n, arg.to_string())
+        }
+    };
+    if !fcan_remote::keys::is_bus_name(&name) {
+        return Err(CliError::Usage(format!(
+            "bus name `{name}` is not key-safe (letters, digits, `_`, `-`): name it, e.g. `--bus mybus={spec}`"
+        )));
+    }
+    Ok((name, spec))
+}
+
+/// Runs the daemon until Ctrl-C. `sim` is the simulated bus `sim` specs attach to (the
+/// binary passes an empty one).
+pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
+    let mut buses: Vec<(String, String)> = Vec::new();
+    for b in &cli.buses {
+        let (name, spec) = bus_name(b)?;
+        if buses.iter().any(|(n, _)| *n == name) {
+            return Err(CliError::Usage(format!(
+                "two buses named `{name}`: name them, e.g. `--bus a={spec}`"
+            )));
+        }
+        buses.push((name, spec));
+    }
+    let opened = SessionConfig::daemon()
+        .listen(cli.listen.clone())
+        .connect(cli.connect.clone())
+        .zenoh_config(cli.zenoh_config.clone())
+        .open()
+        .await
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    if let Some(ep) = &opened.joined {
+        eprintln!("fcan serve: {ep} is taken (a Zenoh router or another fcan daemon): joined it");
+    }
+    for ep in &opened.listening {
+        eprintln!("fcan serve: listening on {ep}");
+    }
+    for ep in opened
+        .connected
+        .iter()
+        .filter(|e| Some(*e) != opened.joined.as_ref())
+    {
+        eprintln!("fcan serve: connecting to {ep}");
+    }
+    if let Some(f) = &cli.zenoh_config {
+        eprintln!("fcan serve: Zenoh configuration from {}", f.display());
+    }
+    let clock = Instant::now();
+    let mut servers = Vec::new();
+    for (name, spec) in &buses {
+        let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
+        let store: Box<dyn BlobStore> = if cli.no_cache {
+            Box::new(MemoryStore::new())
+        } else {
+            Box::new(DiskStore::new(
+                cli.cache_dir.clone().unwrap_or_else(DiskStore::default_dir),
+            ))
+        };
+        let master = Master::start(
+            transport,
+            MasterOptions {
+                store,
+                ..Default::default()
+            },
+        )
+        .await?;
+        let mut opts = ServerOptions::default();
+        opts.clock = clock;
+        let bus = name.clone();
+        opts.log = Some(Arc::new(move |line: &str| {
+            eprintln!("fcan serve [{bus}]: {line}")
+        }));
+        let server = Server::start(master, &opened.session, name, opts)
+            .await
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        eprintln!("fcan serve [{name}]: serving {spec} as fcan/{name}/…");
+        servers.push(server);
+    }
+    eprintln!("fcan serve: ready; Ctrl-C stops");
+    tokio::signal::ctrl_c().await?;
+    eprintln!("fcan serve: stopping");
+    drop(servers);
+    let _ = opened.session.close().await;
+    Ok(())
+}

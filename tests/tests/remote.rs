@@ -1,0 +1,538 @@
+//! The remote API end to end: a daemon (a master on a simulated bus with the example
+//! firmwares, served by `fcan_remote::Server` over Zenoh on loopback) and
+//! `fcan_remote::RemoteMaster` clients in the same process over TCP on 127.0.0.1, each
+//! test on its own free ports, scouting off.
+//!
+//! Real time (the network is real): every wait is bounded generously and polls, so a
+//! loaded machine makes a test slower, not red.
+
+use std::time::Duration;
+
+use fcan_core::frame::Mtu;
+use fcan_core::msg::NodeState;
+use fcan_e2e::*;
+use fcan_master::value::Value;
+use fcan_master::{Master, MasterApi, MasterError, Phase};
+use fcan_remote::server::{Server, ServerOptions};
+use fcan_remote::session::SessionConfig;
+use fcan_remote::wire::Attachment;
+use fcan_remote::zenoh::Session;
+use fcan_remote::{ClientOptions, RemoteMaster};
+
+/// Generous bound for anything that should happen "soon" on a loaded 2-core box.
+const SOON: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn ep(port: u16) -> String {
+    format!("tcp/127.0.0.1:{port}")
+}
+
+async fn daemon_session(port: u16) -> Session {
+    SessionConfig::daemon()
+        .listen([ep(port)])
+        .open()
+        .await
+        .expect("daemon session opens")
+        .session
+}
+
+async fn client_session(ports: &[u16]) -> Session {
+    SessionConfig::client()
+        .connect(ports.iter().map(|p| ep(*p)))
+        .open()
+        .await
+        .expect("client session opens")
+        .session
+}
+
+fn quiet() -> ServerOptions {
+    let mut o = ServerOptions::default();
+    o.log = Some(std::sync::Arc::new(|line: &str| {
+        eprintln!("[server] {line}")
+    }));
+    o
+}
+
+/// Polls `check` until it gives `Some`, failing after [`SOON`].
+async fn until<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(t0.elapsed() < SOON, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A client of `bus`, once the daemon answers and `n` nodes run.
+async fn client(session: &Session, bus: &str, n: usize) -> RemoteMaster {
+    let m = RemoteMaster::connect(session, bus, ClientOptions::default())
+        .await
+        .unwrap();
+    until("the daemon answers with the nodes running", || {
+        let m = m.clone();
+        async move {
+            let nodes = m.nodes().await.ok()?;
+            (nodes.iter().filter(|x| x.phase == Phase::Running).count() >= n).then_some(())
+        }
+    })
+    .await;
+    m
+}
+
+async fn recv_sample(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>,
+) -> fcan_master::Sample {
+    tokio::time::timeout(SOON, rx.recv())
+        .await
+        .expect("a sample in time")
+        .expect("subscription open")
+}
+
+fn remote_kind(e: &MasterError) -> &str {
+    match e {
+        MasterError::Remote { kind, .. } => kind,
+        _ => "not remote",
+    }
+}
+
+/// Generic application code, written against the trait only: sets a gain, reads it
+/// back, calls a service, reads one feedback sample.
+async fn application<M: MasterApi>(m: &M, kp: f64) -> Result<(Value, Value, Value), MasterError> {
+    m.param_set("motor_driver1.motor2.velocity.kp", Value::Float(kp))
+        .await?;
+    let back = m.param_get("motor_driver1.motor2.velocity.kp").await?;
+    let resp = m.call("/io_board3/out0/set", val("{on: true}")).await?;
+    let mut fb = m.subscribe("/motor_driver1/motor2/feedback").await?;
+    let s = tokio::time::timeout(SOON, fb.recv())
+        .await
+        .map_err(|_| MasterError::Stopped)?
+        .ok_or(MasterError::Stopped)?;
+    Ok((back, resp, s.value))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_serves_nodes_topics_services_params() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+
+    // Nodes: the same as the master's, and node info is the `fcan nodes --json` line.
+    let local = master.nodes().await.unwrap();
+    let remote = m.nodes().await.unwrap();
+    assert_eq!(local, remote);
+    for n in &local {
+        let line = serde_json::to_value(fcan_cli::views::NodeView::from(n)).unwrap();
+        assert_eq!(line, n.to_json());
+        let key = fcan_remote::keys::node("sim", &n.name).unwrap();
+        let reply = cz.get(&key).await.unwrap().recv_async().await.unwrap();
+        let got: serde_json::Value =
+            serde_json::from_slice(&reply.result().unwrap().payload().to_bytes()).unwrap();
+        assert_eq!(got, line, "{key}");
+    }
+    // Registry and schemas, rebuilt client-side from the blobs.
+    let (lr, rr) = (
+        master.registry().await.unwrap(),
+        m.registry().await.unwrap(),
+    );
+    assert_eq!(lr, rr);
+    assert!(rr.topics.len() > 10, "{}", rr.topics.len());
+    let md1 = local.iter().find(|n| n.id.get() == MD1).unwrap();
+    let s = m.schema(md1.id).await.unwrap().unwrap();
+    assert_eq!(Some(s.digest), md1.digest);
+
+    // s2m: samples arrive, with the attachment (boot id, digest, daemon time).
+    let mut fb = m.subscribe("/motor_driver1/motor3/feedback").await.unwrap();
+    let raw = cz
+        .declare_subscriber("fcan/sim/topic/motor_driver1/motor3/feedback")
+        .await
+        .unwrap();
+    let first = recv_sample(&mut fb).await;
+    assert_eq!(&*first.name, "/motor_driver1/motor3/feedback");
+    assert!(matches!(field(&first.value, "ready"), Value::Bool(_)));
+    let s = tokio::time::timeout(SOON, raw.recv_async())
+        .await
+        .unwrap()
+        .unwrap();
+    let att: Attachment =
+        serde_json::from_slice(&s.attachment().expect("an attachment").to_bytes()).unwrap();
+    assert_eq!(att.boot_id, md1.boot_id);
+    assert_eq!(att.digest, md1.digest.unwrap().to_string());
+    assert!(att.t_us > 0);
+    // A subscriber nobody reads fills its queue and holds up this client's session.
+    drop(raw);
+    let second = recv_sample(&mut fb).await;
+    assert!(second.at >= first.at);
+
+    // m2s: a put reaches the motor's control loop.
+    m.publish("/motor_driver1/motor3/target", val("{type: 0, value: 0.4}"))
+        .await
+        .unwrap();
+    until("motor3 duty 0.4", || async {
+        let d = w.motor(MD1).with(|f| f.axis(3).unwrap().duty);
+        ((d - 0.4).abs() < 1e-6).then_some(())
+    })
+    .await;
+
+    // Service call.
+    let r = m
+        .call("/io_board3/out0/set", val("{on: true}"))
+        .await
+        .unwrap();
+    assert!(matches!(r, Value::Struct(_)), "{r:?}");
+    until("output 0 on", || async {
+        (w.io(IO3).with(|f| f.output(0)) == Some(true)).then_some(())
+    })
+    .await;
+
+    // Params: set, read back, refused out of range with the bound, node unchanged.
+    let kp = "motor_driver1.motor0.velocity.kp";
+    m.param_set(kp, Value::Float(0.5)).await.unwrap();
+    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.5));
+    let e = m.param_set(kp, Value::Float(200.0)).await.unwrap_err();
+    assert_eq!(remote_kind(&e), "bad_value", "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("max") && msg.contains("100"), "{msg}");
+    assert_eq!(
+        w.motor(MD1)
+            .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp),
+        0.5
+    );
+    let e = m
+        .param_get("motor_driver1.motor0.velocity.kq")
+        .await
+        .unwrap_err();
+    assert_eq!(remote_kind(&e), "unknown_name", "{e}");
+
+    // A bad put (not the topic's shape) is counted, never sent: the duty stays.
+    let before = server.counters().rejected_puts;
+    cz.put(
+        "fcan/sim/topic/motor_driver1/motor3/target",
+        r#"{"type": 0, "valu": 0.9}"#,
+    )
+    .await
+    .unwrap();
+    cz.put("fcan/sim/topic/motor_driver1/motor3/target", "not json")
+        .await
+        .unwrap();
+    until("two puts refused", || async {
+        (server.counters().rejected_puts >= before + 2).then_some(())
+    })
+    .await;
+    let st: serde_json::Value = {
+        let r = cz
+            .get("fcan/sim/status")
+            .await
+            .unwrap()
+            .recv_async()
+            .await
+            .unwrap();
+        serde_json::from_slice(&r.result().unwrap().payload().to_bytes()).unwrap()
+    };
+    assert!(st["rejected_puts"].as_u64().unwrap() >= before + 2, "{st}");
+    assert_eq!(st["bus"], "sim");
+    // (The motor's own command timeout may have zeroed the duty since; never 0.9.)
+    assert_ne!(w.motor(MD1).with(|f| f.axis(3).unwrap().duty), 0.9);
+    // The client refuses a bad value itself, as the master does.
+    let e = m
+        .publish("/motor_driver1/motor3/target", val("{type: 0, valu: 0.9}"))
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("valu") || e.to_string().contains("value"),
+        "{e}"
+    );
+
+    // A node that is not RUNNING: puts and queries refused with a reason.
+    let alive = cz.liveliness().get("fcan/sim/alive/*").await.unwrap();
+    let mut tokens = Vec::new();
+    while let Ok(r) = alive.recv_async().await {
+        tokens.push(r.result().unwrap().key_expr().to_string());
+    }
+    tokens.sort();
+    assert_eq!(
+        tokens,
+        [
+            "fcan/sim/alive/io_board3",
+            "fcan/sim/alive/motor_driver1",
+            "fcan/sim/alive/motor_driver2"
+        ]
+    );
+    drop(alive);
+    w.motor(MD2).stop();
+    until("motor_driver2 offline", || {
+        let m = m.clone();
+        async move {
+            let n = m.nodes().await.map_err(|e| eprintln!("nodes: {e}")).ok()?;
+            (n.iter().find(|x| x.id.get() == MD2)?.phase == Phase::Offline).then_some(())
+        }
+    })
+    .await;
+    until("motor_driver2 no longer served", || async {
+        (!server.running().contains(&"motor_driver2".to_string())).then_some(())
+    })
+    .await;
+    let e = m
+        .param_get("motor_driver2.motor0.velocity.kp")
+        .await
+        .unwrap_err();
+    assert_eq!(remote_kind(&e), "not_running", "{e}");
+    assert!(e.to_string().contains("offline"), "{e}");
+    let before = server.counters().rejected_puts;
+    cz.put(
+        "fcan/sim/topic/motor_driver2/motor0/target",
+        r#"{"type": 0, "value": 0.1}"#,
+    )
+    .await
+    .unwrap();
+    until("put to a stopped node refused", || async {
+        (server.counters().rejected_puts > before).then_some(())
+    })
+    .await;
+    let alive = cz.liveliness().get("fcan/sim/alive/*").await.unwrap();
+    let mut tokens = Vec::new();
+    while let Ok(r) = alive.recv_async().await {
+        tokens.push(r.result().unwrap().key_expr().to_string());
+    }
+    assert!(
+        !tokens.iter().any(|t| t.ends_with("motor_driver2")),
+        "{tokens:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_code_runs_on_master_and_remote() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let _server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let remote = client(&cz, "sim", 3).await;
+
+    let (back, resp, fb) = application(&master, 0.25).await.unwrap();
+    assert_eq!(back, Value::Float(0.25));
+    let (rback, rresp, rfb) = application(&remote, 0.75).await.unwrap();
+    assert_eq!(rback, Value::Float(0.75));
+    assert_eq!(resp, rresp);
+    for v in [&fb, &rfb] {
+        assert!(matches!(field(v, "ready"), Value::Bool(_)), "{v:?}");
+    }
+    assert_eq!(
+        w.motor(MD1)
+            .with(|f| f.node.motor(2).unwrap().params().unwrap().velocity_kp),
+        0.75
+    );
+    let _ = Master::clone(&master);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_publisher_and_subscriber_and_a_node_reboot() {
+    let (mut w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let _server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+    let kp = "motor_driver1.motor1.velocity.kp";
+    m.param_set(kp, Value::Float(0.125)).await.unwrap();
+
+    // A second client streams commands while the first watches feedback.
+    let cz2 = client_session(&[port]).await;
+    let pubr = client(&cz2, "sim", 3).await;
+    let streaming = tokio::spawn(async move {
+        for i in 0..200u32 {
+            let v = 0.1 + f64::from(i % 5) * 0.1;
+            pubr.publish(
+                "/motor_driver1/motor1/target",
+                val(&format!("{{type: 0, value: {v}}}")),
+            )
+            .await
+            .unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let mut fb = m.subscribe("/motor_driver1/motor1/feedback").await.unwrap();
+    let mut moving = 0;
+    while moving < 20 {
+        let s = recv_sample(&mut fb).await;
+        if num(field(&s.value, "velocity")) > 0.0 {
+            moving += 1;
+        }
+    }
+    streaming.await.unwrap();
+    assert!(w.motor(MD1).with(|f| f.axis(1).unwrap().duty) > 0.0);
+
+    // Reboot: the daemon re-provisions, restores the parameter, the subscriber goes on.
+    let mut events = m.events();
+    let old = w.motor(MD1).with(|f| f.node.boot_id());
+    let new = w.reboot_motor(MD1);
+    let seen = until("the reboot event", || {
+        let e = events.try_recv().ok();
+        async move {
+            match e {
+                Some(fcan_master::engine::Event::Rebooted { old, new, .. }) => Some((old, new)),
+                _ => None,
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen, (old, new));
+    until("the new boot is served", || {
+        let m = m.clone();
+        async move {
+            let n = m.nodes().await.ok()?;
+            let n = n.into_iter().find(|x| x.id.get() == MD1)?;
+            (n.phase == Phase::Running && n.boot_id == new).then_some(())
+        }
+    })
+    .await;
+    // Samples of the new boot reach the same subscriber.
+    let raw = cz
+        .declare_subscriber("fcan/sim/topic/motor_driver1/motor1/feedback")
+        .await
+        .unwrap();
+    until("a sample of the new boot", || {
+        let s = raw.try_recv().ok().flatten();
+        async move {
+            let a: Attachment = serde_json::from_slice(&s?.attachment()?.to_bytes()).ok()?;
+            (a.boot_id == new).then_some(())
+        }
+    })
+    .await;
+    drop(raw);
+    while fb.try_recv().is_ok() {}
+    recv_sample(&mut fb).await;
+    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.125));
+    assert_eq!(
+        w.motor(MD1)
+            .with(|f| f.node.motor(1).unwrap().params().unwrap().velocity_kp),
+        0.125
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_buses_in_one_daemon_and_two_daemons_seen_by_one_client() {
+    // Daemon A serves two buses, daemon B one; the client connects to both.
+    let mut buses = Vec::new();
+    for _ in 0..3 {
+        let mut w = World::new(Mtu::Fd);
+        w.add_motor(MD1, 2);
+        let m = w.start_master().await;
+        buses.push((w, m));
+    }
+    let (pa, pb) = (free_port(), free_port());
+    let za = daemon_session(pa).await;
+    let zb = daemon_session(pb).await;
+    let _s1 = Server::start(buses[0].1.clone(), &za, "a1", quiet())
+        .await
+        .unwrap();
+    let _s2 = Server::start(buses[1].1.clone(), &za, "a2", quiet())
+        .await
+        .unwrap();
+    let _s3 = Server::start(buses[2].1.clone(), &zb, "b", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[pa, pb]).await;
+    let names = until("three buses visible", || {
+        let cz = cz.clone();
+        async move {
+            let b = fcan_remote::client::buses(&cz, Duration::from_secs(2))
+                .await
+                .ok()?;
+            (b.len() == 3).then_some(b)
+        }
+    })
+    .await;
+    assert_eq!(names, ["a1", "a2", "b"]);
+    // Each bus is its own: a parameter set on one is not on the others.
+    let mut clients = Vec::new();
+    for (i, bus) in names.iter().enumerate() {
+        let m = client(&cz, bus, 1).await;
+        m.param_set(
+            "motor_driver1.motor0.velocity.kp",
+            Value::Float(i as f64 + 1.0),
+        )
+        .await
+        .unwrap();
+        clients.push(m);
+    }
+    for (i, m) in clients.iter().enumerate() {
+        assert_eq!(
+            m.param_get("motor_driver1.motor0.velocity.kp")
+                .await
+                .unwrap(),
+            Value::Float(i as f64 + 1.0)
+        );
+        assert_eq!(
+            buses[i]
+                .0
+                .motor(MD1)
+                .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp),
+            i as f32 + 1.0
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_restart_nodes_stay_provisioned_new_client_works() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let boots: Vec<u32> = [MD1, MD2]
+        .iter()
+        .map(|id| w.motor(*id).with(|f| f.node.boot_id()))
+        .collect();
+    {
+        let dz = daemon_session(port).await;
+        let server = Server::start(master, &dz, "sim", quiet()).await.unwrap();
+        let cz = client_session(&[port]).await;
+        let m = client(&cz, "sim", 3).await;
+        m.param_set("motor_driver2.motor1.velocity.kp", Value::Float(0.5))
+            .await
+            .unwrap();
+        drop(server);
+        dz.close().await.unwrap();
+        cz.close().await.unwrap();
+    }
+    // The daemon again: a new master takes the nodes over.
+    let master = w.start_master().await;
+    let dz = daemon_session(port).await;
+    let _server = Server::start(master, &dz, "sim", quiet()).await.unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+    for id in [MD1, MD2, IO3] {
+        assert_eq!(w.node_state(id), NodeState::Running, "node {id}");
+    }
+    // Not rebooted: the same boots, the parameter the first daemon set.
+    for (id, boot) in [MD1, MD2].iter().zip(&boots) {
+        assert_eq!(w.motor(*id).with(|f| f.node.boot_id()), *boot);
+    }
+    assert_eq!(
+        m.param_get("motor_driver2.motor1.velocity.kp")
+            .await
+            .unwrap(),
+        Value::Float(0.5)
+    );
+    let mut fb = m.subscribe("/motor_driver2/motor1/feedback").await.unwrap();
+    recv_sample(&mut fb).await;
+}
