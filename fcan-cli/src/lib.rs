@@ -132,7 +132,7 @@ pub async fn run_with(
         }
         if let Some(ep) = local_daemon {
             match attach::reach(ep, attach::PROBE_TIMEOUT).await {
-                Ok(d) if d.buses.contains(&bus) || is_monitor(&cli.command) && !d.buses.is_empty() => {
+                Ok(d) if usable(&d, &bus, &cli.command) => {
                     return on_daemon(&d, &bus, &cli.command, o, out).await;
                 }
                 Ok(d) => writeln!(
@@ -150,8 +150,10 @@ pub async fn run_with(
     one_shot(&cli, &spec, sim, out).await
 }
 
-fn is_monitor(cmd: &Command) -> bool {
-    matches!(cmd, Command::Monitor(_))
+/// Whether `cmd` can run on daemon `d`: it serves `bus`, or the command is `monitor`,
+/// which shows every bus the daemon serves.
+fn usable(d: &attach::Daemon, bus: &str, cmd: &Command) -> bool {
+    d.buses.iter().any(|b| b == bus) || matches!(cmd, Command::Monitor(_)) && !d.buses.is_empty()
 }
 
 /// `bus `a`, `b`` or `no bus`, for messages.
@@ -175,7 +177,7 @@ async fn on_daemon(
     o: Output,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    if !d.buses.iter().any(|b| b == bus) && !(is_monitor(cmd) && !d.buses.is_empty()) {
+    if !usable(d, bus, cmd) {
         return Err(CliError::Daemon(format!(
             "the fcan daemon at {} serves {}, not bus `{bus}` (--bus)",
             d.endpoint,
