@@ -452,3 +452,105 @@ fn the_binary_says_when_it_falls_back() {
         "{err}"
     );
 }
+
+/// Wall-clock figures for docs/performance.md (not a test: `--ignored` runs it):
+/// `fcan param get` as a process attached to a daemon, the probe a command pays when no
+/// daemon runs, and a dead `--connect`.
+///
+/// `cargo test -p fcan-cli --test attach -- --ignored --nocapture attach_figures`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "figures for docs/performance.md"]
+async fn attach_figures() {
+    fn stats(what: &str, mut ms: Vec<f64>) {
+        ms.sort_by(f64::total_cmp);
+        println!(
+            "{what}: n={} min {:.1} ms, p50 {:.1} ms, max {:.1} ms",
+            ms.len(),
+            ms[0],
+            ms[ms.len() / 2],
+            ms[ms.len() - 1]
+        );
+    }
+    async fn timed(args: Vec<String>, env: Option<(&'static str, String)>) -> (f64, Output) {
+        tokio::task::spawn_blocking(move || {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut c = fcan_cmd(&a);
+            if let Some((k, v)) = env {
+                c.env(k, v);
+            }
+            let t = Instant::now();
+            let o = c.output().expect("runs fcan");
+            (t.elapsed().as_secs_f64() * 1e3, o)
+        })
+        .await
+        .unwrap()
+    }
+    let d = daemon(&["sim"]).await;
+    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut attached = Vec::new();
+    for _ in 0..20 {
+        let (ms, o) = timed(
+            args(&[
+                "--connect",
+                &d.endpoint,
+                "--bus",
+                "sim",
+                "param",
+                "get",
+                "motor_driver1.motor0.velocity.kp",
+            ]),
+            None,
+        )
+        .await;
+        ok("param get", &o);
+        attached.push(ms);
+    }
+    stats("fcan param get, attached (process start to exit)", attached);
+    let dead = free_endpoint();
+    let mut probe = Vec::new();
+    let mut none = Vec::new();
+    let mut connect = Vec::new();
+    for _ in 0..10 {
+        // No daemon at the local endpoint (FCAN_CONNECT unset): probe, note, then the
+        // one-shot master fails at once on a missing interface.
+        let (ms, _) = timed(args(&["--bus", "socketcan:fcan-nosuch0", "nodes"]), None).await;
+        probe.push(ms);
+        let (ms, _) = timed(
+            args(&["--no-daemon", "--bus", "socketcan:fcan-nosuch0", "nodes"]),
+            None,
+        )
+        .await;
+        none.push(ms);
+        let (ms, _) = timed(args(&["--connect", &dead, "--bus", "sim", "nodes"]), None).await;
+        connect.push(ms);
+    }
+    // The same `param get` as a one-shot master (in-process, on a bus of its own: the
+    // binary has no simulated nodes), discovery included (--discover-ms 2000).
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 8);
+    w.add_io(IO3);
+    let mut one_shot = Vec::new();
+    for _ in 0..3 {
+        let cli = fcan_cli::Cli::try_parse_from([
+            "fcan",
+            "--no-daemon",
+            "--no-cache",
+            "--bus",
+            "sim",
+            "param",
+            "get",
+            "motor_driver1.motor0.velocity.kp",
+        ])
+        .unwrap();
+        let t = Instant::now();
+        let (mut out, mut notes) = (Vec::new(), Vec::new());
+        fcan_cli::run_with(cli, Some(&w.bus), None, &mut out, &mut notes)
+            .await
+            .expect("one-shot param get");
+        one_shot.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    stats("fcan param get, one-shot master (in-process)", one_shot);
+    stats("no daemon: probe + note + failing one-shot", probe);
+    stats("--no-daemon: failing one-shot alone", none);
+    stats("--connect to a dead loopback endpoint", connect);
+}
