@@ -12,11 +12,7 @@ fn main() -> ExitCode {
     if let Some(args) = fcan_cli::serve::serve_argv(&argv) {
         let cli = fcan_cli::serve::ServeCli::parse_from(args);
         let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-        return match rt.block_on(async {
-            // `sim`: an empty simulated bus, to try the daemon out.
-            let sim = fcan_master::transport::sim::SimBus::new(Default::default());
-            fcan_cli::serve::serve(cli, Some(&sim)).await
-        }) {
+        return match rt.block_on(fcan_cli::serve::serve(cli, None)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("fcan serve: error: {}", Untrusted(&e.to_string()));

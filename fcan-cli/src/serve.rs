@@ -140,8 +140,9 @@ pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
     Ok((name, spec))
 }
 
-/// Runs the daemon until Ctrl-C. `sim` is the simulated bus `sim` specs attach to (the
-/// binary passes an empty one).
+/// Runs the daemon until Ctrl-C. `sim` is the simulated bus `sim` specs attach to; with
+/// `None` (the binary), each `sim` bus is a simulated bus of its own, empty: a way to
+/// try the daemon out.
 pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
     let mut buses: Vec<(String, String)> = Vec::new();
     for b in &cli.buses {
@@ -179,6 +180,14 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
     let clock = Instant::now();
     let mut servers = Vec::new();
     for (name, spec) in &buses {
+        let own_sim;
+        let sim = match sim {
+            Some(s) => Some(s),
+            None => {
+                own_sim = SimBus::new(Default::default());
+                Some(&own_sim)
+            }
+        };
         let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
         let store: Box<dyn BlobStore> = if cli.no_cache {
             Box::new(MemoryStore::new())

@@ -112,7 +112,7 @@ pub async fn buses(session: &Session, timeout: Duration) -> Result<Vec<String>, 
         .get("fcan/*/status")
         .timeout(timeout)
         .await
-        .map_err(|e| unreachable(e))?;
+        .map_err(unreachable)?;
     let mut out = BTreeSet::new();
     while let Ok(r) = replies.recv_async().await {
         if let Ok(s) = r.result() {
@@ -149,7 +149,7 @@ impl RemoteMaster {
                 }
             })
             .await
-            .map_err(|e| unreachable(e))?;
+            .map_err(unreachable)?;
         Ok(RemoteMaster {
             inner: Arc::new(Inner {
                 session: session.clone(),
@@ -178,7 +178,7 @@ impl RemoteMaster {
         if let Some(p) = payload {
             get = get.payload(p);
         }
-        let replies = get.await.map_err(|e| unreachable(e))?;
+        let replies = get.await.map_err(unreachable)?;
         let reply = replies.recv_async().await.map_err(|_| {
             unreachable(format!(
                 "no fcan daemon answered on {key} within {:?}",
@@ -355,6 +355,8 @@ impl Clock {
     }
 }
 
+// One shape for every method, the trait's (some need owned copies before the future).
+#[allow(clippy::manual_async_fn)]
 impl MasterApi for RemoteMaster {
     fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
         async move { Ok(self.status().await?.nodes) }
@@ -436,7 +438,7 @@ impl MasterApi for RemoteMaster {
                     let _ = cb_tx.send(Sample::new(name.clone(), in_order(value, &fields), at));
                 })
                 .await
-                .map_err(|e| unreachable(e))?;
+                .map_err(unreachable)?;
             // The subscription lives until the receiver is dropped.
             tokio::spawn(async move {
                 tx.closed().await;
@@ -458,7 +460,7 @@ impl MasterApi for RemoteMaster {
                 .session
                 .put(key, value.to_json().to_string())
                 .await
-                .map_err(|e| unreachable(e))
+                .map_err(unreachable)
         }
     }
 
@@ -473,11 +475,7 @@ impl MasterApi for RemoteMaster {
                 keyed.push((self.check_put(t, v).await?, v.to_json().to_string()));
             }
             for (k, v) in keyed {
-                self.inner
-                    .session
-                    .put(k, v)
-                    .await
-                    .map_err(|e| unreachable(e))?;
+                self.inner.session.put(k, v).await.map_err(unreachable)?;
             }
             Ok(())
         }

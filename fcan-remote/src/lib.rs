@@ -7,8 +7,8 @@
 //!
 //! * [`keys`]: building and parsing the key expressions;
 //! * [`wire`]: the JSON shapes (sample attachment, error reply, registry);
-//! * [`server`]: [`Server`], serving one bus on a Zenoh session;
-//! * [`client`]: [`RemoteMaster`];
+//! * [`server`]: the server, [`Server`], serving one bus on a Zenoh session;
+//! * [`client`]: the client, [`RemoteMaster`];
 //! * [`session`]: opening Zenoh sessions with the safe defaults (loopback only, no
 //!   scouting).
 //!

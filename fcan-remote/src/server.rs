@@ -23,7 +23,7 @@
 //! let master = Master::start(bus, MasterOptions::default()).await?;
 //! let zenoh = SessionConfig::daemon().open().await?.session;
 //! let server = Server::start(master, &zenoh, "can0", ServerOptions::default()).await?;
-//! tokio::signal::ctrl_c().await?;
+//! tokio::time::sleep(std::time::Duration::from_secs(60)).await;
 //! drop(server);
 //! # Ok(()) }
 //! ```
@@ -238,10 +238,11 @@ impl Server {
             .callback(move |s| sh.on_put(s, &put_tx))
             .await
             .map_err(zerr)?;
-        let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(shared.clone().put_worker(put_rx)));
-        tasks.push(tokio::spawn(shared.clone().event_loop()));
-        tasks.push(tokio::spawn(shared.clone().status_loop()));
+        let tasks = vec![
+            tokio::spawn(shared.clone().put_worker(put_rx)),
+            tokio::spawn(shared.clone().event_loop()),
+            tokio::spawn(shared.clone().status_loop()),
+        ];
         shared.resync().await;
         Ok(Server {
             shared,

@@ -41,6 +41,19 @@ pub struct SessionConfig {
     pub daemon: bool,
 }
 
+/// A session's configuration, as [`SessionConfig::build`] makes it.
+#[non_exhaustive]
+pub struct Built {
+    /// The Zenoh configuration.
+    pub config: zenoh::Config,
+    /// Where it will listen.
+    pub listen: Vec<String>,
+    /// Where it will connect.
+    pub connect: Vec<String>,
+    /// For a daemon: the default endpoint was taken, so it joins it.
+    pub joined: Option<String>,
+}
+
 /// An open session and how it was opened.
 #[non_exhaustive]
 pub struct Opened {
@@ -104,9 +117,7 @@ impl SessionConfig {
 
     /// The Zenoh configuration this opens with (and what it listens on / connects to,
     /// and the endpoint joined if the default one was taken).
-    pub fn build(
-        &self,
-    ) -> Result<(zenoh::Config, Vec<String>, Vec<String>, Option<String>), RemoteError> {
+    pub fn build(&self) -> Result<Built, RemoteError> {
         let mut c = match &self.zenoh_config {
             Some(f) => zenoh::Config::from_file(f)
                 .map_err(|e| RemoteError::Config(format!("{}: {e}", f.display())))?,
@@ -154,18 +165,23 @@ impl SessionConfig {
                 set(&mut c, "connect/endpoints", &json_list(&connect))?;
             }
         }
-        Ok((c, listen, connect, joined))
+        Ok(Built {
+            config: c,
+            listen,
+            connect,
+            joined,
+        })
     }
 
     /// Opens the session.
     pub async fn open(&self) -> Result<Opened, RemoteError> {
-        let (c, listening, connected, joined) = self.build()?;
-        let session = zenoh::open(c).await.map_err(zerr)?;
+        let b = self.build()?;
+        let session = zenoh::open(b.config).await.map_err(zerr)?;
         Ok(Opened {
             session,
-            listening,
-            connected,
-            joined,
+            listening: b.listen,
+            connected: b.connect,
+            joined: b.joined,
         })
     }
 }
@@ -176,12 +192,12 @@ mod tests {
 
     #[test]
     fn daemon_listens_on_loopback_or_joins_the_holder() {
-        let (_c, listen, connect, joined) = SessionConfig::daemon().build().unwrap();
-        if joined.is_some() {
-            assert_eq!(connect, vec![DEFAULT_ENDPOINT.to_string()]);
-            assert!(listen.is_empty());
+        let b = SessionConfig::daemon().build().unwrap();
+        if b.joined.is_some() {
+            assert_eq!(b.connect, vec![DEFAULT_ENDPOINT.to_string()]);
+            assert!(b.listen.is_empty());
         } else {
-            assert_eq!(listen, vec![DEFAULT_ENDPOINT.to_string()]);
+            assert_eq!(b.listen, vec![DEFAULT_ENDPOINT.to_string()]);
         }
     }
 
@@ -195,7 +211,7 @@ mod tests {
 
     #[test]
     fn scouting_is_off() {
-        let (c, ..) = SessionConfig::client().build().unwrap();
+        let c = SessionConfig::client().build().unwrap().config;
         let text = format!("{c}");
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["scouting"]["multicast"]["enabled"], false);
