@@ -56,16 +56,10 @@ pub struct Cli {
     /// `tcp/192.168.1.5:7447`; fails if it cannot be reached or does not serve `--bus`.
     /// Without it, `fcan` tries the local daemon at tcp/127.0.0.1:7447 and, when none
     /// serves the bus, runs a one-shot master (and says so on stderr).
-    #[arg(
-        long,
-        global = true,
-        env = "FCAN_CONNECT",
-        value_name = "ENDPOINT",
-        conflicts_with = "no_daemon"
-    )]
+    #[arg(long, global = true, env = "FCAN_CONNECT", value_name = "ENDPOINT")]
     pub connect: Option<String>,
-    /// Never attach to a daemon: run a one-shot master that opens the bus itself,
-    /// discovers the nodes, runs the command and exits.
+    /// Never attach to a daemon (not even FCAN_CONNECT's): run a one-shot master that
+    /// opens the bus itself, discovers the nodes, runs the command and exits.
     #[arg(long, global = true)]
     pub no_daemon: bool,
     /// What to do.

@@ -65,15 +65,20 @@ pub(crate) struct Daemon {
 }
 
 /// Opens a Zenoh client session to `endpoint` and asks which buses are served there,
-/// all within `bound`.
-/// The error says why, for people.
+/// all within `bound`. The error says why, for people.
 pub(crate) async fn reach(endpoint: &str, bound: Duration) -> Result<Daemon, String> {
-    let session = match tokio::time::timeout(bound, open(endpoint)).await {
+    let deadline = tokio::time::Instant::now() + bound;
+    let session = match tokio::time::timeout_at(deadline, open(endpoint)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(e),
         Err(_) => return Err(format!("no answer within {} ms", bound.as_millis())),
     };
-    let buses = fcan_remote::client::buses(&session, bound)
+    // The rest of the bound for the question (at least a little: a connected daemon on
+    // loopback answers in about a millisecond).
+    let left = deadline
+        .saturating_duration_since(tokio::time::Instant::now())
+        .max(Duration::from_millis(50));
+    let buses = fcan_remote::client::buses(&session, left)
         .await
         .map_err(|e| e.to_string())?;
     Ok(Daemon {

@@ -369,6 +369,20 @@ fn connect_to_a_dead_endpoint_fails_clearly() {
         "{}",
         text(&o.stderr)
     );
+    // --no-daemon wins over FCAN_CONNECT: a one-shot master (failing on the missing
+    // interface), no daemon looked for, no note.
+    let o = fcan_cmd(&["--no-daemon", "--bus", "socketcan:fcan-nosuch0", "nodes"])
+        .env("FCAN_CONNECT", &ep)
+        .output()
+        .expect("runs fcan");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.starts_with("fcan: error: ")
+            && err.contains("fcan-nosuch0")
+            && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 /// No daemon serving the bus: the command runs a one-shot master on it, and says so on
