@@ -82,7 +82,7 @@ struct Inner {
     _events_sub: zenoh::pubsub::Subscriber<()>,
     schemas: Mutex<BTreeMap<SchemaDigest, Arc<NodeSchema>>>,
     /// The registry as last fetched, for checking puts; cleared on every event.
-    registry: Arc<Mutex<Option<Registry>>>,
+    registry: Arc<Mutex<Option<Arc<Registry>>>>,
 }
 
 /// A client of one bus of an fcan daemon. Cheap to clone.
@@ -134,7 +134,7 @@ impl RemoteMaster {
         let key = keys::events(bus).ok_or_else(|| internal(format!("bad bus name `{bus}`")))?;
         let (events, _) = broadcast::channel(1024);
         let tx = events.clone();
-        let registry: Arc<Mutex<Option<Registry>>> = Arc::default();
+        let registry: Arc<Mutex<Option<Arc<Registry>>>> = Arc::default();
         let reg = registry.clone();
         let sub = session
             .declare_subscriber(key)
@@ -255,23 +255,40 @@ impl RemoteMaster {
     }
 
     /// The registry, from the cache of the last one if no event came since.
-    async fn cached_registry(&self) -> Result<Registry, MasterError> {
-        if let Some(r) = self
+    async fn cached_registry(&self) -> Result<Arc<Registry>, MasterError> {
+        let cached = self
             .inner
             .registry
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
-            return Ok(r);
+            .clone();
+        match cached {
+            Some(r) => Ok(r),
+            None => self.refresh_registry().await,
         }
-        let r = self.fetch_registry().await?;
+    }
+
+    /// Fetches the registry and caches it.
+    async fn refresh_registry(&self) -> Result<Arc<Registry>, MasterError> {
+        let r = Arc::new(self.fetch_registry().await?);
         *self
             .inner
             .registry
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
         Ok(r)
+    }
+
+    /// The topic `name` from the cached registry, or (a node may have come since) from a
+    /// fresh one.
+    async fn topic_info(
+        &self,
+        name: &str,
+    ) -> Result<fcan_master::registry::TopicInfo, MasterError> {
+        if let Ok(t) = self.cached_registry().await?.topic(name) {
+            return Ok(t.clone());
+        }
+        Ok(self.refresh_registry().await?.topic(name)?.clone())
     }
 
     async fn fetch_registry(&self) -> Result<Registry, MasterError> {
@@ -297,8 +314,7 @@ impl RemoteMaster {
 
     /// Checks a put as the master would (name, direction, value) before sending it.
     async fn check_put(&self, topic: &str, value: &Value) -> Result<String, MasterError> {
-        let r = self.cached_registry().await?;
-        let t = r.topic(topic)?;
+        let t = self.topic_info(topic).await?;
         if t.dir != DataDirection::M2s {
             return Err(MasterError::Remote {
                 kind: kind::BAD_VALUE.into(),
@@ -363,15 +379,7 @@ impl MasterApi for RemoteMaster {
     }
 
     fn registry(&self) -> impl Future<Output = Result<Registry, MasterError>> + Send {
-        async move {
-            let r = self.fetch_registry().await?;
-            *self
-                .inner
-                .registry
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
-            Ok(r)
-        }
+        async move { Ok(Registry::clone(&*self.refresh_registry().await?)) }
     }
 
     fn status(&self) -> impl Future<Output = Result<Status, MasterError>> + Send {
@@ -407,7 +415,7 @@ impl MasterApi for RemoteMaster {
         async move {
             let key = self.key(keys::topic(&self.inner.bus, &topic), &topic)?;
             // Unknown names fail here as on the master; the fields give the order.
-            let fields = self.cached_registry().await?.topic(&topic)?.fields.clone();
+            let fields = self.topic_info(&topic).await?.fields;
             let (tx, rx) = mpsc::unbounded_channel();
             let name: Arc<str> = Arc::from(topic.as_str());
             let clock = Mutex::new(Clock { origin: None });

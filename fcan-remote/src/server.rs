@@ -290,7 +290,7 @@ impl Shared {
     /// bad puts cannot flood the log).
     fn reject_put(&self, topic: &str, reason: &str) {
         let n = self.counters.rejected_puts.fetch_add(1, Ordering::Relaxed) + 1;
-        if n <= 20 || n % 1000 == 0 {
+        if n <= 20 || n.is_multiple_of(1000) {
             (self.log)(&format!(
                 "refused put #{n} on {}: {}",
                 fcan_master::text::Untrusted(topic),
@@ -698,7 +698,9 @@ impl Shared {
                 ) else {
                     continue;
                 };
-                let Ok(publisher) = self.session.declare_publisher(key).await else {
+                // Express: not held for Zenoh's batching (up to 1 ms), so a sample leaves as
+                // soon as it is decoded (docs/performance.md).
+                let Ok(publisher) = self.session.declare_publisher(key).express(true).await else {
                     continue;
                 };
                 tasks.push(tokio::spawn(forward(

@@ -536,3 +536,48 @@ async fn daemon_restart_nodes_stay_provisioned_new_client_works() {
     let mut fb = m.subscribe("/motor_driver2/motor1/feedback").await.unwrap();
     recv_sample(&mut fb).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_client_stops_nothing_the_nodes_command_timeout_acts() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let _server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+    m.param_set("motor_driver1.motor5.command_timeout_ms", Value::UInt(200))
+        .await
+        .unwrap();
+    // A controller streams a command at 50 Hz…
+    let streaming = {
+        let m = m.clone();
+        tokio::spawn(async move {
+            loop {
+                m.publish("/motor_driver1/motor5/target", val("{type: 0, value: 0.3}"))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    until("motor5 duty 0.3", || async {
+        let d = w.motor(MD1).with(|f| f.axis(5).unwrap().duty);
+        ((d - 0.3).abs() < 1e-6).then_some(())
+    })
+    .await;
+    // …and vanishes: its task and its session end without a word.
+    streaming.abort();
+    let _ = streaming.await;
+    drop(m);
+    cz.close().await.unwrap();
+    // The daemon sends nothing on its behalf; the node's own timeout stops the motor.
+    until("motor5 stopped by its command timeout", || async {
+        (w.motor(MD1).with(|f| f.axis(5).unwrap().duty) == 0.0).then_some(())
+    })
+    .await;
+    assert_eq!(w.node_state(MD1), NodeState::Running);
+    let n = master.nodes().await.unwrap();
+    assert!(n.iter().all(|x| x.phase == Phase::Running), "{n:?}");
+}
