@@ -9,7 +9,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
+With a daemon (`fcan serve`) running, every command attaches to it and starts at once;
+without one, each command is a one-shot master (discovery takes ~2 s).
+
 Examples:
+  fcan serve --bus socketcan:can0 &
   fcan --bus socketcan:can0 nodes
   fcan --bus socketcan:can0 topic echo /md3/motor0/feedback --count 5
   fcan --bus socketcan:can0 topic pub /md3/motor0/target '{type: 1, value: 2.5}'
@@ -44,9 +48,20 @@ pub struct Cli {
     /// Do not use the on-disk schema cache.
     #[arg(long, global = true)]
     pub no_cache: bool,
-    /// How long to wait for nodes to be discovered and provisioned, in milliseconds.
+    /// How long to wait for nodes to be discovered and provisioned, in milliseconds
+    /// (a one-shot master only: a daemon has discovered them already).
     #[arg(long, global = true, default_value_t = 2000, value_name = "MS")]
     pub discover_ms: u64,
+    /// Attach to the fcan daemon (`fcan serve`) at this Zenoh endpoint, e.g.
+    /// `tcp/192.168.1.5:7447`; fails if it cannot be reached or does not serve `--bus`.
+    /// Without it, `fcan` tries the local daemon at tcp/127.0.0.1:7447 and, when none
+    /// serves the bus, runs a one-shot master (and says so on stderr).
+    #[arg(long, global = true, env = "FCAN_CONNECT", value_name = "ENDPOINT")]
+    pub connect: Option<String>,
+    /// Never attach to a daemon (not even FCAN_CONNECT's): run a one-shot master that
+    /// opens the bus itself, discovers the nodes, runs the command and exits.
+    #[arg(long, global = true)]
+    pub no_daemon: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -248,7 +263,7 @@ mod tests {
                     continue;
                 }
                 let id = arg.get_id().as_str();
-                if matches!(id, "bus" | "cache_dir") {
+                if matches!(id, "bus" | "cache_dir" | "connect") {
                     continue;
                 }
                 let unit = arg

@@ -1,14 +1,15 @@
-//! Running a command against a [`Master`]: asks the master, builds the views, hands each
-//! [`Report`] to a [`Sink`] as soon as it is known (streams report message by message).
-//! Knows nothing of text or JSON.
+//! Running a command against a master: asks it, builds the views, hands each [`Report`]
+//! to a [`Sink`] as soon as it is known (streams report message by message). Knows
+//! nothing of text or JSON, nor where the master runs: every function takes any
+//! [`MasterApi`], the in-process `Master` or a daemon's remote client alike.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fcan_master::master::{Master, MasterError};
+use fcan_master::master::MasterError;
 use fcan_master::text::Untrusted;
 use fcan_master::value::Value;
-use fcan_master::Phase;
+use fcan_master::{MasterApi, Phase};
 
 use crate::args::{Command, MonitorArgs, ParamCmd, SchemaCmd, ServiceCmd, StreamArgs, TopicCmd};
 use crate::views::*;
@@ -29,8 +30,8 @@ impl Sink for Vec<Report> {
 
 /// Runs `cmd`, reporting to `sink`. A name no running node offers becomes an error that
 /// says which nodes have not finished provisioning (the name may be theirs).
-pub(crate) async fn run(
-    master: &Master,
+pub(crate) async fn run<M: MasterApi>(
+    master: &M,
     cmd: &Command,
     sink: &mut dyn Sink,
 ) -> Result<(), CliError> {
@@ -43,7 +44,10 @@ pub(crate) async fn run(
 /// A name that is not among the running nodes' topics, services or parameters. While a
 /// node has announced but is not running, the name may well be one of its own: say what
 /// did not happen instead of claiming the name does not exist.
-async fn not_found(master: &Master, unknown: fcan_master::registry::UnknownName) -> CliError {
+async fn not_found<M: MasterApi>(
+    master: &M,
+    unknown: fcan_master::registry::UnknownName,
+) -> CliError {
     let Ok(nodes) = master.nodes().await else {
         return MasterError::Unknown(unknown).into();
     };
@@ -72,7 +76,11 @@ async fn not_found(master: &Master, unknown: fcan_master::registry::UnknownName)
     ))
 }
 
-async fn command(master: &Master, cmd: &Command, sink: &mut dyn Sink) -> Result<(), CliError> {
+async fn command<M: MasterApi>(
+    master: &M,
+    cmd: &Command,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
     match cmd {
         Command::Nodes => {
             let nodes = master.nodes().await?;
@@ -120,7 +128,11 @@ fn deadline(stream: &StreamArgs) -> Option<tokio::time::Instant> {
         .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)))
 }
 
-async fn topic(master: &Master, cmd: &TopicCmd, sink: &mut dyn Sink) -> Result<(), CliError> {
+async fn topic<M: MasterApi>(
+    master: &M,
+    cmd: &TopicCmd,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
     match cmd {
         TopicCmd::List => {
             let topics = master.registry().await?.topics;
@@ -234,7 +246,11 @@ async fn topic(master: &Master, cmd: &TopicCmd, sink: &mut dyn Sink) -> Result<(
     Ok(())
 }
 
-async fn service(master: &Master, cmd: &ServiceCmd, sink: &mut dyn Sink) -> Result<(), CliError> {
+async fn service<M: MasterApi>(
+    master: &M,
+    cmd: &ServiceCmd,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
     match cmd {
         ServiceCmd::List => {
             let services = master.registry().await?.services;
@@ -260,7 +276,11 @@ async fn service(master: &Master, cmd: &ServiceCmd, sink: &mut dyn Sink) -> Resu
     }
 }
 
-async fn param(master: &Master, cmd: &ParamCmd, sink: &mut dyn Sink) -> Result<(), CliError> {
+async fn param<M: MasterApi>(
+    master: &M,
+    cmd: &ParamCmd,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
     match cmd {
         ParamCmd::List => {
             let params = master.registry().await?.params;
@@ -336,54 +356,97 @@ async fn param(master: &Master, cmd: &ParamCmd, sink: &mut dyn Sink) -> Result<(
     }
 }
 
-async fn monitor(master: &Master, m: &MonitorArgs, sink: &mut dyn Sink) -> Result<(), CliError> {
-    let mut events = master.events();
-    let mut last = master.status().await?;
-    let mut last_t = tokio::time::Instant::now();
+/// `fcan monitor` on one master.
+async fn monitor<M: MasterApi>(
+    master: &M,
+    m: &MonitorArgs,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
+    monitor_buses(std::slice::from_ref(&(None, master.clone())), m, sink).await
+}
+
+/// One bus the monitor follows: the previous status, for rates over the interval.
+struct Watched<'a, M> {
+    bus: Option<&'a str>,
+    master: &'a M,
+    events: tokio::sync::broadcast::Receiver<fcan_master::engine::Event>,
+    last: fcan_master::master::Status,
+    last_t: tokio::time::Instant,
+}
+
+/// `fcan monitor` on several buses (a daemon's, each named), one view per bus per
+/// refresh.
+pub(crate) async fn monitor_buses<M: MasterApi>(
+    buses: &[(Option<String>, M)],
+    m: &MonitorArgs,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
+    let mut watched = Vec::with_capacity(buses.len());
+    for (bus, master) in buses {
+        watched.push(Watched {
+            bus: bus.as_deref(),
+            master,
+            events: master.events(),
+            last: master.status().await?,
+            last_t: tokio::time::Instant::now(),
+        });
+    }
     let mut n = 0u64;
     loop {
         tokio::time::sleep(Duration::from_millis(m.interval_ms)).await;
-        let mut seen = Vec::new();
-        while let Ok(e) = events.try_recv() {
-            seen.extend(EventView::of(&e));
+        let mut views = Vec::with_capacity(watched.len());
+        for w in &mut watched {
+            views.push(refresh(w).await?);
         }
-        let now = master.status().await?;
-        let dt = last_t.elapsed().as_secs_f64().max(1e-6);
-        last_t = tokio::time::Instant::now();
-        let per_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
-        sink.emit(Report::Monitor(MonitorView {
-            nodes: now
-                .nodes
-                .iter()
-                .map(|n| MonitorNodeView {
-                    id: n.id.get(),
-                    name: n.name.clone(),
-                    phase: n.phase.clone(),
-                    mode: n.mode,
-                    errors: n.errors,
-                })
-                .collect(),
-            rates_hz: now
-                .samples
-                .iter()
-                .map(|(k, v)| {
-                    let then = last.samples.get(k).copied().unwrap_or(0);
-                    (k.clone(), per_s(*v, then))
-                })
-                .collect(),
-            bus_load: now.bus_busy.saturating_sub(last.bus_busy).as_secs_f64() / dt,
-            rx_frames: now.stats.rx_frames,
-            tx_frames: now.stats.tx_frames,
-            rx_per_s: per_s(now.stats.rx_frames, last.stats.rx_frames),
-            tx_per_s: per_s(now.stats.tx_frames, last.stats.tx_frames),
-            retries: now.stats.retries,
-            rx_malformed: now.stats.rx_malformed,
-            events: seen,
-        }))?;
-        last = now;
+        sink.emit(Report::Monitor(views))?;
         n += 1;
         if m.count.is_some_and(|c| n >= c) {
             return Ok(());
         }
     }
+}
+
+/// One bus's view since its previous refresh.
+async fn refresh<M: MasterApi>(w: &mut Watched<'_, M>) -> Result<MonitorView, CliError> {
+    let mut seen = Vec::new();
+    while let Ok(e) = w.events.try_recv() {
+        seen.extend(EventView::of(&e));
+    }
+    let now = w.master.status().await?;
+    let dt = w.last_t.elapsed().as_secs_f64().max(1e-6);
+    w.last_t = tokio::time::Instant::now();
+    let last = &w.last;
+    let per_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
+    let view = MonitorView {
+        bus: w.bus.map(str::to_string),
+        nodes: now
+            .nodes
+            .iter()
+            .map(|n| MonitorNodeView {
+                id: n.id.get(),
+                name: n.name.clone(),
+                phase: n.phase.clone(),
+                mode: n.mode,
+                errors: n.errors,
+            })
+            .collect(),
+        rates_hz: now
+            .samples
+            .iter()
+            .map(|(k, v)| {
+                let then = last.samples.get(k).copied().unwrap_or(0);
+                (k.clone(), per_s(*v, then))
+            })
+            .collect(),
+        bus_load: now.bus_busy.saturating_sub(last.bus_busy).as_secs_f64() / dt,
+        rx_frames: now.stats.rx_frames,
+        tx_frames: now.stats.tx_frames,
+        rx_per_s: per_s(now.stats.rx_frames, last.stats.rx_frames),
+        tx_per_s: per_s(now.stats.tx_frames, last.stats.tx_frames),
+        retries: now.stats.retries,
+        rx_malformed: now.stats.rx_malformed,
+        events: seen,
+    };
+    w.last = now;
+    Ok(view)
 }

@@ -1,6 +1,7 @@
 //! The `fcan` command line, as a library: [`run`] is the binary; [`execute`] runs one
-//! command against a [`Master`] that is already running (the demo uses it with its
-//! simulated nodes attached).
+//! command against a master that is already running (the demo uses it with its
+//! simulated nodes attached). A command attaches to a bus-owner daemon (`fcan serve`)
+//! when one serves the bus ([`attach`]), and otherwise runs a one-shot [`Master`].
 //!
 //! The CLI is its own crate so that a program using `fcan-master` as a library compiles
 //! neither clap nor a YAML parser. One job per module:
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod attach;
 mod exec;
 mod render;
 pub mod serve;
@@ -33,7 +35,7 @@ use std::time::Duration;
 use fcan_master::cache::{BlobStore, DiskStore, MemoryStore};
 use fcan_master::master::{Master, MasterError, MasterOptions};
 use fcan_master::transport::sim::SimBus;
-use fcan_master::Phase;
+use fcan_master::{MasterApi, Phase};
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +47,19 @@ pub enum CliError {
     /// Reading a file or writing output.
     #[error("{0}")]
     Io(String),
+    /// Reaching the daemon asked for (`--connect`), or a daemon that does not serve the
+    /// bus.
+    #[error("{0}")]
+    Daemon(String),
+    /// The daemon (the bus's master) or a node refused: the daemon's message, which
+    /// says what a local master would (the node's reason, the bound).
+    #[error("{}", fcan_master::text::Untrusted(.message))]
+    Remote {
+        /// The key space's error kind (`unknown_name`, `bad_value`, `refused`…).
+        kind: String,
+        /// The daemon's message.
+        message: String,
+    },
     /// Anything else, for people.
     #[error("{0}")]
     Usage(String),
@@ -61,8 +76,9 @@ impl CliError {
     pub fn view(&self) -> views::ErrorView {
         views::ErrorView {
             kind: match self {
-                CliError::Master(_) => "master",
+                CliError::Master(_) | CliError::Remote { .. } => "master",
                 CliError::Io(_) => "io",
+                CliError::Daemon(_) => "daemon",
                 CliError::Usage(_) => "usage",
             },
             error: self.to_string(),
@@ -77,16 +93,140 @@ pub struct Output {
     pub json: bool,
 }
 
-/// Runs `fcan` as the binary does: opens the bus, starts a master, waits for discovery,
-/// runs the command. `sim` is the simulated bus `--bus sim` attaches to.
+/// Runs `fcan` as the binary does: attaches to the daemon that serves the bus (the
+/// local one at [`attach::LOCAL_DAEMON`] by default, `--connect` for another) or, when
+/// there is none, opens the bus, starts a one-shot master, waits for discovery and runs
+/// the command. `sim` is the simulated bus `--bus sim` attaches to.
 pub async fn run(cli: Cli, sim: Option<&SimBus>) -> Result<(), CliError> {
     run_to(cli, sim, &mut std::io::stdout().lock()).await
 }
 
 /// [`run`], writing the command's output to `out` (for tests that run `fcan` command
-/// lines in-process).
+/// lines in-process). With a simulated bus of the caller's (`sim`), the local daemon is
+/// not looked for: that bus lives in this process, no daemon can serve it (`--connect`
+/// still attaches).
 pub async fn run_to(cli: Cli, sim: Option<&SimBus>, out: &mut dyn Write) -> Result<(), CliError> {
-    let transport = fcan_master::transport::open(&cli.bus, sim).map_err(MasterError::from)?;
+    let local = sim.is_none().then_some(attach::LOCAL_DAEMON);
+    run_with(cli, sim, local, out, &mut std::io::stderr()).await
+}
+
+/// [`run_to`] with the daemon looked for by default (`local_daemon`; `None`: none) and
+/// where the note "running a one-shot master" goes (`notes`; stderr in the binary).
+pub async fn run_with(
+    cli: Cli,
+    sim: Option<&SimBus>,
+    local_daemon: Option<&str>,
+    out: &mut dyn Write,
+    notes: &mut dyn Write,
+) -> Result<(), CliError> {
+    let o = Output { json: cli.json };
+    // A spec that names no bus is refused before any network or bus is touched.
+    let (bus, spec) = attach::bus_name(&cli.bus)?;
+    if !cli.no_daemon {
+        if let Some(ep) = &cli.connect {
+            // Asked for: that daemon or an error, never a master of our own beside it.
+            let d = attach::reach(ep, attach::CONNECT_TIMEOUT)
+                .await
+                .map_err(|e| CliError::Daemon(format!("cannot reach fcan daemon at {ep}: {e}")))?;
+            return on_daemon(&d, &bus, &cli.command, o, out).await;
+        }
+        if let Some(ep) = local_daemon {
+            match attach::reach(ep, attach::PROBE_TIMEOUT).await {
+                Ok(d) if usable(&d, &bus, &cli.command) => {
+                    return on_daemon(&d, &bus, &cli.command, o, out).await;
+                }
+                Ok(d) => writeln!(
+                    notes,
+                    "fcan: the fcan daemon on {ep} serves {}, not bus `{bus}`: running a one-shot master",
+                    served(&d.buses)
+                )?,
+                Err(_) => writeln!(
+                    notes,
+                    "fcan: no fcan daemon on {ep}: running a one-shot master (start `fcan serve` to share the bus)"
+                )?,
+            }
+        }
+    }
+    one_shot(&cli, &spec, sim, out).await
+}
+
+/// Whether `cmd` can run on daemon `d`: it serves `bus`, or the command is `monitor`,
+/// which shows every bus the daemon serves.
+fn usable(d: &attach::Daemon, bus: &str, cmd: &Command) -> bool {
+    d.buses.iter().any(|b| b == bus) || matches!(cmd, Command::Monitor(_)) && !d.buses.is_empty()
+}
+
+/// `bus `a`, `b`` or `no bus`, for messages.
+fn served(buses: &[String]) -> String {
+    if buses.is_empty() {
+        return "no bus".into();
+    }
+    let names: Vec<String> = buses
+        .iter()
+        .map(|b| format!("`{}`", fcan_master::text::Untrusted(b)))
+        .collect();
+    format!("bus {}", names.join(", "))
+}
+
+/// Runs the command on the daemon `d`: on `bus`, or with `fcan monitor` on every bus
+/// it serves.
+async fn on_daemon(
+    d: &attach::Daemon,
+    bus: &str,
+    cmd: &Command,
+    o: Output,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    if !usable(d, bus, cmd) {
+        return Err(CliError::Daemon(format!(
+            "the fcan daemon at {} serves {}, not bus `{bus}` (--bus)",
+            d.endpoint,
+            served(&d.buses)
+        )));
+    }
+    let opts = fcan_remote::ClientOptions::default();
+    let remote = |e: MasterError| match e {
+        // The daemon's words, printed as a local master's would be.
+        MasterError::Remote { kind, message } if kind != "unreachable" => {
+            CliError::Remote { kind, message }
+        }
+        e => CliError::Master(e),
+    };
+    if let Command::Monitor(m) = cmd {
+        // Every bus the daemon serves, each under its name.
+        let mut masters = Vec::with_capacity(d.buses.len());
+        for b in &d.buses {
+            let rm = fcan_remote::RemoteMaster::connect(&d.session, b, opts.clone())
+                .await
+                .map_err(remote)?;
+            masters.push((Some(b.clone()), rm));
+        }
+        let tty = std::io::stdout().is_terminal();
+        let mut renderer = render::Renderer::new(out, o.json, tty);
+        return exec::monitor_buses(&masters, m, &mut renderer)
+            .await
+            .map_err(|e| match e {
+                CliError::Master(e) => remote(e),
+                e => e,
+            });
+    }
+    let rm = fcan_remote::RemoteMaster::connect(&d.session, bus, opts)
+        .await
+        .map_err(remote)?;
+    execute(&rm, cmd, o, out).await.map_err(|e| match e {
+        CliError::Master(e) => remote(e),
+        e => e,
+    })
+}
+
+/// A master of our own: opens the bus, discovers, runs the command, exits.
+async fn one_shot(
+    cli: &Cli,
+    spec: &str,
+    sim: Option<&SimBus>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
     let store: Box<dyn BlobStore> = if cli.no_cache {
         Box::new(MemoryStore::new())
     } else {
@@ -124,9 +264,10 @@ async fn settle(master: &Master, wait: Duration) -> Result<(), CliError> {
 }
 
 /// Runs one command against a running master, writing text (or JSON lines with
-/// `o.json`) to `out`.
-pub async fn execute(
-    master: &Master,
+/// `o.json`) to `out`. `master` is any [`MasterApi`]: the in-process [`Master`] (the
+/// demo, the tests) or a bus-owner daemon's remote client; the command code is the same.
+pub async fn execute<M: MasterApi>(
+    master: &M,
     cmd: &Command,
     o: Output,
     out: &mut dyn Write,

@@ -20,7 +20,9 @@ fn main() -> ExitCode {
             }
         };
     }
-    tokio::runtime::Builder::new_current_thread()
+    // Zenoh (attach mode) refuses a current-thread runtime; one worker is enough.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .expect("tokio runtime")

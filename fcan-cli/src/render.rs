@@ -66,7 +66,7 @@ impl<'a> Renderer<'a> {
             Report::ParamSet(v) => self.json_line(v),
             Report::ParamLoad(v) => self.json_line(v),
             Report::Schema(v) => self.json_line(v),
-            Report::Monitor(v) => self.json_line(v),
+            Report::Monitor(v) => self.json_lines(v),
         }
     }
 
@@ -160,11 +160,28 @@ impl<'a> Renderer<'a> {
                 Some(e) => writeln!(out, "{}: {}", Untrusted(&p.name), Untrusted(e))?,
             },
             Report::Schema(s) => write!(out, "{}", schema_text(&s))?,
-            Report::Monitor(m) => {
-                self.recent.extend(m.events.iter().map(|e| e.text.clone()));
+            Report::Monitor(buses) => {
+                // A daemon's buses each name their events; one bus needs no prefix.
+                for m in &buses {
+                    self.recent.extend(m.events.iter().map(|e| match &m.bus {
+                        Some(bus) if buses.len() > 1 => format!("[{}] {}", Untrusted(bus), e.text),
+                        _ => e.text.clone(),
+                    }));
+                }
                 let excess = self.recent.len().saturating_sub(RECENT_EVENTS);
                 self.recent.drain(..excess);
-                monitor_text(out, &m, &self.recent, self.tty)?;
+                if self.tty {
+                    write!(out, "\x1b[2J\x1b[H")?;
+                }
+                for m in &buses {
+                    monitor_text(out, m)?;
+                }
+                for line in &self.recent {
+                    writeln!(out, "  · {line}")?;
+                }
+                if !self.tty {
+                    writeln!(out)?;
+                }
             }
         }
         Ok(())
@@ -223,19 +240,15 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One refresh of `fcan monitor`, with the latest events under it.
-fn monitor_text(
-    out: &mut dyn Write,
-    m: &MonitorView,
-    recent: &[String],
-    tty: bool,
-) -> std::io::Result<()> {
-    if tty {
-        write!(out, "\x1b[2J\x1b[H")?;
-    }
+/// One bus of a `fcan monitor` refresh (the latest events go under every bus).
+fn monitor_text(out: &mut dyn Write, m: &MonitorView) -> std::io::Result<()> {
+    let bus = m
+        .bus
+        .as_ref()
+        .map_or(String::new(), |b| format!("bus {} — ", Untrusted(b)));
     writeln!(
         out,
-        "fcan monitor — {} node(s), bus load {:.1} % (at 1/5 Mbit/s), rx {} frames ({:.0}/s), \
+        "fcan monitor — {bus}{} node(s), bus load {:.1} % (at 1/5 Mbit/s), rx {} frames ({:.0}/s), \
          tx {} frames ({:.0}/s), retries {}, malformed {}",
         m.nodes.len(),
         m.bus_load * 100.0,
@@ -265,12 +278,6 @@ fn monitor_text(
     writeln!(out, "{:<44} {:>10}", "TOPIC", "RATE")?;
     for (k, rate) in &m.rates_hz {
         writeln!(out, "{:<44} {rate:>8.1}/s", Untrusted(k))?;
-    }
-    for line in recent {
-        writeln!(out, "  · {line}")?;
-    }
-    if !tty {
-        writeln!(out)?;
     }
     Ok(())
 }
@@ -569,7 +576,8 @@ mod tests {
     }
 
     fn monitor(events: &[&str]) -> Report {
-        Report::Monitor(MonitorView {
+        Report::Monitor(vec![MonitorView {
+            bus: None,
             nodes: vec![MonitorNodeView {
                 id: 3,
                 name: "md3".into(),
@@ -593,7 +601,7 @@ mod tests {
                     text: t.to_string(),
                 })
                 .collect(),
-        })
+        }])
     }
 
     #[test]

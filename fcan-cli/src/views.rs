@@ -537,9 +537,13 @@ impl EventView {
     }
 }
 
-/// One `fcan monitor` refresh. Rates are over the refresh interval.
+/// One `fcan monitor` refresh of one bus. Rates are over the refresh interval.
 #[derive(Clone, Debug, Serialize)]
 pub struct MonitorView {
+    /// The bus's name in the daemon, attached to one (`fcan monitor` then shows every
+    /// bus the daemon serves, one line per bus per refresh); absent for a one-shot master.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bus: Option<String>,
     /// The nodes.
     pub nodes: Vec<MonitorNodeView>,
     /// Messages per second of each topic that has had any.
@@ -591,7 +595,8 @@ pub(crate) enum Report {
     ParamDump(ParamValueView),
     ParamLoad(ParamLoadView),
     Schema(Box<SchemaView>),
-    Monitor(MonitorView),
+    /// One refresh: one view per bus.
+    Monitor(Vec<MonitorView>),
 }
 
 #[cfg(test)]

@@ -15,9 +15,10 @@
 //! their exit codes and output. It adapts to the interface: at MTU 72 (CAN FD) the nodes
 //! run in an FD mode, at MTU 16 in `classic`.
 //!
-//! The only difference from the README: the schema cache lives in a fresh temporary
-//! directory (`FCAN_CACHE_DIR`, the default of `--cache-dir`), so the first command is a
-//! cold start (schemas downloaded) and every later one a warm start (none downloaded).
+//! The only differences from the README: the schema cache lives in a fresh temporary
+//! directory (`FCAN_CACHE_DIR`, the default of `--cache-dir`), so the daemon starts cold
+//! (schemas downloaded) and nothing is downloaded again; and after starting `fcan serve`
+//! the test waits until the daemon has both nodes running, as a person would.
 
 use std::collections::BTreeMap;
 
@@ -54,6 +55,10 @@ const QUICKSTART: &[Step] = &[
         check: None,
     },
     Step {
+        line: "fcan serve --bus socketcan:vcan0 &",
+        check: None,
+    },
+    Step {
         line: "fcan --bus socketcan:vcan0 nodes",
         check: Some(check_nodes_cold),
     },
@@ -74,6 +79,10 @@ const QUICKSTART: &[Step] = &[
         check: Some(check_service_call),
     },
     Step {
+        line: "fcan --bus socketcan:vcan0 topic echo /motor_driver1/motor0/feedback --json &",
+        check: None,
+    },
+    Step {
         line: "fcan --bus socketcan:vcan0 topic pub /motor_driver1/motor0/target '{type: 1, value: 5}' --count 20 --rate 100",
         check: Some(check_pub),
     },
@@ -87,9 +96,14 @@ const QUICKSTART: &[Step] = &[
     },
     Step {
         line: "fcan --bus socketcan:vcan0 --json nodes",
-        check: Some(check_nodes_warm),
+        check: Some(check_nodes_daemon),
     },
 ];
+
+/// The background line that starts the daemon.
+const SERVE: &str = "fcan serve --bus socketcan:vcan0 &";
+/// The background line that echoes while the quickstart publishes.
+const ECHO: &str = "fcan --bus socketcan:vcan0 topic echo /motor_driver1/motor0/feedback --json &";
 
 /// The words a quickstart command line starts with.
 const PROGRAMS: &[&str] = &["fcan", "motor-node", "io-node"];
@@ -341,7 +355,7 @@ fn check_param_set(_: &mut Ctx, r: &Run) {
 }
 
 fn check_param_get(_: &mut Ctx, r: &Run) {
-    // Another master process: the node kept the value the previous one set.
+    // Another fcan process: the daemon's node kept the value the previous one set.
     assert!(r.ok(), "param get failed: {}", r.stderr);
     let v: f64 = r.stdout.trim().parse().expect("a number");
     assert_eq!(v, 0.5);
@@ -374,10 +388,33 @@ fn check_feedback_moved(ctx: &mut Ctx, r: &Run) {
         after - before > 0.1,
         "the motor did not turn: {before} → {after}"
     );
-    // …and it stopped once commands ended (command_timeout_ms) and its master left.
-    assert_eq!(v["ready"], false, "{v}");
-    assert!(v["velocity"].as_f64().unwrap().abs() < 0.5, "{v}");
+    // That it stopped once commands ended (command_timeout_ms) shows in the background
+    // echo, at the end (`check_background_echo`): this echo attaches at once, within the
+    // timeout of the last command.
 }
+
+/// The background `topic echo` ran all along (the foreground `topic pub` beside it): its
+/// samples show the motor turning. Returns whether its latest sample shows the motor
+/// stopped by itself (`ready: false`, at rest); callers wait for that, bounded.
+fn check_background_echo(ctx: &Ctx, stdout: &str) -> bool {
+    let lines: Vec<Json> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(lines.len() > 10, "the echo printed {} samples", lines.len());
+    let pos = |l: &Json| l["value"]["position"].as_f64().expect("position");
+    let before = ctx.position_before.expect("position before");
+    assert!(
+        lines.iter().any(|l| pos(l) - before > 0.1),
+        "the echo never saw the motor turn from {before}"
+    );
+    let last = &lines[lines.len() - 1]["value"];
+    last["ready"] == false && last["velocity"].as_f64().is_some_and(|v| v.abs() < 0.01)
+}
+
+/// How long the motor may take to come to rest after the last command, at most.
+const STOP_BOUND: Duration = Duration::from_secs(30);
 
 fn check_param_out_of_range(_: &mut Ctx, r: &Run) {
     assert!(!r.ok(), "an out-of-range value was accepted: {}", r.stdout);
@@ -405,6 +442,26 @@ fn check_nodes_warm(ctx: &mut Ctx, r: &Run) {
     }
 }
 
+/// The quickstart's last `nodes`, on the daemon that downloaded the schemas at the start
+/// (the cache-unchanged check of `check_step` shows nothing was downloaded again).
+fn check_nodes_daemon(ctx: &mut Ctx, r: &Run) {
+    assert!(r.ok(), "fcan --json nodes failed: {}", r.stderr);
+    let lines = r.json_lines();
+    assert_eq!(lines.len(), NODES.len(), "{}", r.stdout);
+    for ((id, name), n) in NODES.iter().zip(&lines) {
+        assert_eq!(n["id"], *id, "{n}");
+        assert_eq!(n["name"], *name, "{n}");
+        assert_eq!(n["state"], "running", "{n}");
+        assert_eq!(n["phase"], "running", "{n}");
+        assert!(mode_ok(ctx, n["mode"].as_str().unwrap_or("")), "{n}");
+        assert_eq!(n["schema_source"], "downloaded", "{n}");
+        let digest = n["schema"].as_str().expect("digest");
+        assert!(ctx.cache.join(format!("{digest}.bin")).is_file(), "{n}");
+    }
+    // Attached, so no one-shot master and no note about one.
+    assert!(!r.stderr.contains("one-shot"), "{}", r.stderr);
+}
+
 /// Runs a step's check, then checks that warm starts left the cache alone.
 fn check_step(ctx: &mut Ctx, step: &Step, r: &Run) {
     let check = step.check.expect("a foreground line has a check");
@@ -420,6 +477,54 @@ fn check_step(ctx: &mut Ctx, step: &Step, r: &Run) {
         }
     }
     ctx.steps_run += 1;
+}
+
+/// Harness set-up, not a README line: waits (bounded) for the daemon just started in
+/// the background to say "ready" and to have both nodes running, as a person waits for
+/// its log before typing on. Asks with `--connect`, so it never starts a master itself.
+fn wait_for_daemon(bg: &mut Background, cache: &Path, dir: &Path) {
+    let limit = Duration::from_secs(60);
+    let start = Instant::now();
+    let log = bg.0.last().expect("the daemon").2.clone();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("fcan serve: ready")
+    {
+        bg.check_alive();
+        assert!(start.elapsed() < limit, "fcan serve not ready in {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let argv: Vec<String> = [
+        "fcan",
+        "--connect",
+        "tcp/127.0.0.1:7447",
+        "--bus",
+        "socketcan:vcan0",
+        "--json",
+        "nodes",
+    ]
+    .map(String::from)
+    .to_vec();
+    for i in 0.. {
+        let r = run_foreground(&argv, cache, dir, 1000 + i);
+        if r.ok() && running(&r.json_lines()) == NODES.len() {
+            println!("(the daemon has both nodes running)");
+            return;
+        }
+        bg.check_alive();
+        assert!(
+            start.elapsed() < limit,
+            "the daemon's nodes not running in {limit:?}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// How many of `fcan --json nodes`' lines are running.
+fn running(nodes: &[Json]) -> usize {
+    nodes.iter().filter(|n| n["phase"] == "running").count()
 }
 
 #[test]
@@ -463,6 +568,9 @@ fn quickstart_on_vcan0() {
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
             bg.0.push((step.line.to_string(), child, log));
+            if step.line == SERVE {
+                wait_for_daemon(&mut bg, &cache, &dir);
+            }
             continue;
         }
         let t = Instant::now();
@@ -481,6 +589,17 @@ fn quickstart_on_vcan0() {
     }
     bg.check_alive();
     bg.print_logs();
+    let echo =
+        bg.0.iter()
+            .find(|b| b.0 == ECHO)
+            .expect("the background echo")
+            .2
+            .clone();
+    let t = Instant::now();
+    while !check_background_echo(&ctx, &std::fs::read_to_string(&echo).unwrap_or_default()) {
+        assert!(t.elapsed() < STOP_BOUND, "the motor did not stop by itself");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     println!(
         "\nvm quickstart: all {} commands behaved as the README says (MTU {mtu})",
         QUICKSTART.len()
@@ -630,8 +749,8 @@ fn frames_carried(iface: &str) -> u64 {
         .unwrap_or_else(|| panic!("cannot read {p}"))
 }
 
-/// Runs one `fcan` command line in-process as the binary does (`fcan_cli::run`:
-/// a new master that discovers, runs the command and stops), on the simulated bus.
+/// Runs one `fcan` command line in-process as the binary does (`fcan_cli::run`), with
+/// `bus` as the simulated bus `sim` names.
 async fn fcan_in_process(argv: &[String], bus: &SimBus) -> Run {
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
@@ -654,10 +773,94 @@ async fn fcan_in_process(argv: &[String], bus: &SimBus) -> Run {
     }
 }
 
+/// A background program of the simulated quickstart: a thread with its own runtime (as
+/// a process has), stopped when dropped.
+struct BackgroundTask {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// What it wrote to stdout.
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+/// A `Write` into a shared buffer.
+struct SharedOut(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedOut {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl BackgroundTask {
+    /// Runs `fcan serve` (`serve`) or another `fcan` command line (`argv`) until stopped.
+    fn start(argv: Vec<String>, bus: SimBus) -> BackgroundTask {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut w = SharedOut(out.clone());
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+                let run = async {
+                    let r = match fcan_cli::serve::serve_argv(&os) {
+                        Some(args) => {
+                            let cli = fcan_cli::serve::ServeCli::try_parse_from(args)
+                                .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                            fcan_cli::serve::serve(cli, Some(&bus)).await
+                        }
+                        None => {
+                            let cli = Cli::try_parse_from(&argv)
+                                .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                            fcan_cli::run_to(cli, Some(&bus), &mut w).await
+                        }
+                    };
+                    if let Err(e) = r {
+                        panic!("{argv:?} failed: {e}");
+                    }
+                };
+                tokio::select! {
+                    _ = run => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        BackgroundTask {
+            stop: Some(stop),
+            thread: Some(thread),
+            out,
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+}
+
+impl Drop for BackgroundTask {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// The quickstart on the in-process simulated bus, in every `cargo test` (no VM needed):
-/// the nodes run as tasks; each `fcan` line goes through the real `fcan` argument parser
-/// and runs as a new master, one after another, with `--bus socketcan:vcan0` swapped for
-/// the simulated bus and `--cache-dir` added. Same checks as over SocketCAN.
+/// the nodes run as tasks, `fcan serve` and the background echo as threads with their
+/// own runtimes (processes, in the README), every `fcan` line through the real argument
+/// parsers, with `--bus socketcan:vcan0` swapped for the simulated bus, the daemon on a
+/// free loopback port (`--listen`, and `--connect` for the commands) and `--cache-dir`
+/// added. Same checks as over SocketCAN. Real time: Zenoh runs on its own threads.
 async fn quickstart_on_the_simulated_bus(mtu: Mtu) {
     let fd = mtu == Mtu::Fd;
     let kind = if fd { "fd" } else { "classic" };
@@ -666,6 +869,10 @@ async fn quickstart_on_the_simulated_bus(mtu: Mtu) {
         std::env::temp_dir().join(format!("fcan-sim-quickstart-{}-{kind}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cache = dir.join("cache");
+    let endpoint = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        format!("tcp/{}", l.local_addr().expect("its address"))
+    };
     let mut ctx = Ctx {
         fd,
         cache: cache.clone(),
@@ -674,14 +881,15 @@ async fn quickstart_on_the_simulated_bus(mtu: Mtu) {
         steps_run: 0,
     };
     let mut nodes = Vec::new();
+    let mut background: Vec<(&str, BackgroundTask)> = Vec::new();
     for step in QUICKSTART {
-        let (mut argv, background) = parse_line(step.line);
+        let (mut argv, is_background) = parse_line(step.line);
         for a in &mut argv {
             if a == "socketcan:vcan0" {
                 *a = format!("sim:{kind}");
             }
         }
-        if background {
+        if is_background && argv[0] != "fcan" {
             let id: u8 = argv
                 .iter()
                 .position(|a| a == "--node-id")
@@ -696,25 +904,77 @@ async fn quickstart_on_the_simulated_bus(mtu: Mtu) {
             nodes.push(task);
             continue;
         }
-        argv.insert(1, format!("--cache-dir={}", cache.display()));
+        if step.line == SERVE {
+            argv.extend([
+                "--listen".to_string(),
+                endpoint.clone(),
+                format!("--cache-dir={}", cache.display()),
+            ]);
+            background.push((step.line, BackgroundTask::start(argv, bus.clone())));
+            // As over SocketCAN: wait for the daemon to have both nodes running.
+            let ask: Vec<String> = ["fcan", "--bus", "sim", "--json", "nodes"]
+                .map(String::from)
+                .to_vec();
+            let mut ask = ask;
+            ask.insert(1, format!("--connect={endpoint}"));
+            let start = Instant::now();
+            loop {
+                let r = fcan_in_process(&ask, &bus).await;
+                if r.ok() && running(&r.json_lines()) == NODES.len() {
+                    break;
+                }
+                assert!(background[0].1.running(), "fcan serve stopped");
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "the daemon's nodes not running: {}{}",
+                    r.stdout,
+                    r.stderr
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            continue;
+        }
+        argv.insert(1, format!("--connect={endpoint}"));
+        if is_background {
+            background.push((step.line, BackgroundTask::start(argv, bus.clone())));
+            continue;
+        }
         let r = fcan_in_process(&argv, &bus).await;
         println!("\n[{kind}] $ {}\n{}{}", step.line, r.stdout, r.stderr);
         check_step(&mut ctx, step, &r);
+        for (line, b) in &background {
+            assert!(b.running(), "`{line}` stopped");
+        }
         // The next command is another process: it starts a little later.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let (_, echo) = background
+        .iter()
+        .find(|(l, _)| *l == ECHO)
+        .expect("the background echo");
+    let t = Instant::now();
+    loop {
+        let out = String::from_utf8_lossy(&echo.out.lock().unwrap()).into_owned();
+        if check_background_echo(&ctx, &out) {
+            break;
+        }
+        assert!(echo.running(), "the background echo stopped");
+        assert!(t.elapsed() < STOP_BOUND, "the motor did not stop by itself");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(background);
     for n in nodes {
         n.abort();
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_on_the_simulated_bus_fd() {
     quickstart_on_the_simulated_bus(Mtu::Fd).await;
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_on_the_simulated_bus_classic() {
     quickstart_on_the_simulated_bus(Mtu::Classic).await;
 }
