@@ -75,6 +75,10 @@ pub struct ServerOptions {
     pub clock: Instant,
     /// Log lines (default: stderr, `fcan serve [<bus>]: …`).
     pub log: Option<Log>,
+    /// Put samples *express*: each leaves at once instead of waiting up to 1 ms for
+    /// Zenoh's batching (default `true`: latency first; `false` trades up to 1 ms of
+    /// latency for fewer system calls, see docs/performance.md).
+    pub express: bool,
 }
 
 impl Default for ServerOptions {
@@ -87,6 +91,7 @@ impl Default for ServerOptions {
             status_period: Duration::from_secs(1),
             clock: Instant::now(),
             log: None,
+            express: true,
         }
     }
 }
@@ -706,7 +711,7 @@ impl Shared {
                 let Ok(publisher) = self
                     .session
                     .declare_publisher(key)
-                    .express(true)
+                    .express(self.opts.express)
                     .allowed_destination(Locality::Remote)
                     .await
                 else {

@@ -58,7 +58,10 @@ async fn remote_figures() {
         .await
         .unwrap()
         .session;
-    let opts = ServerOptions::default();
+    let mut opts = ServerOptions::default();
+    // FCAN_BENCH_EXPRESS=0: samples batched by Zenoh (the CPU/latency trade-off).
+    opts.express = std::env::var("FCAN_BENCH_EXPRESS").map_or(true, |v| v != "0");
+    println!("express samples: {}", opts.express);
     let clock = opts.clock;
     let _server = Server::start(master.clone(), &dz, "sim", opts)
         .await
@@ -168,6 +171,49 @@ async fn remote_figures() {
     line(
         "frame received -> JSON sample at a subscriber task (loopback)",
         &mut v,
+    );
+
+    // CPU: the whole process (simulated nodes, master, daemon, client) for 5 s without a
+    // topic subscriber, then 5 s with one on every topic; the difference is what serving
+    // the samples costs (the daemon and this client's receiving together: an upper bound).
+    fn cpu() -> Duration {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let f: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        Duration::from_millis(ticks * 10) // USER_HZ = 100
+    }
+    let window = Duration::from_secs(5);
+    let c0 = cpu();
+    tokio::time::sleep(window).await;
+    let idle = cpu() - c0;
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let n2 = n.clone();
+    let all = cz
+        .declare_subscriber("fcan/sim/topic/**")
+        .callback(move |_| {
+            n2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (c1, n1) = (cpu(), n.load(std::sync::atomic::Ordering::Relaxed));
+    tokio::time::sleep(window).await;
+    let busy = cpu() - c1;
+    let served = n.load(std::sync::atomic::Ordering::Relaxed) - n1;
+    drop(all);
+    let extra = busy.saturating_sub(idle);
+    println!(
+        "CPU: {:.1} % of a core without subscribers, {:.1} % serving {:.0} samples/s to one subscriber: +{:.1} % ({:.1} µs per sample)",
+        idle.as_secs_f64() / window.as_secs_f64() * 100.0,
+        busy.as_secs_f64() / window.as_secs_f64() * 100.0,
+        served as f64 / window.as_secs_f64(),
+        extra.as_secs_f64() / window.as_secs_f64() * 100.0,
+        extra.as_secs_f64() * 1e6 / served.max(1) as f64,
     );
     let st = master.status().await.unwrap();
     println!(
