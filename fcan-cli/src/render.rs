@@ -7,7 +7,6 @@
 
 use std::io::Write;
 
-use fcan_master::engine::Event;
 use fcan_master::text::{json_safe, Untrusted};
 use fcan_master::value::Value;
 use serde::Serialize;
@@ -354,47 +353,9 @@ fn schema_text(s: &SchemaView) -> String {
     o
 }
 
-/// One line for people about an engine event, or `None` for the chatty ones.
-pub fn describe_event(e: &Event) -> Option<String> {
-    Some(match e {
-        Event::Announced { node, boot_id } => {
-            format!("node {node} announced (boot {boot_id:#010x})")
-        }
-        Event::SchemaReady {
-            node,
-            digest,
-            cached,
-        } => {
-            format!(
-                "node {node}: schema {} {}",
-                &digest.to_string()[..16],
-                if *cached {
-                    "from cache"
-                } else {
-                    "downloaded and verified"
-                }
-            )
-        }
-        Event::Online { node } => format!("node {node} running"),
-        Event::Rebooted { node, .. } => {
-            format!("node {node} rebooted: re-provisioning, restoring parameters")
-        }
-        Event::Offline { node } => format!("node {node} offline"),
-        Event::Failed { node, reason } => format!("node {node} failed: {}", Untrusted(reason)),
-        Event::Collision { node, boot_ids } => format!(
-            "node id {node} is used by two nodes (boot ids {:#010x}, {:#010x})",
-            boot_ids.0, boot_ids.1
-        ),
-        Event::OtherMaster { session } => {
-            format!("another master (session {session:#010x}) is on this bus")
-        }
-        Event::ClassicNodeOnFdLink { node } => {
-            format!("node {node} cannot do CAN FD: using Classical CAN frames with it")
-        }
-        // Request completions are chatty; newer event kinds get no line until they have one.
-        _ => return None,
-    })
-}
+/// One line for people about an engine event, or `None` for the chatty ones: the same
+/// text the remote API sends (`fcan_master::json::describe_event`).
+pub use fcan_master::json::describe_event;
 
 #[cfg(test)]
 mod tests {

@@ -17,26 +17,9 @@ use fcan_master::value::Value;
 use fcan_master::Phase;
 use serde::{Serialize, Serializer};
 
-/// A node's reported state as `fcan` prints it: `unprovisioned`, `provisioned`,
-/// `running`, `suspended` or `fault`.
-pub fn node_state_name(s: NodeState) -> &'static str {
-    match s {
-        NodeState::Unprovisioned => "unprovisioned",
-        NodeState::Provisioned => "provisioned",
-        NodeState::Running => "running",
-        NodeState::Suspended => "suspended",
-        NodeState::Fault => "fault",
-    }
-}
-
-/// A bus mode as `fcan` prints it: `classic`, `fd` or `fd_brs`.
-pub fn bus_mode_name(m: BusMode) -> &'static str {
-    match m {
-        BusMode::Classic => "classic",
-        BusMode::Fd => "fd",
-        BusMode::FdBrs => "fd_brs",
-    }
-}
+// The names of node states and bus modes are shared with the remote API: one mapping,
+// in `fcan_master::json`.
+pub use fcan_master::json::{bus_mode_name, node_state_name};
 
 /// A topic's direction as `fcan` prints it: `m2s` (master → node) or `s2m`.
 pub fn direction_name(d: DataDirection) -> &'static str {
@@ -515,24 +498,12 @@ impl EventView {
     /// The view of an engine event, or `None` for the chatty ones (request completions)
     /// the monitor does not show.
     pub fn of(e: &Event) -> Option<EventView> {
-        let (kind, node) = match e {
-            Event::Announced { node, .. } => ("announced", Some(node.get())),
-            Event::SchemaReady { node, .. } => ("schema_ready", Some(node.get())),
-            Event::Online { node } => ("online", Some(node.get())),
-            Event::Rebooted { node, .. } => ("rebooted", Some(node.get())),
-            Event::Offline { node } => ("offline", Some(node.get())),
-            Event::Failed { node, .. } => ("failed", Some(node.get())),
-            Event::Collision { node, .. } => ("collision", Some(node.get())),
-            Event::OtherMaster { .. } => ("other_master", None),
-            Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
-            // Request completions are chatty; an event kind this build does not know
-            // is left out rather than shown without a name.
-            _ => return None,
-        };
+        // The same kind names the remote API uses (`fcan_master::json`).
+        let (kind, node) = fcan_master::json::event_kind(e)?;
         Some(EventView {
             kind,
             node,
-            text: crate::render::describe_event(e)?,
+            text: fcan_master::json::describe_event(e)?,
         })
     }
 }
