@@ -414,6 +414,9 @@ async fn without_a_daemon_a_one_shot_master_runs_and_says_so() {
 
     // A daemon that serves other buses: the same fallback, naming what it serves.
     let d = daemon(&["other"]).await;
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 8);
+    w.add_io(IO3);
     let cli =
         fcan_cli::Cli::try_parse_from(["fcan", "--bus", "sim", "--no-cache", "nodes"]).unwrap();
     let (mut out, mut notes) = (Vec::new(), Vec::new());
@@ -427,7 +430,10 @@ async fn without_a_daemon_a_one_shot_master_runs_and_says_so() {
     );
     assert!(text(&out).contains("io_board3"), "{}", text(&out));
 
-    // --no-daemon: no daemon looked for, no note.
+    // --no-daemon: no daemon looked for, no note (a bus of its own: this test is about
+    // the note, not about one master taking over from the previous one).
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 8);
     let cli = fcan_cli::Cli::try_parse_from([
         "fcan",
         "--bus",
