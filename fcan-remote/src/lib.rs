@@ -42,4 +42,8 @@ pub enum RemoteError {
     /// A bus name that is not key-safe.
     #[error("bus name `{0}` is not key-safe: use letters, digits, `_` and `-`")]
     BadBus(String),
+    /// Another server already serves a bus of this name where this session is connected:
+    /// two would each take the other's samples for commands.
+    #[error("a bus `{0}` is already served through this Zenoh network (another fcan daemon?): give this one another name (--bus NAME=SPEC) or stop the other")]
+    AlreadyServed(String),
 }

@@ -52,6 +52,9 @@ use crate::keys::{self, Entity};
 use crate::wire::{kind, param_reply, registry_json, Attachment, ErrorReply};
 use crate::RemoteError;
 
+/// How long [`Server::start`] waits for another server of the same bus name to answer.
+const BUS_PROBE: Duration = Duration::from_secs(2);
+
 /// Where the server's log lines go (one line each, without the trailing newline).
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -199,6 +202,15 @@ impl Server {
     ) -> Result<Server, RemoteError> {
         if !keys::is_bus_name(bus) {
             return Err(RemoteError::BadBus(bus.to_string()));
+        }
+        // One server per bus name in one Zenoh network: a second would take the first's
+        // samples for commands (and refuse and log every one). A session that reaches no
+        // other server gets its answer at once; the timeout bounds a slow peer.
+        let served = crate::client::buses(session, opts.request_timeout.min(BUS_PROBE))
+            .await
+            .map_err(|e| RemoteError::Zenoh(e.to_string()))?;
+        if served.iter().any(|b| b == bus) {
+            return Err(RemoteError::AlreadyServed(bus.to_string()));
         }
         let log = opts.log.clone().unwrap_or_else(|| {
             let bus = bus.to_string();

@@ -492,6 +492,31 @@ async fn two_buses_in_one_daemon_and_two_daemons_seen_by_one_client() {
             i as f32 + 1.0
         );
     }
+
+    // A third daemon joining A's network may not serve a bus name A already serves (each
+    // would take the other's samples for commands); under a name of its own it may.
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 2);
+    let m = w.start_master().await;
+    let zc = client_session(&[pa]).await;
+    let e = Server::start(m.clone(), &zc, "a2", quiet())
+        .await
+        .err()
+        .expect("a second server of bus `a2` is refused");
+    assert!(
+        matches!(e, fcan_remote::RemoteError::AlreadyServed(ref b) if b == "a2"),
+        "{e}"
+    );
+    // So is a second server of one name on one session.
+    let e = Server::start(buses[0].1.clone(), &za, "a1", quiet())
+        .await
+        .err()
+        .expect("a second server of bus `a1` on A is refused");
+    assert!(
+        matches!(e, fcan_remote::RemoteError::AlreadyServed(_)),
+        "{e}"
+    );
+    let _s4 = Server::start(m, &zc, "c", quiet()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,25 +145,25 @@ async fn serve(
         };
     }
     let opened = config.open().await?;
-    if !opened.connected.is_empty() {
-        // Joined someone else's port: a bus `sim` there (another demo) would be served
-        // twice under one name, and each would take the other's samples for commands.
-        let buses = fcan_remote::client::buses(&opened.session, Duration::from_secs(2)).await?;
-        if buses.iter().any(|b| b == BUS) {
+    // Joined someone else's port with a bus `sim` there (another demo): the server
+    // refuses to serve the name twice.
+    let server = match Server::start(
+        master.clone(),
+        &opened.session,
+        BUS,
+        ServerOptions::default(),
+    )
+    .await
+    {
+        Err(fcan_remote::RemoteError::AlreadyServed(_)) => {
             println!(
                 "remote API: not served: a bus `{BUS}` is already served through {} (another demo?); --serve ENDPOINT for a port of its own\n",
                 opened.connected.join(", ")
             );
             return Ok(None);
         }
-    }
-    let server = Server::start(
-        master.clone(),
-        &opened.session,
-        BUS,
-        ServerOptions::default(),
-    )
-    .await?;
+        r => r?,
+    };
     match &opened.joined {
         Some(ep) => println!(
             "remote API: {ep} is taken (a Zenoh router or another fcan daemon): joined it; bus `{BUS}` served through it (docs/remote.md). In another terminal:"
