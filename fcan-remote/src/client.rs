@@ -14,7 +14,10 @@
 //! * [`Sample::at`](fcan_master::Sample) is the daemon's receive time mapped onto this
 //!   process's clock: `t_us` of the attachment plus the smallest (arrival − `t_us`)
 //!   seen, so the gaps between samples are the bus's, not the network's (re-anchored
-//!   when the daemon restarts);
+//!   when the daemon restarts). Every status reply (its `t_us`) counts as such an arrival,
+//!   and [`subscribe`](MasterApi::subscribe) asks for one first: the first samples of a
+//!   subscription, often a backlog, are then mapped within one round trip of the truth
+//!   instead of by their own delay;
 //! * [`registry`](MasterApi::registry) and [`schema`](MasterApi::schema) are rebuilt
 //!   here from the schema blobs fetched by digest, checked (SHA-256, decoding,
 //!   validation) as the master checks a node's blob.
@@ -83,6 +86,8 @@ struct Inner {
     schemas: Mutex<BTreeMap<SchemaDigest, Arc<NodeSchema>>>,
     /// The registry as last fetched, for checking puts; cleared on every event.
     registry: Arc<Mutex<Option<Arc<Registry>>>>,
+    /// The daemon's clock as seen from here, shared by every subscription.
+    clock: Arc<Mutex<Clock>>,
 }
 
 /// A client of one bus of an fcan daemon. Cheap to clone.
@@ -159,8 +164,13 @@ impl RemoteMaster {
                 _events_sub: sub,
                 schemas: Mutex::new(BTreeMap::new()),
                 registry,
+                clock: Arc::new(Mutex::new(Clock { origin: None })),
             }),
         })
+    }
+
+    fn lock_clock(&self) -> std::sync::MutexGuard<'_, Clock> {
+        self.inner.clock.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The bus this client talks to.
@@ -354,8 +364,12 @@ struct Clock {
 }
 
 impl Clock {
+    /// `t_us` (daemon clock) read by the daemon no later than `now` (this clock).
     fn at(&mut self, t_us: u64) -> Instant {
-        let now = Instant::now();
+        self.seen_at(t_us, Instant::now())
+    }
+
+    fn seen_at(&mut self, t_us: u64, now: Instant) -> Instant {
         let t = Duration::from_micros(t_us);
         let candidate = now.checked_sub(t).unwrap_or(now);
         let origin = match self.origin {
@@ -386,6 +400,11 @@ impl MasterApi for RemoteMaster {
         async move {
             let key = keys::status(&self.inner.bus).expect("bus name checked");
             let j = self.query_json(key, None).await?;
+            // The daemon read its clock before this reply arrived: a bound for the
+            // mapping of sample times (see the module doc).
+            if let Some(t_us) = j.get("t_us").and_then(Json::as_u64) {
+                self.lock_clock().at(t_us);
+            }
             Status::from_json(&j).map_err(|e| internal(format!("status: {e}")))
         }
     }
@@ -416,9 +435,12 @@ impl MasterApi for RemoteMaster {
             let key = self.key(keys::topic(&self.inner.bus, &topic), &topic)?;
             // Unknown names fail here as on the master; the fields give the order.
             let fields = self.topic_info(&topic).await?.fields;
+            // Anchor the clock mapping by a round trip before the first sample (a
+            // subscription often starts with a backlog whose delay would skew it).
+            self.status().await?;
             let (tx, rx) = mpsc::unbounded_channel();
             let name: Arc<str> = Arc::from(topic.as_str());
-            let clock = Mutex::new(Clock { origin: None });
+            let clock = self.inner.clock.clone();
             let cb_tx = tx.clone();
             let max = self.inner.opts.max_reply;
             let sub = self
@@ -533,5 +555,46 @@ impl MasterApi for RemoteMaster {
                 .await?;
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn an_anchored_clock_maps_a_backlog_to_its_bus_times() {
+        let base = Instant::now();
+        // A status reply: the daemon read t_us = 1000 ms, the reply arrived 0.2 ms later.
+        let mut c = Clock { origin: None };
+        c.seen_at(1_000_000, base + 1000 * MS + MS / 5);
+        // Then a backlog: samples received by the daemon at 1001..1005 ms all arrive here
+        // together at 1010 ms.
+        let got: Vec<Instant> = (1..=5)
+            .map(|k| c.seen_at(1_000_000 + k * 1000, base + 1010 * MS))
+            .collect();
+        for (k, at) in got.iter().enumerate() {
+            let truth = base + (1001 + k as u32) * MS;
+            let err = at.duration_since(truth);
+            assert!(err <= MS / 5, "sample {k}: {err:?} late");
+        }
+        // Unanchored, the same backlog maps to its own arrival: the first sample 9 ms late.
+        let mut raw = Clock { origin: None };
+        let first = raw.seen_at(1_001_000, base + 1010 * MS);
+        assert_eq!(first.duration_since(base + 1001 * MS), 9 * MS);
+    }
+
+    #[test]
+    fn a_daemon_restart_re_anchors() {
+        let base = Instant::now();
+        let mut c = Clock { origin: None };
+        c.seen_at(5_000_000, base + 5000 * MS);
+        // The daemon restarted: its clock counts from zero again, 2 s later.
+        let at = c.seen_at(1000, base + 7001 * MS);
+        assert_eq!(at, base + 7001 * MS);
+        // ... and later samples map by the new origin.
+        assert_eq!(c.seen_at(3000, base + 7010 * MS), base + 7003 * MS);
     }
 }
