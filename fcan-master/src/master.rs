@@ -372,6 +372,30 @@ impl Master {
         Ok(rx)
     }
 
+    /// Subscribes to a topic into a channel of the caller's: several topics can share
+    /// one channel ([`Sample::name`] tells them apart), so one receiving task wakes once
+    /// for all the samples of a frame, not once per topic (the remote server forwards a
+    /// node's topics this way). The subscription ends when the receiver is dropped.
+    ///
+    /// ```no_run
+    /// # async fn demo(master: fcan_master::Master) -> Result<(), fcan_master::MasterError> {
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// master.subscribe_into("/motor_driver1/motor0/feedback", tx.clone()).await?;
+    /// master.subscribe_into("/motor_driver1/motor1/feedback", tx).await?;
+    /// while let Some(s) = rx.recv().await {
+    ///     println!("{} {:?}", s.name, s.value);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn subscribe_into(
+        &self,
+        topic: &str,
+        tx: mpsc::UnboundedSender<Sample>,
+    ) -> Result<(), MasterError> {
+        self.ask(|r| Command::Subscribe(topic.to_string(), tx, r))
+            .await?
+    }
+
     /// Publishes an m2s topic.
     pub async fn publish(&self, topic: &str, value: Value) -> Result<(), MasterError> {
         self.ask(|r| Command::Publish(vec![(topic.to_string(), value)], r))

@@ -202,7 +202,9 @@ impl Value {
         })
     }
 
-    /// To JSON (NaN and infinities, which JSON lacks, become `null`).
+    /// To JSON (NaN and infinities, which JSON lacks, become `null`). Struct fields come
+    /// out sorted by name (a `serde_json` map); to write JSON text in the schema's order
+    /// without building a tree, serialize the value itself (`serde_json::to_vec(&value)`).
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             Value::Bool(b) => serde_json::Value::Bool(*b),
@@ -393,6 +395,35 @@ pub fn unpack_param(ty: ScalarType, len: Option<u32>, bytes: &[u8]) -> Result<Va
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn serialized_text_is_the_json_tree_in_schema_order() {
+        let v = Value::Struct(vec![
+            ("z".into(), Value::Float(f64::INFINITY)),
+            (
+                "a".into(),
+                Value::Array(vec![Value::Int(-3), Value::UInt(u64::MAX)]),
+            ),
+            (
+                "m".into(),
+                Value::Struct(vec![
+                    ("on".into(), Value::Bool(true)),
+                    ("x".into(), Value::Float(0.1)),
+                ]),
+            ),
+        ]);
+        let text = serde_json::to_string(&v).unwrap();
+        // Same JSON as the tree ...
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            v.to_json()
+        );
+        // ... with the fields in the value's (the schema's) order.
+        assert!(
+            text.starts_with(r#"{"z":null,"a":[-3,18446744073709551615],"m""#),
+            "{text}"
+        );
+    }
+
     use super::*;
 
     fn fields() -> Vec<Field> {
@@ -467,5 +498,42 @@ mod tests {
             Value::UInt(7)
         );
         assert!(pack_param(ScalarType::Bool, None, &Value::UInt(1)).is_err());
+    }
+}
+
+/// JSON text straight from a value, fields in the schema's order, with no intermediate
+/// tree: the remote server encodes every sample it serves this way. Non-finite floats
+/// become `null`, as in [`Value::to_json`].
+///
+/// ```
+/// use fcan_master::value::Value;
+/// let v = Value::from_json_str(r#"{"type": 2, "value": 0.5}"#).unwrap();
+/// assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"type":2,"value":0.5}"#);
+/// assert_eq!(serde_json::to_string(&Value::Float(f64::NAN)).unwrap(), "null");
+/// ```
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Value::Bool(b) => ser.serialize_bool(*b),
+            Value::Int(i) => ser.serialize_i64(*i),
+            Value::UInt(u) => ser.serialize_u64(*u),
+            Value::Float(f) if f.is_finite() => ser.serialize_f64(*f),
+            Value::Float(_) => ser.serialize_unit(),
+            Value::Array(a) => {
+                let mut seq = ser.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Struct(fields) => {
+                let mut map = ser.serialize_map(Some(fields.len()))?;
+                for (k, v) in fields {
+                    map.serialize_entry(&**k, v)?;
+                }
+                map.end()
+            }
+        }
     }
 }

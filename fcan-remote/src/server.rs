@@ -705,19 +705,19 @@ impl Shared {
         for n in new {
             let mut tasks = Vec::new();
             let digest = n.digest.map(|d| d.to_string()).unwrap_or_default();
+            // One channel and one forwarding task per node: the samples of one frame
+            // (always one node's) wake one task once, not one task per topic
+            // (docs/performance.md: thread wake-ups dominated the cost of serving).
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let mut outs = BTreeMap::new();
             for t in registry
                 .topics
                 .iter()
                 .filter(|t| t.node == n.id && t.dir == DataDirection::S2m)
             {
-                let (Some(key), Ok(rx)) = (
-                    keys::topic(&self.bus, &t.name),
-                    self.master.subscribe(&t.name).await,
-                ) else {
+                let Some(key) = keys::topic(&self.bus, &t.name) else {
                     continue;
                 };
-                // Express: not held for Zenoh's batching (up to 1 ms), so a sample leaves as
-                // soon as it is decoded (docs/performance.md).
                 // Remote destinations only: the server's own put subscriber on
                 // `topic/**` would otherwise match every topic (and receive every sample).
                 let Ok(publisher) = self
@@ -729,15 +729,31 @@ impl Shared {
                 else {
                     continue;
                 };
-                tasks.push(tokio::spawn(forward(
-                    rx,
-                    publisher,
-                    self.opts.clock,
-                    n.boot_id,
-                    digest.clone(),
-                    self.counters.clone(),
-                )));
+                let Some(out) = TopicOut::new(publisher).await else {
+                    continue;
+                };
+                if self
+                    .master
+                    .subscribe_into(&t.name, tx.clone())
+                    .await
+                    .is_ok()
+                {
+                    outs.insert(t.name.clone(), out);
+                }
             }
+            drop(tx);
+            let topics = outs.len();
+            tasks.push(tokio::spawn(forward(
+                rx,
+                outs,
+                Attachment {
+                    t_us: 0,
+                    boot_id: n.boot_id,
+                    digest,
+                },
+                self.opts.clock,
+                self.counters.clone(),
+            )));
             let token = match keys::alive(&self.bus, &n.name) {
                 Some(k) => self.session.liveliness().declare_token(k).await.ok(),
                 None => None,
@@ -746,7 +762,7 @@ impl Shared {
                 "node {} (id {}) running: serving {} topic(s)",
                 fcan_master::text::Untrusted(&n.name),
                 n.id,
-                tasks.len()
+                topics
             ));
             self.served
                 .lock()
@@ -769,53 +785,82 @@ fn is_wild(k: &KeyExpr<'_>) -> bool {
     k.as_str().contains('*') || k.as_str().contains('$')
 }
 
-/// Puts every sample of one topic with its attachment.
+/// One served topic: its publisher and whether any subscriber matches it.
+struct TopicOut {
+    publisher: zenoh::pubsub::Publisher<'static>,
+    matched: Arc<std::sync::atomic::AtomicBool>,
+    _listener: Option<zenoh::matching::MatchingListener<()>>,
+}
+
+impl TopicOut {
+    async fn new(publisher: zenoh::pubsub::Publisher<'static>) -> Option<TopicOut> {
+        // Whether any subscriber matches the key: without one, a sample is neither
+        // encoded nor put (an unwatched bus costs the daemon the master's decode only).
+        let matched = Arc::new(std::sync::atomic::AtomicBool::new(
+            publisher
+                .matching_status()
+                .await
+                .map(|m| m.matching())
+                .unwrap_or(true),
+        ));
+        let m2 = matched.clone();
+        let listener = publisher
+            .matching_listener()
+            .callback(move |m| m2.store(m.matching(), Ordering::Relaxed))
+            .await
+            .ok();
+        // Read again: a subscriber may have come between the first read and the listener.
+        let now = match &listener {
+            Some(_) => publisher
+                .matching_status()
+                .await
+                .map(|m| m.matching())
+                .unwrap_or(true),
+            None => true,
+        };
+        matched.fetch_or(now, Ordering::Relaxed);
+        Some(TopicOut {
+            publisher,
+            matched,
+            _listener: listener,
+        })
+    }
+}
+
+/// Puts every sample of one node's topics with its attachment. Each wake-up drains what
+/// has queued (the samples of a frame arrive together).
 async fn forward(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>,
-    publisher: zenoh::pubsub::Publisher<'static>,
+    outs: BTreeMap<String, TopicOut>,
+    mut att: Attachment,
     clock: Instant,
-    boot_id: u32,
-    digest: String,
     count: Arc<Counters>,
 ) {
-    // Whether any subscriber matches the key: without one, a sample is not encoded nor
-    // put (an unwatched bus costs the daemon the master's decode only).
-    let matched = Arc::new(std::sync::atomic::AtomicBool::new(
-        publisher
-            .matching_status()
-            .await
-            .map(|m| m.matching())
-            .unwrap_or(true),
-    ));
-    let m2 = matched.clone();
-    let _listener = publisher
-        .matching_listener()
-        .callback(move |m| m2.store(m.matching(), Ordering::Relaxed))
-        .await
-        .ok();
-    // Read again: a subscriber may have come between the first read and the listener.
-    let now = match &_listener {
-        Some(_) => publisher
-            .matching_status()
-            .await
-            .map(|m| m.matching())
-            .unwrap_or(true),
-        None => true,
-    };
-    matched.fetch_or(now, Ordering::Relaxed);
-    while let Some(s) = rx.recv().await {
-        if !matched.load(Ordering::Relaxed) {
-            continue;
-        }
-        let att = Attachment {
-            t_us: s.at.saturating_duration_since(clock).as_micros() as u64,
-            boot_id,
-            digest: digest.clone(),
-        };
-        let payload = s.value.to_json().to_string();
-        let att = serde_json::to_vec(&att).expect("serializes");
-        if publisher.put(payload).attachment(att).await.is_ok() {
-            count.samples.fetch_add(1, Ordering::Relaxed);
+    // Buffers reused for every sample: the JSON text and the attachment.
+    let mut payload = Vec::with_capacity(256);
+    let mut attachment = Vec::with_capacity(128);
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(s) = next.take() {
+            if let Some(out) = outs.get(&*s.name) {
+                if out.matched.load(Ordering::Relaxed) {
+                    att.t_us = s.at.saturating_duration_since(clock).as_micros() as u64;
+                    payload.clear();
+                    attachment.clear();
+                    if serde_json::to_writer(&mut payload, &s.value).is_ok()
+                        && serde_json::to_writer(&mut attachment, &att).is_ok()
+                        && out
+                            .publisher
+                            .put(payload.as_slice())
+                            .attachment(attachment.as_slice())
+                            .await
+                            .is_ok()
+                    {
+                        count.samples.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            next = rx.try_recv().ok();
         }
     }
 }
