@@ -9,7 +9,7 @@
 //!   counted (`rejected_puts` in the status) and logged, never sent;
 //! * a put on `fcan/<bus>/publish` carries several m2s topics' values: all are checked,
 //!   then published as one batch ([`Master::publish_many`]), so a frame they share goes
-//!   out once; one bad entry refuses the whole batch;
+//!   out once; one bad item refuses the whole batch;
 //! * services, parameters, node info, schema blobs, status and registry are queryables;
 //! * the status is put every second, every engine event as it happens;
 //! * each RUNNING node holds a liveliness token.
@@ -110,7 +110,7 @@ pub struct ServerCounters {
     /// Puts received on m2s topic keys and on the batch key (a batch counts once).
     pub puts: u64,
     /// Puts refused (bad key, value, node not running, queue full; a batch with any bad
-    /// entry, once): never sent.
+    /// item, once): never sent.
     pub rejected_puts: u64,
     /// Queries received.
     pub queries: u64,
@@ -407,9 +407,9 @@ impl Shared {
     }
 
     /// Publishes a batch (the payload of a put on `fcan/<bus>/publish`) with one
-    /// [`Master::publish_many`], after checking every entry as a put on its own key is
-    /// checked (an m2s topic, its node RUNNING, the value packs): one bad entry refuses
-    /// the whole batch, nothing is sent, and the reason names the entry.
+    /// [`Master::publish_many`], after checking every item as a put on its own key is
+    /// checked (an m2s topic, its node RUNNING, the value packs): one bad item refuses
+    /// the whole batch, nothing is sent, and the reason names the item.
     async fn publish_batch(&self, bytes: &[u8]) -> Result<(), String> {
         let items = batch_from_json(bytes)?;
         let mut registry = self.registry(false).await?;

@@ -813,7 +813,7 @@ async fn publish_many_is_one_put_and_a_shared_frame_goes_out_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_with_one_bad_entry_sends_nothing() {
+async fn a_batch_with_one_bad_item_sends_nothing() {
     let (w, master) = World::standard(Mtu::Fd).await;
     let port = free_port();
     let dz = daemon_session(port).await;
@@ -895,7 +895,7 @@ async fn a_batch_with_one_bad_entry_sends_nothing() {
     );
     assert_eq!(server.counters().puts, puts + refused.len() as u64 + 1);
 
-    // An entry for a node that is not RUNNING refuses the batch too.
+    // An item for a node that is not RUNNING refuses the batch too.
     w.motor(MD2).stop();
     until("motor_driver2 no longer served", || async {
         (!server.running().contains(&"motor_driver2".to_string())).then_some(())
