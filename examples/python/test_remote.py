@@ -254,6 +254,39 @@ def run(args, c: Checks) -> None:
             "a bad put is counted in status.rejected_puts",
             f"{before} -> {counted}",
         )
+
+        # A batch of commands, one put on fcan/<bus>/publish: streamed, the motor
+        # follows; with one bad item the whole batch is refused, counted once per put.
+        batch_key = f"fcan/{bus}/publish"
+        good = {f"/{motor}/target": {"type": 1, "value": 5.0}}
+        feedback.take()
+        sent = fx.stream_command(session, batch_key, good, 100.0, 1.0)
+        top = max((v["velocity"] for v, _ in feedback.take()), default=float("nan"))
+        c.check(top > 2.5, f"streamed batches command the motor ({sent} sent)", top)
+        time.sleep(0.5)
+        before = find_key(fcan.status(), "rejected_puts")
+        bad = dict(good)
+        bad[f"/{motor}/targt"] = {"type": 1, "value": 5.0}
+        feedback.take()
+        sent = fx.stream_command(session, batch_key, bad, 100.0, 0.5)
+        during = [v for v, _ in feedback.take()]
+        c.check(
+            bool(during) and not any(v["ready"] for v in during),
+            "a batch with one bad item commands nothing (the motor stays stopped)",
+            [v["ready"] for v in during][-10:],
+        )
+        counted = None
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            counted = find_key(fcan.status(), "rejected_puts")
+            if isinstance(before, int) and isinstance(counted, int) and counted >= before + sent:
+                break
+            time.sleep(0.1)
+        c.check(
+            isinstance(before, int) and counted == before + sent,
+            f"each refused batch is counted once in status.rejected_puts ({sent} sent)",
+            f"{before} -> {counted}",
+        )
         feedback.close()
 
         # The example a user copies runs too, start to end.

@@ -10,7 +10,10 @@
 //! * [`publish`](MasterApi::publish) is a Zenoh put, which has no reply: the client
 //!   checks the topic and the value against the registry first (the same checks as the
 //!   master), the daemon checks again and counts what it refuses;
-//!   [`publish_many`](MasterApi::publish_many) is one put per topic;
+//!   [`publish_many`](MasterApi::publish_many) checks every item the same way, then
+//!   sends them all in one put on `fcan/<bus>/publish`, which the daemon publishes as
+//!   one batch (a frame shared by several of the topics goes out once) or, if any item
+//!   is bad, not at all;
 //! * [`Sample::at`](fcan_master::Sample) is the daemon's receive time mapped onto this
 //!   process's clock: `t_us` of the attachment plus the smallest (arrival − `t_us`)
 //!   seen, so the gaps between samples are the bus's, not the network's (re-anchored
@@ -52,7 +55,7 @@ use tokio::sync::{broadcast, mpsc};
 use zenoh::Session;
 
 use crate::keys;
-use crate::wire::{kind, registry_blocks, Attachment, ErrorReply};
+use crate::wire::{batch_json, kind, registry_blocks, Attachment, ErrorReply};
 
 /// How a client runs.
 #[derive(Clone, Debug)]
@@ -499,15 +502,23 @@ impl MasterApi for RemoteMaster {
         items: Vec<(String, Value)>,
     ) -> impl Future<Output = Result<(), MasterError>> + Send {
         async move {
-            // All checked before any is sent, as the master does.
-            let mut keyed = Vec::with_capacity(items.len());
+            // All checked before any is sent, as the master does; the daemon checks again.
             for (t, v) in &items {
-                keyed.push((self.check_put(t, v).await?, v.to_json().to_string()));
+                self.check_put(t, v).await?;
             }
-            for (k, v) in keyed {
-                self.inner.session.put(k, v).await.map_err(unreachable)?;
+            // The daemon refuses an empty batch (a client's mistake seen in the status);
+            // here, publishing nothing does nothing, as on the master.
+            if items.is_empty() {
+                return Ok(());
             }
-            Ok(())
+            // One put, so the daemon publishes them together: a frame several of them
+            // share goes out once, not once per topic.
+            let key = keys::publish(&self.inner.bus).expect("bus name checked");
+            self.inner
+                .session
+                .put(key, batch_json(&items).to_string())
+                .await
+                .map_err(unreachable)
         }
     }
 

@@ -5,6 +5,7 @@
 //! | key | entity |
 //! |---|---|
 //! | `fcan/<bus>/topic/<node>/<ns>/<name>` | topic samples (s2m) and commands (m2s) |
+//! | `fcan/<bus>/publish` | several m2s commands in one put, published as one batch |
 //! | `fcan/<bus>/service/<node>/<ns>/<name>` | service queryable |
 //! | `fcan/<bus>/param/<node>/<ns>/<name>` | parameter queryable |
 //! | `fcan/<bus>/node/<node>` | node info queryable |
@@ -20,6 +21,7 @@
 //! use fcan_remote::keys::{self, Entity};
 //! assert_eq!(keys::topic("can0", "/md3/motor0/feedback").unwrap(), "fcan/can0/topic/md3/motor0/feedback");
 //! assert_eq!(keys::param("can0", "md3.motor0.velocity.kp").unwrap(), "fcan/can0/param/md3/motor0/velocity/kp");
+//! assert_eq!(keys::publish("can0").unwrap(), "fcan/can0/publish");
 //! assert_eq!(
 //!     keys::parse("fcan/can0/param/md3/motor0/velocity/kp"),
 //!     Some(("can0".to_string(), Entity::Param("md3.motor0.velocity.kp".to_string())))
@@ -35,6 +37,8 @@ pub const ROOT: &str = "fcan";
 pub enum Entity {
     /// A topic, by its master name `/<node>/<ns>/<name>`.
     Topic(String),
+    /// Several m2s topics published as one batch (the payload names them).
+    Publish,
     /// A service, by its master name `/<node>/<ns>/<name>`.
     Service(String),
     /// A parameter, by its master name `<node>.<ns>.<name with / as .>`.
@@ -120,6 +124,12 @@ pub fn schema(bus: &str, digest: &fcan_core::hash::SchemaDigest) -> Option<Strin
     Some(format!("{}/schema/{digest}", base(bus)?))
 }
 
+/// The key of a batch of m2s commands: one put carries several topics' values, so the
+/// daemon publishes them together and a frame they share goes out once.
+pub fn publish(bus: &str) -> Option<String> {
+    Some(format!("{}/publish", base(bus)?))
+}
+
 /// The status key.
 pub fn status(bus: &str) -> Option<String> {
     Some(format!("{}/status", base(bus)?))
@@ -154,6 +164,7 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
     let rest = it.next();
     let entity = match (kind, rest) {
         ("status", None) => Entity::Status,
+        ("publish", None) => Entity::Publish,
         ("events", None) => Entity::Events,
         ("registry", None) => Entity::Registry,
         ("topic" | "service" | "param", Some(rest)) => {
@@ -215,6 +226,7 @@ mod tests {
         );
         for (k, e) in [
             (status("b").unwrap(), Entity::Status),
+            (publish("b").unwrap(), Entity::Publish),
             (events("b").unwrap(), Entity::Events),
             (registry("b").unwrap(), Entity::Registry),
             (node("b", "md1").unwrap(), Entity::Node("md1".into())),
@@ -238,6 +250,8 @@ mod tests {
         assert_eq!(param("b", "a.b"), None);
         assert_eq!(parse("ros/b/status"), None);
         assert_eq!(parse("fcan/b/status/x"), None);
+        assert_eq!(publish("bad bus"), None);
+        assert_eq!(parse("fcan/b/publish/a/b/c"), None);
         assert_eq!(parse("fcan/b/topic/a/b"), None);
         assert_eq!(parse("fcan/b/node/a/b"), None);
         assert_eq!(parse("fcan/b/weird"), None);

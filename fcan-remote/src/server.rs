@@ -7,6 +7,9 @@
 //!   backstop) without a restart;
 //! * a put on an m2s topic key is checked and published on the bus; a refused put is
 //!   counted (`rejected_puts` in the status) and logged, never sent;
+//! * a put on `fcan/<bus>/publish` carries several m2s topics' values: all are checked,
+//!   then published as one batch ([`Master::publish_many`]), so a frame they share goes
+//!   out once; one bad item refuses the whole batch;
 //! * services, parameters, node info, schema blobs, status and registry are queryables;
 //! * the status is put every second, every engine event as it happens;
 //! * each RUNNING node holds a liveliness token.
@@ -38,7 +41,8 @@ use fcan_core::hash::SchemaDigest;
 use fcan_core::msg::DataDirection;
 use fcan_master::engine::{Event, Phase};
 use fcan_master::json::event_to_json;
-use fcan_master::value::Value;
+use fcan_master::registry::Registry;
+use fcan_master::value::{pack_message, Value};
 use fcan_master::{Master, NodeInfo};
 use serde_json::{json, Value as Json};
 use tokio::sync::Semaphore;
@@ -49,7 +53,7 @@ use zenoh::sample::Locality;
 use zenoh::Session;
 
 use crate::keys::{self, Entity};
-use crate::wire::{kind, param_reply, registry_json, Attachment, ErrorReply};
+use crate::wire::{batch_from_json, kind, param_reply, registry_json, Attachment, ErrorReply};
 use crate::RemoteError;
 
 /// How long [`Server::start`] waits for another server of the same bus name to answer.
@@ -103,9 +107,10 @@ impl Default for ServerOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerCounters {
-    /// Puts received on m2s topic keys.
+    /// Puts received on m2s topic keys and on the batch key (a batch counts once).
     pub puts: u64,
-    /// Puts refused (bad key, value, node not running, queue full): never sent.
+    /// Puts refused (bad key, value, node not running, queue full; a batch with any bad
+    /// item, once): never sent.
     pub rejected_puts: u64,
     /// Queries received.
     pub queries: u64,
@@ -156,6 +161,21 @@ struct Shared {
     resyncing: tokio::sync::Mutex<()>,
     /// Bus load over the last status period (0–1).
     load: Mutex<f64>,
+    /// The master's registry, for checking batches without a copy of it per batch (a
+    /// client may stream one every millisecond); dropped on every engine event and
+    /// status tick, when what it holds may have changed. A copy a moment stale can only
+    /// word a refusal differently: `Master::publish_many` checks the whole batch again
+    /// against its own before staging any of it.
+    registry: Mutex<Option<Arc<Registry>>>,
+}
+
+/// A put waiting to be published. Single puts and batches share one queue, so they are
+/// published in the order they arrived.
+enum Put {
+    /// A value for the m2s topic named (the payload of a put on its key).
+    Topic(String, Vec<u8>),
+    /// The payload of a put on `fcan/<bus>/publish`.
+    Batch(Vec<u8>),
 }
 
 /// Which queryable a query arrived on.
@@ -175,7 +195,7 @@ pub struct Server {
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
     _queryables: Vec<Queryable<()>>,
-    _puts: zenoh::pubsub::Subscriber<()>,
+    _puts: [zenoh::pubsub::Subscriber<()>; 2],
 }
 
 impl Drop for Server {
@@ -216,7 +236,7 @@ impl Server {
             let bus = bus.to_string();
             Arc::new(move |line: &str| eprintln!("fcan serve [{bus}]: {line}"))
         });
-        let (put_tx, put_rx) = tokio::sync::mpsc::channel::<(String, Vec<u8>)>(opts.put_queue);
+        let (put_tx, put_rx) = tokio::sync::mpsc::channel::<Put>(opts.put_queue);
         let shared = Arc::new(Shared {
             master,
             session: session.clone(),
@@ -229,6 +249,7 @@ impl Server {
             served: Mutex::new(BTreeMap::new()),
             resyncing: tokio::sync::Mutex::new(()),
             load: Mutex::new(0.0),
+            registry: Mutex::new(None),
         });
         let zerr = |e: zenoh::Error| RemoteError::Zenoh(e.to_string());
         let mut queryables = Vec::new();
@@ -248,10 +269,18 @@ impl Server {
                 .map_err(zerr)?;
             queryables.push(q);
         }
-        let sh = shared.clone();
-        let puts = session
+        // One subscriber for topic puts, one for batches, both feeding the one queue. The
+        // server's own sample puts are not commands: remote origin only.
+        let (sh, tx) = (shared.clone(), put_tx.clone());
+        let topic_puts = session
             .declare_subscriber(keys::all_of(bus, "topic").expect("bus name checked"))
-            // The server's own sample puts are not commands.
+            .allowed_origin(Locality::Remote)
+            .callback(move |s| sh.on_put(s, &tx))
+            .await
+            .map_err(zerr)?;
+        let sh = shared.clone();
+        let batch_puts = session
+            .declare_subscriber(keys::publish(bus).expect("bus name checked"))
             .allowed_origin(Locality::Remote)
             .callback(move |s| sh.on_put(s, &put_tx))
             .await
@@ -266,7 +295,7 @@ impl Server {
             shared,
             tasks,
             _queryables: queryables,
-            _puts: puts,
+            _puts: [topic_puts, batch_puts],
         })
     }
 
@@ -317,11 +346,7 @@ impl Shared {
         }
     }
 
-    fn on_put(
-        &self,
-        s: zenoh::sample::Sample,
-        queue: &tokio::sync::mpsc::Sender<(String, Vec<u8>)>,
-    ) {
+    fn on_put(&self, s: zenoh::sample::Sample, queue: &tokio::sync::mpsc::Sender<Put>) {
         if s.kind() != zenoh::sample::SampleKind::Put {
             return;
         }
@@ -337,20 +362,30 @@ impl Shared {
                 ),
             );
         }
-        let Some((_, Entity::Topic(name))) = keys::parse(key) else {
-            return self.reject_put(key, "not a topic key");
+        let bytes = s.payload().to_bytes().into_owned();
+        let put = match keys::parse(key) {
+            Some((_, Entity::Topic(name))) => Put::Topic(name, bytes),
+            Some((_, Entity::Publish)) => Put::Batch(bytes),
+            _ => return self.reject_put(key, "not a topic or batch key"),
         };
-        if queue
-            .try_send((name.clone(), s.payload().to_bytes().into_owned()))
-            .is_err()
-        {
-            self.reject_put(&name, "too many puts waiting (queue full)");
+        if queue.try_send(put).is_err() {
+            self.reject_put(key, "too many puts waiting (queue full)");
         }
     }
 
     /// Publishes the queued puts in order.
-    async fn put_worker(self: Arc<Self>, mut rx: tokio::sync::mpsc::Receiver<(String, Vec<u8>)>) {
-        while let Some((name, bytes)) = rx.recv().await {
+    async fn put_worker(self: Arc<Self>, mut rx: tokio::sync::mpsc::Receiver<Put>) {
+        while let Some(put) = rx.recv().await {
+            let (name, bytes) = match put {
+                Put::Topic(name, bytes) => (name, bytes),
+                Put::Batch(bytes) => {
+                    if let Err(why) = self.publish_batch(&bytes).await {
+                        let key = keys::publish(&self.bus).expect("bus name checked");
+                        self.reject_put(&key, &why);
+                    }
+                    continue;
+                }
+            };
             if let Err(why) = self.not_running(&name).await {
                 self.reject_put(&name, &why.message);
                 continue;
@@ -369,6 +404,57 @@ impl Shared {
                 self.reject_put(&name, &e.to_string());
             }
         }
+    }
+
+    /// Publishes a batch (the payload of a put on `fcan/<bus>/publish`) with one
+    /// [`Master::publish_many`], after checking every item as a put on its own key is
+    /// checked (an m2s topic, its node RUNNING, the value packs): one bad item refuses
+    /// the whole batch, nothing is sent, and the reason names the item.
+    async fn publish_batch(&self, bytes: &[u8]) -> Result<(), String> {
+        let items = batch_from_json(bytes)?;
+        let mut registry = self.registry(false).await?;
+        for (name, value) in &items {
+            // As for a put on a topic key: a node that is not RUNNING is named as such
+            // (its topics are not in the registry).
+            self.not_running(name).await.map_err(|e| e.message)?;
+            if registry.topic(name).is_err() {
+                // A node may have come since the registry was taken.
+                registry = self.registry(true).await?;
+            }
+            let t = registry.topic(name).map_err(|e| e.to_string())?;
+            if t.dir != DataDirection::M2s {
+                return Err(format!(
+                    "topic {name} is published by the node (s2m), not by a master"
+                ));
+            }
+            pack_message(&t.fields, value).map_err(|e| format!("{name}: {e}"))?;
+        }
+        self.master
+            .publish_many(items)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// The master's registry, the cached copy unless `fresh`.
+    async fn registry(&self, fresh: bool) -> Result<Arc<Registry>, String> {
+        if !fresh {
+            if let Some(r) = self
+                .registry
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+            {
+                return Ok(r);
+            }
+        }
+        let r = Arc::new(self.master.registry().await.map_err(|e| e.to_string())?);
+        *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
+        Ok(r)
+    }
+
+    /// Drops the cached registry: nodes may have come, gone or rebooted.
+    fn forget_registry(&self) {
+        *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// `Err` unless the node of `name` is RUNNING (and served).
@@ -611,7 +697,9 @@ impl Shared {
                 }
             }
             last = Some((s.bus_busy, now));
-            // Backstop for missed events: the served set follows the nodes' phases.
+            // Backstop for missed events: the served set follows the nodes' phases, and
+            // the registry is taken again.
+            self.forget_registry();
             self.resync_with(s.nodes).await;
             if let Ok(j) = self.status_json().await {
                 let _ = self.session.put(&key, j.to_string()).await;
@@ -625,6 +713,8 @@ impl Shared {
         loop {
             match rx.recv().await {
                 Ok(e) => {
+                    // The master marks its registry stale before sending the event.
+                    self.forget_registry();
                     if let Some(j) = event_to_json(&e) {
                         let _ = self.session.put(&key, j.to_string()).await;
                     }
@@ -638,7 +728,10 @@ impl Shared {
                         self.resync().await;
                     }
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    self.forget_registry();
+                    self.resync().await
+                }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
         }

@@ -1,7 +1,7 @@
 //! The JSON shapes of the remote API (`docs/remote.md`). The node, event and status
 //! shapes live in `fcan_master::json` (shared with the CLI's `--json` output); this
 //! module adds the ones only the remote API has: the sample attachment, the error reply,
-//! the parameter reply and the registry.
+//! the parameter reply, the registry and the batch of commands.
 
 use fcan_core::ir::Field;
 use fcan_core::msg::DataDirection;
@@ -111,6 +111,45 @@ pub fn param_reply(v: &Value) -> Json {
     json!({ "value": v.to_json() })
 }
 
+/// The payload of a put on `fcan/<bus>/publish`: one member per m2s topic, named by the
+/// topic (`/<node>/<ns>/<name>`), its value shaped as a put on that topic's own key.
+/// A topic named twice keeps its last value, as publishing it twice in one batch would.
+///
+/// ```
+/// use fcan_master::value::Value;
+/// let items = vec![("/md1/motor0/target".to_string(), Value::Float(0.5))];
+/// let j = fcan_remote::wire::batch_json(&items);
+/// assert_eq!(j.to_string(), r#"{"/md1/motor0/target":0.5}"#);
+/// assert_eq!(fcan_remote::wire::batch_from_json(j.to_string().as_bytes()).unwrap(), items);
+/// ```
+pub fn batch_json(items: &[(String, Value)]) -> Json {
+    Json::Object(
+        items
+            .iter()
+            .map(|(t, v)| (t.clone(), v.to_json()))
+            .collect(),
+    )
+}
+
+/// The items of a batch payload ([`batch_json`]), or why it is not one: not JSON, not
+/// an object, an empty object (publishing nothing is certainly a client's mistake, and
+/// refusing it lets the client see it in `rejected_puts`), a value that is no value.
+pub fn batch_from_json(bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
+    let j: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let Json::Object(m) = j else {
+        return Err("a batch is a JSON object {\"/<node>/<ns>/<topic>\": value, …}".into());
+    };
+    if m.is_empty() {
+        return Err("an empty batch publishes nothing".into());
+    }
+    m.into_iter()
+        .map(|(t, v)| match Value::from_json(&v) {
+            Ok(v) => Ok((t, v)),
+            Err(e) => Err(format!("{t}: {e}")),
+        })
+        .collect()
+}
+
 fn dir_name(d: DataDirection) -> &'static str {
     match d {
         DataDirection::M2s => "m2s",
@@ -198,6 +237,29 @@ mod tests {
             "{m}"
         );
         assert_eq!(ErrorReply::of(&m).error, "busy");
+    }
+
+    #[test]
+    fn batch_payloads() {
+        let items = vec![
+            ("/md1/motor0/target".to_string(), Value::Float(0.5)),
+            ("/md1/motor1/target".to_string(), Value::Bool(true)),
+        ];
+        let j = batch_json(&items);
+        assert_eq!(
+            j,
+            json!({"/md1/motor0/target": 0.5, "/md1/motor1/target": true})
+        );
+        assert_eq!(batch_from_json(j.to_string().as_bytes()).unwrap(), items);
+        for (bad, why) in [
+            ("not json", "not JSON"),
+            ("[1, 2]", "JSON object"),
+            ("5", "JSON object"),
+            ("{}", "empty batch"),
+        ] {
+            let e = batch_from_json(bad.as_bytes()).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -727,3 +727,194 @@ async fn bounds_status_puts_node_listing_payload_limit_and_busy() {
     // Nobody subscribed to a topic here: no sample was encoded nor put.
     assert_eq!(server.counters().samples, 0);
 }
+
+/// Generation of every motor's `target` (topic 0 of blocks 0..8) on motor_driver1: how
+/// many times the firmware took a fresh value of it.
+fn target_generations(w: &World) -> Vec<u32> {
+    w.motor(MD1).with(|f| {
+        (0..8u8)
+            .map(|b| f.node.raw().topic(b, 0).unwrap().generation)
+            .collect()
+    })
+}
+
+/// m2s data frames on the bus since `from`: they use the fast identifier band (below
+/// 0x200), where this schema has no s2m topic.
+fn m2s_frames(w: &World, from: Duration) -> usize {
+    w.bus
+        .history()
+        .iter()
+        .filter(|r| r.start >= from)
+        .filter(|r| matches!(r.frame.id(), fcan_core::frame::CanId::Standard(id) if id < 0x200))
+        .count()
+}
+
+/// The 8 motors' targets of motor_driver1, duty `duty`.
+fn targets(duty: f64) -> Vec<(String, Value)> {
+    (0..8)
+        .map(|i| {
+            (
+                format!("/motor_driver1/motor{i}/target"),
+                val(&format!("{{type: 0, value: {duty}}}")),
+            )
+        })
+        .collect()
+}
+
+/// Waits until every target's generation is `want`, then a little longer, and checks
+/// it stayed there (a frame sent twice would show).
+async fn targets_reach(w: &World, want: &[u32]) {
+    until("every target's generation advanced", || async {
+        (target_generations(w) == want).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(target_generations(w), want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_many_is_one_put_and_a_shared_frame_goes_out_once() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+
+    // The judge: the same batch through the in-process master.
+    let mut gens = target_generations(&w);
+    let from = w.bus.now();
+    master.publish_many(targets(0.25)).await.unwrap();
+    gens.iter_mut().for_each(|g| *g += 1);
+    targets_reach(&w, &gens).await;
+    let planned = m2s_frames(&w, from);
+    assert!(
+        (1..8).contains(&planned),
+        "{planned} frames for 8 targets sharing 64-byte frames"
+    );
+
+    // Remote: one put per call, and exactly the frames the plan needs, every time.
+    for k in 0..5 {
+        let puts = server.counters().puts;
+        let from = w.bus.now();
+        m.publish_many(targets(0.1 + 0.1 * f64::from(k)))
+            .await
+            .unwrap();
+        gens.iter_mut().for_each(|g| *g += 1);
+        targets_reach(&w, &gens).await;
+        assert_eq!(server.counters().puts, puts + 1, "call {k}: one put");
+        assert_eq!(m2s_frames(&w, from), planned, "call {k}: frames on the bus");
+    }
+    assert_eq!(server.counters().rejected_puts, 0);
+    let d = w.motor(MD1).with(|f| f.axis(7).unwrap().duty);
+    assert!(d == 0.0 || (d - 0.5).abs() < 1e-6, "motor7 duty {d}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_one_bad_item_sends_nothing() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+    let key = fcan_remote::keys::publish("sim").unwrap();
+    assert_eq!(key, "fcan/sim/publish");
+    let batch = |extra: Option<(&str, serde_json::Value)>| {
+        let mut j = fcan_remote::wire::batch_json(&targets(0.5));
+        if let Some((t, v)) = extra {
+            j[t] = v;
+        }
+        j.to_string()
+    };
+    let gens = target_generations(&w);
+
+    // The client refuses a bad batch itself: nothing is put.
+    let puts = server.counters().puts;
+    let mut bad = targets(0.5);
+    bad.push((
+        "/motor_driver1/motor0/targt".into(),
+        val("{type: 0, value: 0.1}"),
+    ));
+    let e = m.publish_many(bad).await.unwrap_err();
+    assert!(e.to_string().contains("did you mean"), "{e}");
+    let mut bad = targets(0.5);
+    bad.push((
+        "/motor_driver1/motor0/feedback".into(),
+        val("{ready: true, position: 0, velocity: 0, current: 0}"),
+    ));
+    let e = m.publish_many(bad).await.unwrap_err();
+    assert!(e.to_string().contains("s2m"), "{e}");
+
+    // From another client: the daemon refuses each whole, once.
+    let feedback = serde_json::json!({"ready": true, "position": 0, "velocity": 0, "current": 0});
+    let refused = [
+        // An unknown topic.
+        batch(Some((
+            "/motor_driver1/motor0/targt",
+            serde_json::json!({"type": 0, "value": 0.1}),
+        ))),
+        // A value out of range for its type (u8), and one of the wrong type.
+        batch(Some((
+            "/motor_driver1/motor3/target",
+            serde_json::json!({"type": 300, "value": 0.1}),
+        ))),
+        batch(Some((
+            "/motor_driver1/motor3/target",
+            serde_json::json!({"type": 0, "value": "fast"}),
+        ))),
+        // A field missing.
+        batch(Some((
+            "/motor_driver1/motor3/target",
+            serde_json::json!({"value": 0.1}),
+        ))),
+        // An s2m topic (its value packs: only the direction is wrong).
+        batch(Some(("/motor_driver1/motor0/feedback", feedback))),
+        // Not a batch.
+        "[1, 2]".into(),
+        r#""/motor_driver1/motor0/target""#.into(),
+        "not json".into(),
+        "{}".into(),
+    ];
+    let before = server.counters().rejected_puts;
+    for p in &refused {
+        cz.put(&key, p.as_str()).await.unwrap();
+    }
+    // A good batch after them: once it is through, so are they (one queue, in order).
+    cz.put(&key, batch(None)).await.unwrap();
+    let want: Vec<u32> = gens.iter().map(|g| g + 1).collect();
+    targets_reach(&w, &want).await;
+    assert_eq!(
+        server.counters().rejected_puts,
+        before + refused.len() as u64,
+        "each bad batch refused once"
+    );
+    assert_eq!(server.counters().puts, puts + refused.len() as u64 + 1);
+
+    // An item for a node that is not RUNNING refuses the batch too.
+    w.motor(MD2).stop();
+    until("motor_driver2 no longer served", || async {
+        (!server.running().contains(&"motor_driver2".to_string())).then_some(())
+    })
+    .await;
+    let before = server.counters().rejected_puts;
+    cz.put(
+        &key,
+        batch(Some((
+            "/motor_driver2/motor0/target",
+            serde_json::json!({"type": 0, "value": 0.1}),
+        ))),
+    )
+    .await
+    .unwrap();
+    until("the batch naming a stopped node refused", || async {
+        (server.counters().rejected_puts > before).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(target_generations(&w), want);
+}

@@ -490,6 +490,17 @@ async fn batched_publish_sends_shared_frames_once(mtu: Mtu) {
     assert!(err.to_string().contains("did you mean"), "{err}");
     tokio::time::sleep(Duration::from_millis(3)).await;
     assert!((w.motor(MD1).with(|f| f.axis(0).unwrap().duty) - 0.5).abs() < 1e-6);
+    // So does one whose last item is an s2m topic with a value that packs: refused
+    // before the targets ahead of it are staged, not after (they would go out).
+    let mut bad = targets(0.75);
+    bad.push((
+        "/motor_driver1/motor0/feedback".into(),
+        val("{ready: true, position: 0, velocity: 0, current: 0}"),
+    ));
+    let err = m.publish_many(bad).await.unwrap_err();
+    assert!(err.to_string().contains("s2m"), "{err}");
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    assert!((w.motor(MD1).with(|f| f.axis(0).unwrap().duty) - 0.5).abs() < 1e-6);
 }
 
 both_links!(
