@@ -22,11 +22,17 @@ build=(cargo build --release -p fcan-examples -p fcan-cli --bin fcan --bin motor
 "${build[@]}"
 bins=$("${build[@]}" --message-format=json 2>/dev/null \
   | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
+# The VM unpacks its initrd into RAM (1 GiB): copies without debug info keep it small
+# (the debug test binary alone is ~210 MB with it, ~45 MB without; unpacked whole, it did
+# not fit, and the guest reported the program "not found").
+stripped=$(mktemp -d)
+trap 'rm -rf "$stripped"' EXIT
+strip_copy() { objcopy --strip-debug "$1" "$stripped/$(basename "$1")" && echo "$stripped/$(basename "$1")"; }
 with=()
 for name in fcan motor-node io-node; do
   exe=$(grep -E "/$name\$" <<<"$bins" | tail -1 || true)
   [[ -n $exe && -x $exe ]] || { echo "vm-e2e: $name not built" >&2; exit 1; }
-  with+=(--with "$exe")
+  with+=(--with "$(strip_copy "$exe")")
 done
 
 if ! command -v cangen >/dev/null && [[ $(id -u) = 0 ]] && command -v apt-get >/dev/null; then
@@ -43,6 +49,7 @@ cargo test -p fcan-examples --test vm_quickstart --no-run
 test_bin=$(cargo test -p fcan-examples --test vm_quickstart --no-run --message-format=json 2>/dev/null \
   | grep -o '"executable":"[^"]*vm_quickstart[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
 [[ -n $test_bin && -x $test_bin ]] || { echo "vm-e2e: test binary not found" >&2; exit 1; }
+test_bin=$(strip_copy "$test_bin")
 
 status=0
 for mtu in 72 16; do

@@ -140,14 +140,37 @@ fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// CPU time (user + system) of this process, µs resolution.
-fn cpu_time() -> Duration {
+/// This process's CPU time (user + system, µs resolution), its system time, and its
+/// context switches (voluntary + involuntary: the thread hand-offs).
+#[derive(Clone, Copy)]
+struct Usage {
+    cpu: Duration,
+    sys: Duration,
+    switches: u64,
+}
+
+impl std::ops::Sub for Usage {
+    type Output = Usage;
+    fn sub(self, o: Usage) -> Usage {
+        Usage {
+            cpu: self.cpu.saturating_sub(o.cpu),
+            sys: self.sys.saturating_sub(o.sys),
+            switches: self.switches.saturating_sub(o.switches),
+        }
+    }
+}
+
+fn usage() -> Usage {
     // SAFETY: getrusage writes one rusage through a valid pointer.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     assert_eq!(rc, 0);
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    Usage {
+        cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
+        sys: tv(ru.ru_stime),
+        switches: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+    }
 }
 
 /// A transport that stamps each frame with the instant the master's engine took it
@@ -190,12 +213,29 @@ impl<T: fcan_transport::Transport> fcan_transport::Transport for TakenAt<T> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: run with --ignored --nocapture"]
 async fn serving_figures() {
+    // FCAN_BENCH_DRIVERS=N: N eight-motor drivers instead of the standard pair (17 put
+    // about 7,000 frames/s on the bus: saturated CAN FD).
+    let drivers: Option<u8> = std::env::var("FCAN_BENCH_DRIVERS")
+        .ok()
+        .and_then(|s| s.parse().ok());
     let mut w = World::new(Mtu::Fd);
-    w.add_motor(MD1, 8);
-    w.add_motor(MD2, 4);
+    let mut ids = vec![IO3];
+    match drivers {
+        None => {
+            w.add_motor(MD1, 8);
+            w.add_motor(MD2, 4);
+            ids.extend([MD1, MD2]);
+        }
+        Some(n) => {
+            for id in (1..=n + 1).filter(|id| *id != IO3) {
+                w.add_motor(id, 8);
+                ids.push(id);
+            }
+        }
+    }
     w.add_io(IO3);
     let master = w.start_master_on(TakenAt(w.endpoint())).await;
-    wait_running(&master, &[MD1, MD2, IO3], Duration::from_secs(5)).await;
+    wait_running(&master, &ids, Duration::from_secs(10)).await;
     let port = free_port();
     let ep = format!("tcp/127.0.0.1:{port}");
     let dz = SessionConfig::daemon()
@@ -209,7 +249,12 @@ async fn serving_figures() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let window = Duration::from_secs(secs);
-    for express in [true, false] {
+    // FCAN_BENCH_MODES=express|batched: one of the two only.
+    let modes = std::env::var("FCAN_BENCH_MODES").unwrap_or_default();
+    for express in [true, false]
+        .into_iter()
+        .filter(|e| modes.is_empty() || modes == if *e { "express" } else { "batched" })
+    {
         let mut opts = ServerOptions::default();
         opts.express = express;
         // The daemon's clock origin, read on both clocks back to back.
@@ -221,10 +266,10 @@ async fn serving_figures() {
             .unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
         // Idle: served, nobody subscribed.
-        let (c0, f0) = (cpu_time(), master.status().await.unwrap().stats.rx_frames);
+        let (c0, f0) = (usage(), master.status().await.unwrap().stats.rx_frames);
         tokio::time::sleep(window).await;
         let (idle, idle_frames) = (
-            cpu_time() - c0,
+            usage() - c0,
             master.status().await.unwrap().stats.rx_frames - f0,
         );
         let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
@@ -246,13 +291,13 @@ async fn serving_figures() {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (c1, f1, s1) = (
-            cpu_time(),
+            usage(),
             master.status().await.unwrap().stats.rx_frames,
             server.counters().samples,
         );
         tokio::time::sleep(window).await;
         let (busy, frames, samples) = (
-            cpu_time() - c1,
+            usage() - c1,
             master.status().await.unwrap().stats.rx_frames - f1,
             server.counters().samples - s1,
         );
@@ -262,19 +307,23 @@ async fn serving_figures() {
         assert!(child.wait().await.unwrap().success(), "child: {out:?}");
         drop(server);
         let pct = |d: Duration| d.as_secs_f64() / window.as_secs_f64() * 100.0;
-        let extra = busy.saturating_sub(idle);
+        let extra = busy.cpu.saturating_sub(idle.cpu);
+        let per = |d: Duration, n: u64| d.as_secs_f64() * 1e6 / n.max(1) as f64;
         println!(
             "{}: daemon CPU {:.1} % idle ({:.0} frames/s), {:.1} % serving {:.0} samples/s \
-             from {:.0} frames/s: +{:.1} % = {:.1} µs per sample, {:.1} µs per frame",
+             from {:.0} frames/s: +{:.1} % = {:.1} µs per sample, {:.1} µs per frame \
+             (system time +{:.1} µs per sample; context switches {:.2} per sample over idle)",
             if express { "express" } else { "batched" },
-            pct(idle),
+            pct(idle.cpu),
             idle_frames as f64 / window.as_secs_f64(),
-            pct(busy),
+            pct(busy.cpu),
             samples as f64 / window.as_secs_f64(),
             frames as f64 / window.as_secs_f64(),
             pct(extra),
-            extra.as_secs_f64() * 1e6 / samples.max(1) as f64,
-            extra.as_secs_f64() * 1e6 / frames.max(1) as f64,
+            per(extra, samples),
+            per(extra, frames),
+            per(busy.sys.saturating_sub(idle.sys), samples),
+            busy.switches.saturating_sub(idle.switches) as f64 / samples.max(1) as f64,
         );
         for l in out.iter().filter(|l| l.starts_with("child")) {
             println!("  {l}");
@@ -328,11 +377,11 @@ async fn serving_child() {
         .unwrap();
     println!("READY");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let c0 = cpu_time();
+    let c0 = usage();
     on.store(true, std::sync::atomic::Ordering::Relaxed);
     tokio::time::sleep(Duration::from_secs(secs)).await;
     on.store(false, std::sync::atomic::Ordering::Relaxed);
-    let cpu = cpu_time() - c0;
+    let used = usage() - c0;
     let mut v = std::mem::take(&mut *lat.lock().unwrap());
     let n = v.len();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
@@ -344,8 +393,9 @@ async fn serving_child() {
         us(pct(&mut v, 1.0)),
     );
     println!(
-        "child: subscriber CPU {:.1} % of a core ({:.1} µs per sample)",
-        cpu.as_secs_f64() / secs as f64 * 100.0,
-        cpu.as_secs_f64() * 1e6 / n.max(1) as f64
+        "child: subscriber CPU {:.1} % of a core ({:.1} µs per sample, {:.2} context switches per sample)",
+        used.cpu.as_secs_f64() / secs as f64 * 100.0,
+        used.cpu.as_secs_f64() * 1e6 / n.max(1) as f64,
+        used.switches as f64 / n.max(1) as f64,
     );
 }

@@ -233,18 +233,19 @@ async fn live(
         tick.tick().await;
         let t = start.elapsed().as_secs_f64();
         let target = 2.0 * (t * 1.5).sin();
-        master
-            .publish(
-                "/motor_driver1/motor0/target",
-                fcan_cli::parse_value(&format!("{{type: 2, value: {target}}}"))?,
-            )
-            .await?;
         let v1 = if t < seconds / 2.0 { 10.0 } else { -5.0 };
+        // One batch: the two targets share a frame, which then goes out once.
         master
-            .publish(
-                "/motor_driver1/motor1/target",
-                fcan_cli::parse_value(&format!("{{type: 1, value: {v1}}}"))?,
-            )
+            .publish_many(vec![
+                (
+                    "/motor_driver1/motor0/target".into(),
+                    fcan_cli::parse_value(&format!("{{type: 2, value: {target}}}"))?,
+                ),
+                (
+                    "/motor_driver1/motor1/target".into(),
+                    fcan_cli::parse_value(&format!("{{type: 1, value: {v1}}}"))?,
+                ),
+            ])
             .await?;
         while let Ok(s) = fb0.try_recv() {
             pos = field_f64(&s.value, "position");
