@@ -141,6 +141,24 @@ def run(args, c: Checks) -> None:
             "every attachment carries t_us, the node's boot id and its schema digest",
             atts[:2],
         )
+        # A node's samples a frame at a time: objects of topic -> value, several per put.
+        grouped = fx.Topic(session, f"fcan/{bus}/samples/{args.node}")
+        groups = grouped.wait(20, timeout=5.0)
+        grouped.sub.undeclare()
+        members = [(t, v) for g, _ in groups for t, v in g.items()]
+        c.check(
+            len(groups) >= 20
+            and all(t.startswith(f"/{args.node}/") for t, _ in members)
+            and any(t == f"/{motor}/feedback" for t, _ in members)
+            and all(isinstance(v, dict) and "ready" in v for t, v in members if t.endswith("/feedback")),
+            "samples/<node> puts objects of topic -> value of that node, the feedback among them",
+            groups[:1],
+        )
+        c.check(
+            len(members) > len(groups) and all(a and a.get("boot_id") == info["boot_id"] for _, a in groups),
+            "a samples/<node> put carries several samples of one frame, with the attachment",
+            f"{len(members)} samples in {len(groups)} puts",
+        )
         times = [a["t_us"] for a in atts if a and isinstance(a.get("t_us"), int)]
         c.check(
             # Two samples read in one batch may share a receive time; never backwards.

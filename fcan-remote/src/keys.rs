@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `fcan/<bus>/topic/<node>/<ns>/<name>` | topic samples (s2m) and commands (m2s) |
 //! | `fcan/<bus>/publish` | several m2s commands in one put, published as one batch |
+//! | `fcan/<bus>/samples/<node>` | a node's s2m samples, those of one frame in one put |
 //! | `fcan/<bus>/service/<node>/<ns>/<name>` | service queryable |
 //! | `fcan/<bus>/param/<node>/<ns>/<name>` | parameter queryable |
 //! | `fcan/<bus>/node/<node>` | node info queryable |
@@ -22,6 +23,7 @@
 //! assert_eq!(keys::topic("can0", "/md3/motor0/feedback").unwrap(), "fcan/can0/topic/md3/motor0/feedback");
 //! assert_eq!(keys::param("can0", "md3.motor0.velocity.kp").unwrap(), "fcan/can0/param/md3/motor0/velocity/kp");
 //! assert_eq!(keys::publish("can0").unwrap(), "fcan/can0/publish");
+//! assert_eq!(keys::samples("can0", "md3").unwrap(), "fcan/can0/samples/md3");
 //! assert_eq!(
 //!     keys::parse("fcan/can0/param/md3/motor0/velocity/kp"),
 //!     Some(("can0".to_string(), Entity::Param("md3.motor0.velocity.kp".to_string())))
@@ -39,6 +41,8 @@ pub enum Entity {
     Topic(String),
     /// Several m2s topics published as one batch (the payload names them).
     Publish,
+    /// One node's s2m samples, grouped by frame, by node name.
+    Samples(String),
     /// A service, by its master name `/<node>/<ns>/<name>`.
     Service(String),
     /// A parameter, by its master name `<node>.<ns>.<name with / as .>`.
@@ -130,6 +134,14 @@ pub fn publish(bus: &str) -> Option<String> {
     Some(format!("{}/publish", base(bus)?))
 }
 
+/// The key of a node's grouped samples: each put carries the samples decoded from one
+/// frame, `{"/<node>/<ns>/<topic>": value, …}`, for a client that wants all of a node's
+/// topics for a fraction of the puts.
+pub fn samples(bus: &str, node: &str) -> Option<String> {
+    chunk_ok(node).then_some(())?;
+    Some(format!("{}/samples/{node}", base(bus)?))
+}
+
 /// The status key.
 pub fn status(bus: &str) -> Option<String> {
     Some(format!("{}/status", base(bus)?))
@@ -185,9 +197,10 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
                 }
             }
         }
-        ("node" | "alive" | "schema", Some(rest)) if chunk_ok(rest) => match kind {
+        ("node" | "alive" | "schema" | "samples", Some(rest)) if chunk_ok(rest) => match kind {
             "node" => Entity::Node(rest.to_string()),
             "alive" => Entity::Alive(rest.to_string()),
+            "samples" => Entity::Samples(rest.to_string()),
             _ => Entity::Schema(rest.to_string()),
         },
         _ => return None,
@@ -231,6 +244,7 @@ mod tests {
             (registry("b").unwrap(), Entity::Registry),
             (node("b", "md1").unwrap(), Entity::Node("md1".into())),
             (alive("b", "md1").unwrap(), Entity::Alive("md1".into())),
+            (samples("b", "md1").unwrap(), Entity::Samples("md1".into())),
         ] {
             assert_eq!(parse(&k), Some(("b".into(), e)));
         }

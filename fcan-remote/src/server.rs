@@ -82,9 +82,12 @@ pub struct ServerOptions {
     pub clock: Instant,
     /// Log lines (default: stderr, `fcan serve [<bus>]: …`).
     pub log: Option<Log>,
-    /// Put samples *express*: each leaves at once instead of waiting up to 1 ms for
-    /// Zenoh's batching (default `true`: latency first; `false` trades up to 1 ms of
-    /// latency for fewer system calls, see docs/performance.md).
+    /// Put samples *express*: each is written to the socket on its own at once, rather
+    /// than through Zenoh's adaptive batching (which holds a sample only while others
+    /// are still being written, at most 1 ms). Default `false`: measured on a nearly
+    /// saturated CAN FD bus, batching served every sample for 3.5× less CPU and with a
+    /// lower median latency, express only helps the tail of a lightly loaded bus
+    /// (docs/performance.md, "fcan-remote").
     pub express: bool,
 }
 
@@ -98,7 +101,7 @@ impl Default for ServerOptions {
             status_period: Duration::from_secs(1),
             clock: Instant::now(),
             log: None,
-            express: true,
+            express: false,
         }
     }
 }
@@ -116,8 +119,10 @@ pub struct ServerCounters {
     pub queries: u64,
     /// Queries answered `busy`.
     pub busy: u64,
-    /// Samples put.
+    /// Samples put on topic keys.
     pub samples: u64,
+    /// Puts on `samples/<node>` keys (one frame's samples each).
+    pub sample_groups: u64,
 }
 
 #[derive(Default)]
@@ -127,6 +132,7 @@ struct Counters {
     queries: AtomicU64,
     busy: AtomicU64,
     samples: AtomicU64,
+    sample_groups: AtomicU64,
 }
 
 /// What the server keeps for one RUNNING node: its sample forwarders and its token.
@@ -330,6 +336,7 @@ impl Shared {
             queries: c.queries.load(Ordering::Relaxed),
             busy: c.busy.load(Ordering::Relaxed),
             samples: c.samples.load(Ordering::Relaxed),
+            sample_groups: c.sample_groups.load(Ordering::Relaxed),
         }
     }
 
@@ -654,7 +661,7 @@ impl Shared {
     }
 
     /// The status JSON: `fcan_master::Status::to_json` plus `bus`, `t_us`, `load`,
-    /// `rejected_puts`, `puts`, `queries`, `busy`, `samples_put`.
+    /// `rejected_puts`, `puts`, `queries`, `busy`, `samples_put`, `sample_groups_put`.
     async fn status_json(&self) -> Result<Json, fcan_master::MasterError> {
         let s = self.master.status().await?;
         let mut j = s.to_json();
@@ -674,6 +681,7 @@ impl Shared {
             m.insert("queries".into(), c.queries.into());
             m.insert("busy".into(), c.busy.into());
             m.insert("samples_put".into(), c.samples.into());
+            m.insert("sample_groups_put".into(), c.sample_groups.into());
         }
         Ok(j)
     }
@@ -813,6 +821,7 @@ impl Shared {
                 };
                 // Remote destinations only: the server's own put subscriber on
                 // `topic/**` would otherwise match every topic (and receive every sample).
+                // Not express by default: the samples of one frame then share a write.
                 let Ok(publisher) = self
                     .session
                     .declare_publisher(key)
@@ -836,9 +845,23 @@ impl Shared {
             }
             drop(tx);
             let topics = outs.len();
+            let group = match keys::samples(&self.bus, &n.name) {
+                Some(key) => match self
+                    .session
+                    .declare_publisher(key)
+                    .express(self.opts.express)
+                    .allowed_destination(Locality::Remote)
+                    .await
+                {
+                    Ok(p) => TopicOut::new(p).await,
+                    Err(_) => None,
+                },
+                None => None,
+            };
             tasks.push(tokio::spawn(forward(
                 rx,
                 outs,
+                group,
                 Attachment {
                     t_us: 0,
                     boot_id: n.boot_id,
@@ -920,40 +943,89 @@ impl TopicOut {
     }
 }
 
-/// Puts every sample of one node's topics with its attachment. Each wake-up drains what
-/// has queued (the samples of a frame arrive together).
+/// At most this many samples are taken from the channel per wake-up, so the puts of
+/// one drain cannot hold back the next frame's for long.
+const DRAIN: usize = 256;
+
+/// The samples of one frame as one JSON object, `{"/<node>/<ns>/<topic>": value, …}`.
+struct Group<'a>(&'a [fcan_master::Sample]);
+
+impl serde::Serialize for Group<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = ser.serialize_map(Some(self.0.len()))?;
+        for s in self.0 {
+            map.serialize_entry(&*s.name, &s.value)?;
+        }
+        map.end()
+    }
+}
+
+/// Puts every sample of one node's topics with its attachment: on its topic key while a
+/// subscriber matches it, and, while one matches the node's `samples` key, the samples
+/// of each frame (those received at one instant) together. Each wake-up drains what has
+/// queued (the samples of a frame arrive together).
 async fn forward(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>,
     outs: BTreeMap<String, TopicOut>,
+    group: Option<TopicOut>,
     mut att: Attachment,
     clock: Instant,
     count: Arc<Counters>,
 ) {
-    // Buffers reused for every sample: the JSON text and the attachment.
+    // Buffers reused for every put: the samples drained, the JSON text, the attachment.
+    let mut drained = Vec::with_capacity(DRAIN);
     let mut payload = Vec::with_capacity(256);
     let mut attachment = Vec::with_capacity(128);
     while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(s) = next.take() {
-            if let Some(out) = outs.get(&*s.name) {
-                if out.matched.load(Ordering::Relaxed) {
-                    att.t_us = s.at.saturating_duration_since(clock).as_micros() as u64;
-                    payload.clear();
-                    attachment.clear();
-                    if serde_json::to_writer(&mut payload, &s.value).is_ok()
-                        && serde_json::to_writer(&mut attachment, &att).is_ok()
-                        && out
-                            .publisher
-                            .put(payload.as_slice())
-                            .attachment(attachment.as_slice())
-                            .await
-                            .is_ok()
-                    {
-                        count.samples.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+        drained.clear();
+        drained.push(first);
+        while drained.len() < DRAIN {
+            match rx.try_recv() {
+                Ok(s) => drained.push(s),
+                Err(_) => break,
             }
-            next = rx.try_recv().ok();
+        }
+        for s in &drained {
+            let Some(out) = outs.get(&*s.name) else {
+                continue;
+            };
+            if !out.matched.load(Ordering::Relaxed) {
+                continue;
+            }
+            att.t_us = s.at.saturating_duration_since(clock).as_micros() as u64;
+            if put(out, &s.value, &att, &mut payload, &mut attachment).await {
+                count.samples.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let Some(g) = group.as_ref().filter(|g| g.matched.load(Ordering::Relaxed)) else {
+            continue;
+        };
+        for frame in drained.chunk_by(|a, b| a.at == b.at) {
+            att.t_us = frame[0].at.saturating_duration_since(clock).as_micros() as u64;
+            if put(g, &Group(frame), &att, &mut payload, &mut attachment).await {
+                count.sample_groups.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
+}
+
+/// One put of `value` as JSON with `att`, through reused buffers; `true` if it went.
+async fn put(
+    out: &TopicOut,
+    value: &impl serde::Serialize,
+    att: &Attachment,
+    payload: &mut Vec<u8>,
+    attachment: &mut Vec<u8>,
+) -> bool {
+    payload.clear();
+    attachment.clear();
+    serde_json::to_writer(&mut *payload, value).is_ok()
+        && serde_json::to_writer(&mut *attachment, att).is_ok()
+        && out
+            .publisher
+            .put(payload.as_slice())
+            .attachment(attachment.as_slice())
+            .await
+            .is_ok()
 }

@@ -6,6 +6,7 @@
 //! Real time (the network is real): every wait is bounded generously and polls, so a
 //! loaded machine makes a test slower, not red.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fcan_core::frame::Mtu;
@@ -917,4 +918,64 @@ async fn a_batch_with_one_bad_item_sends_nothing() {
     .await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(target_generations(&w), want);
+}
+
+/// `fcan/<bus>/samples/<node>`: a node's samples, those of one frame in one put, only
+/// while someone subscribes to it; the values are the ones on the topic keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodes_samples_grouped_by_frame() {
+    let (_w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    client(&cz, "sim", 3).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.counters().sample_groups, 0, "nobody subscribed yet");
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let _sub = cz
+        .declare_subscriber("fcan/sim/samples/motor_driver1")
+        .callback(move |s| {
+            let j: serde_json::Value = serde_json::from_slice(&s.payload().to_bytes()).unwrap();
+            let a: fcan_remote::wire::Attachment =
+                serde_json::from_slice(&s.attachment().unwrap().to_bytes()).unwrap();
+            let _ = tx.send((j, a));
+        })
+        .await
+        .unwrap();
+    // Motor_driver1's eight feedback topics, 200 Hz each, packed several per frame.
+    let mut puts = 0usize;
+    let mut per_topic: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last_t = 0u64;
+    while puts < 200 {
+        let (j, a) = tokio::time::timeout(SOON, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        let obj = j.as_object().expect("an object of topic → value");
+        assert!(!obj.is_empty());
+        for (topic, v) in obj {
+            assert!(
+                topic.starts_with("/motor_driver1/motor") && topic.ends_with("/feedback"),
+                "{topic}"
+            );
+            assert!(v["position"].is_number() && v["ready"].is_boolean(), "{v}");
+            *per_topic.entry(topic.clone()).or_default() += 1;
+        }
+        // Receive times go forward (a frame's samples come in one put, or, if the
+        // forwarder woke in the middle of a frame, in two with the same time).
+        assert!(a.t_us >= last_t, "{} after {last_t}", a.t_us);
+        last_t = a.t_us;
+        puts += 1;
+    }
+    assert_eq!(per_topic.len(), 8, "{per_topic:?}");
+    let samples: usize = per_topic.values().sum();
+    // Grouped: fewer puts than samples (the planner packs several feedbacks per FD frame).
+    assert!(samples >= 2 * puts, "{samples} samples in {puts} puts");
+    assert!(server.counters().sample_groups >= puts as u64);
+    // No subscriber on a topic key: nothing put there.
+    assert_eq!(server.counters().samples, 0);
 }

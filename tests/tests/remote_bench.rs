@@ -58,11 +58,7 @@ async fn remote_figures() {
         .await
         .unwrap()
         .session;
-    let mut opts = ServerOptions::default();
-    // FCAN_BENCH_EXPRESS=0: samples batched by Zenoh (the CPU/latency trade-off).
-    opts.express = std::env::var("FCAN_BENCH_EXPRESS").map_or(true, |v| v != "0");
-    println!("express samples: {}", opts.express);
-    let _server = Server::start(master.clone(), &dz, "sim", opts)
+    let _server = Server::start(master.clone(), &dz, "sim", ServerOptions::default())
         .await
         .unwrap();
     let cz = SessionConfig::client()
@@ -249,11 +245,15 @@ async fn serving_figures() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let window = Duration::from_secs(secs);
-    // FCAN_BENCH_MODES=express|batched: one of the two only.
+    // FCAN_BENCH_MODES=express|batched|grouped: one mode only.
     let modes = std::env::var("FCAN_BENCH_MODES").unwrap_or_default();
-    for express in [true, false]
-        .into_iter()
-        .filter(|e| modes.is_empty() || modes == if *e { "express" } else { "batched" })
+    for (mode, express, key) in [
+        ("express", true, "fcan/sim/topic/**"),
+        ("batched", false, "fcan/sim/topic/**"),
+        ("grouped", false, "fcan/sim/samples/*"),
+    ]
+    .into_iter()
+    .filter(|(m, _, _)| modes.is_empty() || modes == *m)
     {
         let mut opts = ServerOptions::default();
         opts.express = express;
@@ -277,6 +277,7 @@ async fn serving_figures() {
             .env("FCAN_BENCH_CHILD", &ep)
             .env("FCAN_BENCH_ORIGIN_NS", origin_ns.to_string())
             .env("FCAN_BENCH_SECS", secs.to_string())
+            .env("FCAN_BENCH_KEY", key)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -293,13 +294,13 @@ async fn serving_figures() {
         let (c1, f1, s1) = (
             usage(),
             master.status().await.unwrap().stats.rx_frames,
-            server.counters().samples,
+            decoded(&master).await,
         );
         tokio::time::sleep(window).await;
         let (busy, frames, samples) = (
             usage() - c1,
             master.status().await.unwrap().stats.rx_frames - f1,
-            server.counters().samples - s1,
+            decoded(&master).await - s1,
         );
         while let Some(l) = lines.next_line().await.unwrap() {
             out.push(l);
@@ -313,7 +314,7 @@ async fn serving_figures() {
             "{}: daemon CPU {:.1} % idle ({:.0} frames/s), {:.1} % serving {:.0} samples/s \
              from {:.0} frames/s: +{:.1} % = {:.1} µs per sample, {:.1} µs per frame \
              (system time +{:.1} µs per sample; context switches {:.2} per sample over idle)",
-            if express { "express" } else { "batched" },
+            mode,
             pct(idle.cpu),
             idle_frames as f64 / window.as_secs_f64(),
             pct(busy.cpu),
@@ -330,6 +331,11 @@ async fn serving_figures() {
         }
     }
     drop(w);
+}
+
+/// Samples the master has decoded so far (all are subscribed, so all are served).
+async fn decoded(master: &fcan_master::Master) -> u64 {
+    master.status().await.unwrap().samples.values().sum()
 }
 
 /// The subscriber process of [`serving_figures`] (does nothing when run on its own).
@@ -354,7 +360,7 @@ async fn serving_child() {
     let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (l2, on2) = (lat.clone(), on.clone());
     let _sub = z
-        .declare_subscriber("fcan/sim/topic/**")
+        .declare_subscriber(std::env::var("FCAN_BENCH_KEY").unwrap())
         .callback(move |s| {
             let now = mono_ns();
             if !on2.load(std::sync::atomic::Ordering::Relaxed) {
@@ -386,14 +392,14 @@ async fn serving_child() {
     let n = v.len();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
-        "child: frame taken by the daemon -> JSON sample parsed in this process: n={n} p50={:.0} µs p99={:.0} µs p99.9={:.0} µs max={:.0} µs",
+        "child: frame taken by the daemon -> JSON put parsed in this process: n={n} p50={:.0} µs p99={:.0} µs p99.9={:.0} µs max={:.0} µs",
         us(pct(&mut v, 0.5)),
         us(pct(&mut v, 0.99)),
         us(pct(&mut v, 0.999)),
         us(pct(&mut v, 1.0)),
     );
     println!(
-        "child: subscriber CPU {:.1} % of a core ({:.1} µs per sample, {:.2} context switches per sample)",
+        "child: subscriber CPU {:.1} % of a core ({:.1} µs per put, {:.2} context switches per put)",
         used.cpu.as_secs_f64() / secs as f64 * 100.0,
         used.cpu.as_secs_f64() * 1e6 / n.max(1) as f64,
         used.switches as f64 / n.max(1) as f64,
