@@ -87,6 +87,11 @@ impl SampleSink for SubscriberSink {
         let Some(subs) = self.subs.get_mut(&(node, block, topic)) else {
             return;
         };
+        // Every receiver dropped (a remote server unsubscribes while nobody watches):
+        // nothing to decode for.
+        if subs.senders.is_empty() {
+            return;
+        }
         let Ok(value) = unpack_message_named(&subs.fields, &subs.names, bytes) else {
             return;
         };

@@ -806,10 +806,9 @@ impl Shared {
         for n in new {
             let mut tasks = Vec::new();
             let digest = n.digest.map(|d| d.to_string()).unwrap_or_default();
-            // One channel and one forwarding task per node: the samples of one frame
-            // (always one node's) wake one task once, not one task per topic
-            // (docs/performance.md: thread wake-ups dominated the cost of serving).
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            // One forwarding task per node, subscribed at the master only while a
+            // remote subscriber matches one of the node's keys (see `forward`).
+            let wake = Arc::new(tokio::sync::Notify::new());
             let mut outs = BTreeMap::new();
             for t in registry
                 .topics
@@ -831,19 +830,10 @@ impl Shared {
                 else {
                     continue;
                 };
-                let Some(out) = TopicOut::new(publisher).await else {
-                    continue;
-                };
-                if self
-                    .master
-                    .subscribe_into(&t.name, tx.clone())
-                    .await
-                    .is_ok()
-                {
+                if let Some(out) = TopicOut::new(publisher, wake.clone()).await {
                     outs.insert(t.name.clone(), out);
                 }
             }
-            drop(tx);
             let topics = outs.len();
             let group = match keys::samples(&self.bus, &n.name) {
                 Some(key) => match self
@@ -853,13 +843,14 @@ impl Shared {
                     .allowed_destination(Locality::Remote)
                     .await
                 {
-                    Ok(p) => TopicOut::new(p).await,
+                    Ok(p) => TopicOut::new(p, wake.clone()).await,
                     Err(_) => None,
                 },
                 None => None,
             };
             tasks.push(tokio::spawn(forward(
-                rx,
+                self.master.clone(),
+                wake,
                 outs,
                 group,
                 Attachment {
@@ -909,9 +900,14 @@ struct TopicOut {
 }
 
 impl TopicOut {
-    async fn new(publisher: zenoh::pubsub::Publisher<'static>) -> Option<TopicOut> {
+    /// `wake` is notified whenever the key gains or loses its last subscriber.
+    async fn new(
+        publisher: zenoh::pubsub::Publisher<'static>,
+        wake: Arc<tokio::sync::Notify>,
+    ) -> Option<TopicOut> {
         // Whether any subscriber matches the key: without one, a sample is neither
-        // encoded nor put (an unwatched bus costs the daemon the master's decode only).
+        // encoded nor put, and without one on any of a node's keys the node's topics are
+        // not even decoded (an unwatched bus costs the daemon nothing past the master).
         let matched = Arc::new(std::sync::atomic::AtomicBool::new(
             publisher
                 .matching_status()
@@ -922,7 +918,10 @@ impl TopicOut {
         let m2 = matched.clone();
         let listener = publisher
             .matching_listener()
-            .callback(move |m| m2.store(m.matching(), Ordering::Relaxed))
+            .callback(move |m| {
+                m2.store(m.matching(), Ordering::Relaxed);
+                wake.notify_one();
+            })
             .await
             .ok();
         // Read again: a subscriber may have come between the first read and the listener.
@@ -965,23 +964,60 @@ impl serde::Serialize for Group<'_> {
 /// subscriber matches it, and, while one matches the node's `samples` key, the samples
 /// of each frame (those received at one instant) together. Each wake-up drains what has
 /// queued (the samples of a frame arrive together).
+///
+/// Subscribed at the master only while some key of the node is matched (`wake` says
+/// when that changes): unsubscribed, the master does not decode the node's samples at
+/// all, which was most of what an unwatched daemon cost (docs/performance.md).
 async fn forward(
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>,
+    master: Master,
+    wake: Arc<tokio::sync::Notify>,
     outs: BTreeMap<String, TopicOut>,
     group: Option<TopicOut>,
     mut att: Attachment,
     clock: Instant,
     count: Arc<Counters>,
 ) {
+    let wanted = || {
+        outs.values()
+            .chain(group.iter())
+            .any(|o| o.matched.load(Ordering::Relaxed))
+    };
     // Buffers reused for every put: the samples drained, the JSON text, the attachment.
     let mut drained = Vec::with_capacity(DRAIN);
     let mut payload = Vec::with_capacity(256);
     let mut attachment = Vec::with_capacity(128);
-    while let Some(first) = rx.recv().await {
+    let mut rx: Option<tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>> = None;
+    loop {
+        if !wanted() {
+            // Dropping the receiver ends the master's subscriptions.
+            rx = None;
+            wake.notified().await;
+            continue;
+        }
+        let r = match &mut rx {
+            Some(r) => r,
+            None => {
+                let (tx, r) = tokio::sync::mpsc::unbounded_channel();
+                for name in outs.keys() {
+                    if master.subscribe_into(name, tx.clone()).await.is_err() {
+                        // The master stopped, or the node went (a resync follows).
+                        return;
+                    }
+                }
+                rx.insert(r)
+            }
+        };
+        let first = tokio::select! {
+            s = r.recv() => match s {
+                Some(s) => s,
+                None => return,
+            },
+            _ = wake.notified() => continue,
+        };
         drained.clear();
         drained.push(first);
         while drained.len() < DRAIN {
-            match rx.try_recv() {
+            match r.try_recv() {
                 Ok(s) => drained.push(s),
                 Err(_) => break,
             }

@@ -245,6 +245,15 @@ async fn serving_figures() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let window = Duration::from_secs(secs);
+    // The master alone, no server: what owning the bus costs before anything is served.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let a0 = usage();
+    tokio::time::sleep(window).await;
+    let alone = usage() - a0;
+    println!(
+        "master alone (and the simulated nodes): {:.1} % of a core",
+        alone.cpu.as_secs_f64() / window.as_secs_f64() * 100.0
+    );
     // FCAN_BENCH_MODES=express|batched|grouped: one mode only.
     let modes = std::env::var("FCAN_BENCH_MODES").unwrap_or_default();
     for (mode, express, key) in [
@@ -271,6 +280,11 @@ async fn serving_figures() {
         let (idle, idle_frames) = (
             usage() - c0,
             master.status().await.unwrap().stats.rx_frames - f0,
+        );
+        let c = server.counters();
+        println!(
+            "{mode}, nobody subscribed: {} samples and {} groups put",
+            c.samples, c.sample_groups
         );
         let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
             .args(["--ignored", "--exact", "serving_child", "--nocapture"])
@@ -326,10 +340,25 @@ async fn serving_figures() {
             per(busy.sys.saturating_sub(idle.sys), samples),
             busy.switches.saturating_sub(idle.switches) as f64 / samples.max(1) as f64,
         );
+        let total = busy.cpu.saturating_sub(alone.cpu);
+        println!(
+            "  over the master alone: +{:.1} % unwatched, +{:.1} % watched = {:.1} µs per frame",
+            pct(idle.cpu.saturating_sub(alone.cpu)),
+            pct(total),
+            per(total, frames),
+        );
         for l in out.iter().filter(|l| l.starts_with("child")) {
             println!("  {l}");
         }
     }
+    // The master alone again, every server gone: how far the baseline drifted.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let a1 = usage();
+    tokio::time::sleep(window).await;
+    println!(
+        "master alone again: {:.1} % of a core",
+        (usage() - a1).cpu.as_secs_f64() / window.as_secs_f64() * 100.0
+    );
     drop(w);
 }
 
