@@ -393,6 +393,43 @@ pub fn unpack_param(ty: ScalarType, len: Option<u32>, bytes: &[u8]) -> Result<Va
     unpack_field(&mut Reader::new(bytes), ty, len)
 }
 
+/// JSON text straight from a value, fields in the schema's order, with no intermediate
+/// tree: the remote server encodes every sample it serves this way. Non-finite floats
+/// become `null`, as in [`Value::to_json`].
+///
+/// ```
+/// use fcan_master::value::Value;
+/// let v = Value::from_json_str(r#"{"type": 2, "value": 0.5}"#).unwrap();
+/// assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"type":2,"value":0.5}"#);
+/// assert_eq!(serde_json::to_string(&Value::Float(f64::NAN)).unwrap(), "null");
+/// ```
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Value::Bool(b) => ser.serialize_bool(*b),
+            Value::Int(i) => ser.serialize_i64(*i),
+            Value::UInt(u) => ser.serialize_u64(*u),
+            Value::Float(f) if f.is_finite() => ser.serialize_f64(*f),
+            Value::Float(_) => ser.serialize_unit(),
+            Value::Array(a) => {
+                let mut seq = ser.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Struct(fields) => {
+                let mut map = ser.serialize_map(Some(fields.len()))?;
+                for (k, v) in fields {
+                    map.serialize_entry(&**k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -498,42 +535,5 @@ mod tests {
             Value::UInt(7)
         );
         assert!(pack_param(ScalarType::Bool, None, &Value::UInt(1)).is_err());
-    }
-}
-
-/// JSON text straight from a value, fields in the schema's order, with no intermediate
-/// tree: the remote server encodes every sample it serves this way. Non-finite floats
-/// become `null`, as in [`Value::to_json`].
-///
-/// ```
-/// use fcan_master::value::Value;
-/// let v = Value::from_json_str(r#"{"type": 2, "value": 0.5}"#).unwrap();
-/// assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"type":2,"value":0.5}"#);
-/// assert_eq!(serde_json::to_string(&Value::Float(f64::NAN)).unwrap(), "null");
-/// ```
-impl serde::Serialize for Value {
-    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
-        match self {
-            Value::Bool(b) => ser.serialize_bool(*b),
-            Value::Int(i) => ser.serialize_i64(*i),
-            Value::UInt(u) => ser.serialize_u64(*u),
-            Value::Float(f) if f.is_finite() => ser.serialize_f64(*f),
-            Value::Float(_) => ser.serialize_unit(),
-            Value::Array(a) => {
-                let mut seq = ser.serialize_seq(Some(a.len()))?;
-                for v in a {
-                    seq.serialize_element(v)?;
-                }
-                seq.end()
-            }
-            Value::Struct(fields) => {
-                let mut map = ser.serialize_map(Some(fields.len()))?;
-                for (k, v) in fields {
-                    map.serialize_entry(&**k, v)?;
-                }
-                map.end()
-            }
-        }
     }
 }

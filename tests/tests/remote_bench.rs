@@ -234,7 +234,10 @@ async fn serving_figures() {
     wait_running(&master, &ids, Duration::from_secs(10)).await;
     let port = free_port();
     let ep = format!("tcp/127.0.0.1:{port}");
+    // FCAN_BENCH_ZENOH_CONFIG=FILE: the daemon's Zenoh configuration from a file (to
+    // compare transport settings).
     let dz = SessionConfig::daemon()
+        .zenoh_config(std::env::var_os("FCAN_BENCH_ZENOH_CONFIG").map(Into::into))
         .listen([ep.clone()])
         .open()
         .await
