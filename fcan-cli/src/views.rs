@@ -60,13 +60,14 @@ fn ser_source<S: Serializer>(s: &Option<SchemaSource>, ser: S) -> Result<S::Ok, 
     }
 }
 
-/// A value as JSON (`Value::to_json`: NaN and infinities become `null`).
+/// A value as JSON, fields in the schema's order as the daemon sends them (NaN and
+/// infinities become `null`).
 fn ser_value<S: Serializer>(v: &Value, ser: S) -> Result<S::Ok, S::Error> {
-    v.to_json().serialize(ser)
+    v.serialize(ser)
 }
 
 fn ser_opt_value<S: Serializer>(v: &Option<Value>, ser: S) -> Result<S::Ok, S::Error> {
-    v.as_ref().map(Value::to_json).serialize(ser)
+    v.serialize(ser)
 }
 
 /// One node (`fcan nodes`).

@@ -818,34 +818,13 @@ impl Shared {
                 let Some(key) = keys::topic(&self.bus, &t.name) else {
                     continue;
                 };
-                // Remote destinations only: the server's own put subscriber on
-                // `topic/**` would otherwise match every topic (and receive every sample).
-                // Not express by default: the samples of one frame then share a write.
-                let Ok(publisher) = self
-                    .session
-                    .declare_publisher(key)
-                    .express(self.opts.express)
-                    .allowed_destination(Locality::Remote)
-                    .await
-                else {
-                    continue;
-                };
-                if let Some(out) = TopicOut::new(publisher, wake.clone()).await {
+                if let Some(out) = self.topic_out(key, wake.clone()).await {
                     outs.insert(t.name.clone(), out);
                 }
             }
             let topics = outs.len();
             let group = match keys::samples(&self.bus, &n.name) {
-                Some(key) => match self
-                    .session
-                    .declare_publisher(key)
-                    .express(self.opts.express)
-                    .allowed_destination(Locality::Remote)
-                    .await
-                {
-                    Ok(p) => TopicOut::new(p, wake.clone()).await,
-                    Err(_) => None,
-                },
+                Some(key) => self.topic_out(key, wake.clone()).await,
                 None => None,
             };
             tasks.push(tokio::spawn(forward(
@@ -888,6 +867,23 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// The publishers of one key the server puts samples on.
+    async fn topic_out(&self, key: String, wake: Arc<tokio::sync::Notify>) -> Option<TopicOut> {
+        // Remote destinations only: the server's own put subscriber on `topic/**` would
+        // otherwise match every topic (and receive every sample).
+        let declare = |express: bool| {
+            self.session
+                .declare_publisher(key.clone())
+                .express(express)
+                .allowed_destination(Locality::Remote)
+        };
+        let publisher = declare(self.opts.express).await.ok()?;
+        let last = declare(true).await.ok()?;
+        TopicOut::new(publisher, last, wake).await
+    }
+}
+
 fn is_wild(k: &KeyExpr<'_>) -> bool {
     k.as_str().contains('*') || k.as_str().contains('$')
 }
@@ -895,6 +891,10 @@ fn is_wild(k: &KeyExpr<'_>) -> bool {
 /// One served topic: its publisher and whether any subscriber matches it.
 struct TopicOut {
     publisher: zenoh::pubsub::Publisher<'static>,
+    /// The same key, express: the last put of a wake-up goes through it, which sends
+    /// the batch holding that wake-up's earlier (batched) puts at once rather than
+    /// letting Zenoh hold it for more (up to 1 ms; docs/performance.md).
+    last: zenoh::pubsub::Publisher<'static>,
     matched: Arc<std::sync::atomic::AtomicBool>,
     _listener: Option<zenoh::matching::MatchingListener<()>>,
 }
@@ -903,6 +903,7 @@ impl TopicOut {
     /// `wake` is notified whenever the key gains or loses its last subscriber.
     async fn new(
         publisher: zenoh::pubsub::Publisher<'static>,
+        last: zenoh::pubsub::Publisher<'static>,
         wake: Arc<tokio::sync::Notify>,
     ) -> Option<TopicOut> {
         // Whether any subscriber matches the key: without one, a sample is neither
@@ -936,6 +937,7 @@ impl TopicOut {
         matched.fetch_or(now, Ordering::Relaxed);
         Some(TopicOut {
             publisher,
+            last,
             matched,
             _listener: listener,
         })
@@ -1022,24 +1024,47 @@ async fn forward(
                 Err(_) => break,
             }
         }
-        for s in &drained {
-            let Some(out) = outs.get(&*s.name) else {
-                continue;
-            };
-            if !out.matched.load(Ordering::Relaxed) {
-                continue;
-            }
+        let watched = |s: &fcan_master::Sample| {
+            outs.get(&*s.name)
+                .is_some_and(|o| o.matched.load(Ordering::Relaxed))
+        };
+        let group = group.as_ref().filter(|g| g.matched.load(Ordering::Relaxed));
+        // How many puts this wake-up makes, so the last one can be express.
+        let mut left = drained.iter().filter(|s| watched(s)).count()
+            + group.map_or(0, |_| drained.chunk_by(|a, b| a.at == b.at).count());
+        for s in drained.iter().filter(|s| watched(s)) {
+            let out = &outs[&*s.name];
+            left -= 1;
             att.t_us = s.at.saturating_duration_since(clock).as_micros() as u64;
-            if put(out, &s.value, &att, &mut payload, &mut attachment).await {
+            if put(
+                out,
+                left == 0,
+                &s.value,
+                &att,
+                &mut payload,
+                &mut attachment,
+            )
+            .await
+            {
                 count.samples.fetch_add(1, Ordering::Relaxed);
             }
         }
-        let Some(g) = group.as_ref().filter(|g| g.matched.load(Ordering::Relaxed)) else {
+        let Some(g) = group else {
             continue;
         };
         for frame in drained.chunk_by(|a, b| a.at == b.at) {
+            left -= 1;
             att.t_us = frame[0].at.saturating_duration_since(clock).as_micros() as u64;
-            if put(g, &Group(frame), &att, &mut payload, &mut attachment).await {
+            if put(
+                g,
+                left == 0,
+                &Group(frame),
+                &att,
+                &mut payload,
+                &mut attachment,
+            )
+            .await
+            {
                 count.sample_groups.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -1047,8 +1072,10 @@ async fn forward(
 }
 
 /// One put of `value` as JSON with `att`, through reused buffers; `true` if it went.
+/// `last`: the last put of a wake-up, sent express.
 async fn put(
     out: &TopicOut,
+    last: bool,
     value: &impl serde::Serialize,
     att: &Attachment,
     payload: &mut Vec<u8>,
@@ -1058,8 +1085,7 @@ async fn put(
     attachment.clear();
     serde_json::to_writer(&mut *payload, value).is_ok()
         && serde_json::to_writer(&mut *attachment, att).is_ok()
-        && out
-            .publisher
+        && if last { &out.last } else { &out.publisher }
             .put(payload.as_slice())
             .attachment(attachment.as_slice())
             .await
