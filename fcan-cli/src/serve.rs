@@ -70,6 +70,12 @@ pub struct ServeCli {
     /// Do not use the on-disk schema cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// How samples leave for the network: `prompt` (what reaches the daemon together,
+    /// a frame's samples, is written together at once: latency first), `batched` (Zenoh
+    /// may hold a sample up to 1 ms: about half the CPU under heavy load) or `express`
+    /// (each sample on its own: the most CPU). docs/performance.md compares them.
+    #[arg(long, value_name = "prompt|batched|express", default_value = "prompt")]
+    pub delivery: fcan_remote::Delivery,
 }
 
 /// If the command line's subcommand is `serve`, its arguments for [`ServeCli`]
@@ -206,6 +212,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         .await?;
         let mut opts = ServerOptions::default();
         opts.clock = clock;
+        opts.delivery = cli.delivery;
         let bus = name.clone();
         opts.log = Some(Arc::new(move |line: &str| {
             eprintln!("fcan serve [{bus}]: {line}")

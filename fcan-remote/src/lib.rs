@@ -23,7 +23,7 @@ pub mod session;
 pub mod wire;
 
 pub use client::{ClientOptions, RemoteMaster};
-pub use server::{Server, ServerOptions};
+pub use server::{Delivery, Server, ServerOptions};
 pub use session::SessionConfig;
 /// The `zenoh` crate this one is built on (its `Session` is what the server and client
 /// take), re-exported so a user names the same version.

@@ -82,13 +82,9 @@ pub struct ServerOptions {
     pub clock: Instant,
     /// Log lines (default: stderr, `fcan serve [<bus>]: …`).
     pub log: Option<Log>,
-    /// Put samples *express*: each is written to the socket on its own at once, rather
-    /// than through Zenoh's adaptive batching (which holds a sample only while others
-    /// are still being written, at most 1 ms). Default `false`: measured on a nearly
-    /// saturated CAN FD bus, batching served every sample for 3.5× less CPU and with a
-    /// lower median latency, express only helps the tail of a lightly loaded bus
-    /// (docs/performance.md, "fcan-remote").
-    pub express: bool,
+    /// How samples leave for the network: the latency/CPU trade-off
+    /// ([`Delivery`]; default [`Delivery::Prompt`]).
+    pub delivery: Delivery,
 }
 
 impl Default for ServerOptions {
@@ -101,7 +97,41 @@ impl Default for ServerOptions {
             status_period: Duration::from_secs(1),
             clock: Instant::now(),
             log: None,
-            express: false,
+            delivery: Delivery::Prompt,
+        }
+    }
+}
+
+/// How the server's sample puts leave for the network. Measured side by side in
+/// docs/performance.md ("fcan-remote"): on the project's 2-core machine, at 5,700
+/// frames/s with every sample watched on its topic key, p99 0.8 ms for +20 % of a core
+/// (prompt), 2.5 ms for +13 % (batched), 5.5 ms for +68 % (express).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// The samples that reach the server together (a frame's, or a burst's) are written
+    /// together, at once: the last put of each wake-up is express, which sends the
+    /// batch holding the others. Latency first (motors are behind this API).
+    #[default]
+    Prompt,
+    /// Zenoh's adaptive batching alone: a put may wait while others are written, up to
+    /// 1 ms. About half the CPU of `Prompt` under heavy load, for a tail of ~1–2 ms.
+    Batched,
+    /// Every sample written on its own, at once: the most CPU (two thread hand-offs and
+    /// a write per sample), and under load the longest queues.
+    Express,
+}
+
+impl std::str::FromStr for Delivery {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "prompt" => Ok(Delivery::Prompt),
+            "batched" => Ok(Delivery::Batched),
+            "express" => Ok(Delivery::Express),
+            _ => Err(format!(
+                "`{s}` is not a delivery: prompt (default), batched or express"
+            )),
         }
     }
 }
@@ -878,8 +908,14 @@ impl Shared {
                 .express(express)
                 .allowed_destination(Locality::Remote)
         };
-        let publisher = declare(self.opts.express).await.ok()?;
-        let last = declare(true).await.ok()?;
+        let publisher = declare(self.opts.delivery == Delivery::Express)
+            .await
+            .ok()?;
+        // Only `Prompt` sends a wake-up's last put through the express publisher.
+        let last = match self.opts.delivery {
+            Delivery::Prompt => Some(declare(true).await.ok()?),
+            _ => None,
+        };
         TopicOut::new(publisher, last, wake).await
     }
 }
@@ -891,10 +927,10 @@ fn is_wild(k: &KeyExpr<'_>) -> bool {
 /// One served topic: its publisher and whether any subscriber matches it.
 struct TopicOut {
     publisher: zenoh::pubsub::Publisher<'static>,
-    /// The same key, express: the last put of a wake-up goes through it, which sends
-    /// the batch holding that wake-up's earlier (batched) puts at once rather than
-    /// letting Zenoh hold it for more (up to 1 ms; docs/performance.md).
-    last: zenoh::pubsub::Publisher<'static>,
+    /// With [`Delivery::Prompt`], the same key, express: the last put of a wake-up goes
+    /// through it, which sends the batch holding that wake-up's earlier (batched) puts
+    /// at once rather than letting Zenoh hold it for more (up to 1 ms).
+    last: Option<zenoh::pubsub::Publisher<'static>>,
     matched: Arc<std::sync::atomic::AtomicBool>,
     _listener: Option<zenoh::matching::MatchingListener<()>>,
 }
@@ -903,7 +939,7 @@ impl TopicOut {
     /// `wake` is notified whenever the key gains or loses its last subscriber.
     async fn new(
         publisher: zenoh::pubsub::Publisher<'static>,
-        last: zenoh::pubsub::Publisher<'static>,
+        last: Option<zenoh::pubsub::Publisher<'static>>,
         wake: Arc<tokio::sync::Notify>,
     ) -> Option<TopicOut> {
         // Whether any subscriber matches the key: without one, a sample is neither
@@ -1072,7 +1108,7 @@ async fn forward(
 }
 
 /// One put of `value` as JSON with `att`, through reused buffers; `true` if it went.
-/// `last`: the last put of a wake-up, sent express.
+/// `last`: the last put of a wake-up (sent express with [`Delivery::Prompt`]).
 async fn put(
     out: &TopicOut,
     last: bool,
@@ -1085,9 +1121,12 @@ async fn put(
     attachment.clear();
     serde_json::to_writer(&mut *payload, value).is_ok()
         && serde_json::to_writer(&mut *attachment, att).is_ok()
-        && if last { &out.last } else { &out.publisher }
-            .put(payload.as_slice())
-            .attachment(attachment.as_slice())
-            .await
-            .is_ok()
+        && match (last, &out.last) {
+            (true, Some(express)) => express,
+            _ => &out.publisher,
+        }
+        .put(payload.as_slice())
+        .attachment(attachment.as_slice())
+        .await
+        .is_ok()
 }

@@ -979,3 +979,43 @@ async fn a_nodes_samples_grouped_by_frame() {
     // No subscriber on a topic key: nothing put there.
     assert_eq!(server.counters().samples, 0);
 }
+
+/// Every [`Delivery`](fcan_remote::Delivery) delivers every sample of a watched topic,
+/// in order, with nothing put while nobody watches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_delivery_delivers_the_samples_in_order() {
+    let (_w, master) = World::standard(Mtu::Fd).await;
+    for delivery in ["prompt", "batched", "express"] {
+        let port = free_port();
+        let dz = daemon_session(port).await;
+        let mut opts = quiet();
+        opts.delivery = delivery.parse().unwrap();
+        let server = Server::start(master.clone(), &dz, "sim", opts)
+            .await
+            .unwrap();
+        let cz = client_session(&[port]).await;
+        let remote = client(&cz, "sim", 3).await;
+        assert_eq!(
+            server.counters().samples,
+            0,
+            "{delivery}: nobody watches yet"
+        );
+        let mut rx = remote
+            .subscribe("/motor_driver1/motor3/feedback")
+            .await
+            .unwrap();
+        let mut last = None;
+        for _ in 0..40 {
+            let s = recv_sample(&mut rx).await;
+            assert!(field(&s.value, "position").as_f64().is_some(), "{delivery}");
+            if let Some(l) = last {
+                assert!(s.at >= l, "{delivery}: samples out of order");
+            }
+            last = Some(s.at);
+        }
+        assert!(server.counters().samples >= 40, "{delivery}");
+        drop(rx);
+        drop(server);
+    }
+    assert!("fast".parse::<fcan_remote::Delivery>().is_err());
+}

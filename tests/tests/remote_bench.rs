@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use fcan_core::frame::Mtu;
 use fcan_e2e::*;
 use fcan_master::{MasterApi, Phase};
-use fcan_remote::server::{Server, ServerOptions};
+use fcan_remote::server::{Delivery, Server, ServerOptions};
 use fcan_remote::session::SessionConfig;
 use fcan_remote::wire::Attachment;
 use fcan_remote::{ClientOptions, RemoteMaster};
@@ -257,18 +257,24 @@ async fn serving_figures() {
         "master alone (and the simulated nodes): {:.1} % of a core",
         alone.cpu.as_secs_f64() / window.as_secs_f64() * 100.0
     );
-    // FCAN_BENCH_MODES=express|batched|grouped: one mode only.
+    // FCAN_BENCH_MODES=express|topics|grouped: one row only.
     let modes = std::env::var("FCAN_BENCH_MODES").unwrap_or_default();
-    for (mode, express, key) in [
-        ("express", true, "fcan/sim/topic/**"),
-        ("batched", false, "fcan/sim/topic/**"),
-        ("grouped", false, "fcan/sim/samples/*"),
+    // FCAN_BENCH_DELIVERY=prompt|batched: how the topics and grouped rows deliver
+    // (the express row is always express).
+    let delivery: Delivery = std::env::var("FCAN_BENCH_DELIVERY")
+        .map(|d| d.parse().unwrap())
+        .unwrap_or_default();
+    println!("delivery of the topics and grouped rows: {delivery:?}");
+    for (mode, d, key) in [
+        ("express", Delivery::Express, "fcan/sim/topic/**"),
+        ("topics", delivery, "fcan/sim/topic/**"),
+        ("grouped", delivery, "fcan/sim/samples/*"),
     ]
     .into_iter()
     .filter(|(m, _, _)| modes.is_empty() || modes == *m)
     {
         let mut opts = ServerOptions::default();
-        opts.express = express;
+        opts.delivery = d;
         // The daemon's clock origin, read on both clocks back to back.
         let origin = Instant::now();
         let origin_ns = mono_ns();
