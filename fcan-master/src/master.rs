@@ -643,24 +643,11 @@ impl<T: Transport> Task<T> {
                     let mut staged = Vec::with_capacity(items.len());
                     for (name, value) in &items {
                         let t: TopicInfo = self.registry().topic(name)?.clone();
-                        // What `stage_publish` would refuse, refused before anything is
-                        // staged: a batch item it refused after others were staged
-                        // would leave those to go out with the next flush.
-                        if t.dir != fcan_core::msg::DataDirection::M2s {
-                            return Err(CallError::BadTarget(format!(
-                                "topic {} is s2m: the node publishes it",
-                                t.name
-                            ))
-                            .into());
-                        }
-                        if !self
-                            .engine
-                            .node(t.node)
-                            .is_some_and(|n| n.phase == Phase::Running)
-                        {
-                            return Err(CallError::NodeNotOnline(t.node).into());
-                        }
-                        staged.push((pack_message(&t.fields, value)?, t));
+                        let bytes = pack_message(&t.fields, value)?;
+                        // Every rule `stage_publish` applies, before anything is staged.
+                        self.engine
+                            .check_publish(t.node, t.block, t.topic, bytes.len())?;
+                        staged.push((bytes, t));
                     }
                     for (bytes, t) in staged {
                         // Staged, not sent: the frames go out once the commands waiting

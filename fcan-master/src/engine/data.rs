@@ -34,6 +34,39 @@ impl Engine {
         now: u64,
         sink: &mut impl SampleSink,
     ) -> Result<(), CallError> {
+        self.check_publish(node_id, block, topic, bytes.len())?;
+        let node = node_id.get();
+        let Some(rec) = self.nodes.get_mut(&node) else {
+            return Err(CallError::NodeNotOnline(node_id));
+        };
+        let framed = rec
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.frames_of(block, topic).next().is_some());
+        let Some(buf) = rec.topics.get_mut(&(block, topic)) else {
+            return Err(CallError::NodeNotOnline(node_id));
+        };
+        buf.copy_from_slice(bytes);
+        sink.sample(node_id, block, topic, bytes, now);
+        let seq = self.group_seq.entry((node, block, topic)).or_insert(0);
+        *seq = seq.wrapping_add(1);
+        if framed {
+            self.published_m2s.insert((node, block, topic));
+        }
+        Ok(())
+    }
+
+    /// Every rule [`Engine::stage_publish`] applies to publishing `len` bytes on an m2s
+    /// topic now, without changing anything: a batch is checked whole before any of it
+    /// is staged (a refusal after others were staged would send those with the next
+    /// flush).
+    pub fn check_publish(
+        &self,
+        node_id: NodeId,
+        block: u8,
+        topic: u8,
+        len: usize,
+    ) -> Result<(), CallError> {
         let node = node_id.get();
         let rec = self
             .nodes
@@ -44,7 +77,7 @@ impl Engine {
         }
         let schema = rec
             .schema
-            .clone()
+            .as_ref()
             .ok_or(CallError::NodeNotOnline(node_id))?;
         let ty = schema
             .numbering
@@ -61,32 +94,21 @@ impl Engine {
                 t.name
             )));
         }
-        let Some(plan) = rec.plan.clone() else {
+        if rec.plan.is_none() {
             return Err(CallError::NodeNotOnline(node_id));
-        };
-        let Some(rec) = self.nodes.get_mut(&node) else {
-            return Err(CallError::NodeNotOnline(node_id));
-        };
-        let Some(buf) = rec.topics.get_mut(&(block, topic)) else {
+        }
+        let Some(buf) = rec.topics.get(&(block, topic)) else {
             return Err(CallError::BadTarget(format!(
                 "topic {} of block {block} is not planned (instance not wired?)",
                 t.name
             )));
         };
-        if bytes.len() != buf.len() {
+        if len != buf.len() {
             return Err(CallError::BadValue(format!(
-                "topic {} is {} bytes, got {}",
+                "topic {} is {} bytes, got {len}",
                 t.name,
                 buf.len(),
-                bytes.len()
             )));
-        }
-        buf.copy_from_slice(bytes);
-        sink.sample(node_id, block, topic, bytes, now);
-        let seq = self.group_seq.entry((node, block, topic)).or_insert(0);
-        *seq = seq.wrapping_add(1);
-        if plan.frames_of(block, topic).next().is_some() {
-            self.published_m2s.insert((node, block, topic));
         }
         Ok(())
     }
