@@ -219,6 +219,33 @@ async fn on_daemon(
     })
 }
 
+/// Opens `spec` and starts a master on it with the schema cache the options name (none
+/// with `no_cache`, else `cache_dir` or the default directory): the one-shot commands'
+/// and `fcan serve`'s.
+pub(crate) async fn start_master(
+    spec: &str,
+    sim: Option<&SimBus>,
+    no_cache: bool,
+    cache_dir: Option<&std::path::Path>,
+) -> Result<Master, MasterError> {
+    let transport = fcan_master::transport::open(spec, sim)?;
+    let store: Box<dyn BlobStore> = if no_cache {
+        Box::new(MemoryStore::new())
+    } else {
+        Box::new(DiskStore::new(
+            cache_dir.map_or_else(DiskStore::default_dir, Into::into),
+        ))
+    };
+    Master::start(
+        transport,
+        MasterOptions {
+            store,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
 /// A master of our own: opens the bus, discovers, runs the command, exits.
 async fn one_shot(
     cli: &Cli,
@@ -226,22 +253,7 @@ async fn one_shot(
     sim: Option<&SimBus>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
-    let store: Box<dyn BlobStore> = if cli.no_cache {
-        Box::new(MemoryStore::new())
-    } else {
-        Box::new(DiskStore::new(
-            cli.cache_dir.clone().unwrap_or_else(DiskStore::default_dir),
-        ))
-    };
-    let master = Master::start(
-        transport,
-        MasterOptions {
-            store,
-            ..Default::default()
-        },
-    )
-    .await?;
+    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref()).await?;
     settle(&master, Duration::from_millis(cli.discover_ms)).await?;
     execute(&master, &cli.command, Output { json: cli.json }, out).await
 }

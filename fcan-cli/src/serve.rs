@@ -11,8 +11,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use fcan_master::cache::{BlobStore, DiskStore, MemoryStore};
-use fcan_master::master::{Master, MasterError, MasterOptions};
 use fcan_master::transport::sim::SimBus;
 use fcan_remote::server::{Server, ServerOptions};
 use fcan_remote::session::SessionConfig;
@@ -194,22 +192,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                 Some(&own_sim)
             }
         };
-        let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
-        let store: Box<dyn BlobStore> = if cli.no_cache {
-            Box::new(MemoryStore::new())
-        } else {
-            Box::new(DiskStore::new(
-                cli.cache_dir.clone().unwrap_or_else(DiskStore::default_dir),
-            ))
-        };
-        let master = Master::start(
-            transport,
-            MasterOptions {
-                store,
-                ..Default::default()
-            },
-        )
-        .await?;
+        let master = crate::start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref()).await?;
         let mut opts = ServerOptions::default();
         opts.clock = clock;
         opts.delivery = cli.delivery;

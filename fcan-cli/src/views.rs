@@ -60,16 +60,6 @@ fn ser_source<S: Serializer>(s: &Option<SchemaSource>, ser: S) -> Result<S::Ok, 
     }
 }
 
-/// A value as JSON, fields in the schema's order as the daemon sends them (NaN and
-/// infinities become `null`).
-fn ser_value<S: Serializer>(v: &Value, ser: S) -> Result<S::Ok, S::Error> {
-    v.serialize(ser)
-}
-
-fn ser_opt_value<S: Serializer>(v: &Option<Value>, ser: S) -> Result<S::Ok, S::Error> {
-    v.serialize(ser)
-}
-
 /// One node (`fcan nodes`).
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeView {
@@ -197,7 +187,6 @@ pub struct SampleView {
     /// Seconds since the command started.
     pub t: f64,
     /// The value, as JSON.
-    #[serde(serialize_with = "ser_value")]
     pub value: Value,
 }
 
@@ -209,7 +198,6 @@ pub struct PublishedView {
     /// How many times the value was published.
     pub published: u64,
     /// The value published.
-    #[serde(serialize_with = "ser_value")]
     pub value: Value,
 }
 
@@ -247,7 +235,6 @@ pub struct CallView {
     /// Service name.
     pub service: String,
     /// The response, as JSON.
-    #[serde(serialize_with = "ser_value")]
     pub response: Value,
 }
 
@@ -260,13 +247,10 @@ pub struct ParamView {
     #[serde(rename = "type")]
     pub ty: &'static str,
     /// Default value.
-    #[serde(serialize_with = "ser_value")]
     pub default: Value,
     /// Lower bound, `null` when none.
-    #[serde(serialize_with = "ser_opt_value")]
     pub min: Option<Value>,
     /// Upper bound, `null` when none.
-    #[serde(serialize_with = "ser_opt_value")]
     pub max: Option<Value>,
 }
 
@@ -276,7 +260,6 @@ pub struct ParamValueView {
     /// Parameter name.
     pub name: String,
     /// Its value, as read from the node.
-    #[serde(serialize_with = "ser_value")]
     pub value: Value,
 }
 
@@ -286,7 +269,6 @@ pub struct ParamSetView {
     /// Parameter name.
     pub name: String,
     /// The value written.
-    #[serde(serialize_with = "ser_value")]
     pub value: Value,
     /// Always `true`: a failed write is an error, not a line.
     pub set: bool,
@@ -312,13 +294,10 @@ pub struct SchemaParamView {
     #[serde(rename = "type")]
     pub ty: String,
     /// Default value.
-    #[serde(serialize_with = "ser_value")]
     pub default: Value,
     /// Lower bound, `null` when none.
-    #[serde(serialize_with = "ser_opt_value")]
     pub min: Option<Value>,
     /// Upper bound, `null` when none.
-    #[serde(serialize_with = "ser_opt_value")]
     pub max: Option<Value>,
 }
 
