@@ -336,3 +336,13 @@ fn as_result(f: &Frame, node: u8, transfer: u8) -> Option<CommandResult> {
 pub fn frames_on_bus(bus: &SimBus) -> u64 {
     bus.totals().frames
 }
+
+/// A loopback TCP port free a moment ago (the kernel's choice): for a Zenoh endpoint
+/// of a test, which stays on loopback.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free loopback port")
+        .local_addr()
+        .expect("a bound address")
+        .port()
+}

@@ -23,14 +23,6 @@ use fcan_remote::{ClientOptions, RemoteMaster};
 /// Generous bound for anything that should happen "soon" on a loaded 2-core box.
 const SOON: Duration = Duration::from_secs(60);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn ep(port: u16) -> String {
     format!("tcp/127.0.0.1:{port}")
 }
@@ -93,6 +85,37 @@ async fn client(session: &Session, bus: &str, n: usize) -> RemoteMaster {
     m
 }
 
+/// A daemon serving the standard world as bus `sim` on a loopback port, and a client
+/// session with a `RemoteMaster` once the three nodes run.
+struct Served {
+    w: World,
+    master: Master,
+    server: Server,
+    cz: Session,
+    m: RemoteMaster,
+    /// The daemon's session, kept open for the test.
+    _dz: Session,
+}
+
+async fn served() -> Served {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let server = Server::start(master.clone(), &dz, "sim", quiet())
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let m = client(&cz, "sim", 3).await;
+    Served {
+        w,
+        master,
+        server,
+        cz,
+        m,
+        _dz: dz,
+    }
+}
+
 async fn recv_sample(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<fcan_master::Sample>,
 ) -> fcan_master::Sample {
@@ -126,14 +149,14 @@ async fn application<M: MasterApi>(m: &M, kp: f64) -> Result<(Value, Value, Valu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_serves_nodes_topics_services_params() {
-    let (w, master) = World::standard(Mtu::Fd).await;
-    let port = free_port();
-    let dz = daemon_session(port).await;
-    let server = Server::start(master.clone(), &dz, "sim", quiet())
-        .await
-        .unwrap();
-    let cz = client_session(&[port]).await;
-    let m = client(&cz, "sim", 3).await;
+    let Served {
+        w,
+        master,
+        server,
+        cz,
+        m,
+        _dz,
+    } = served().await;
 
     // Nodes: the same as the master's, and node info is the `fcan nodes --json` line.
     let local = master.nodes().await.unwrap();
@@ -320,14 +343,14 @@ async fn daemon_serves_nodes_topics_services_params() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_code_runs_on_master_and_remote() {
-    let (w, master) = World::standard(Mtu::Fd).await;
-    let port = free_port();
-    let dz = daemon_session(port).await;
-    let _server = Server::start(master.clone(), &dz, "sim", quiet())
-        .await
-        .unwrap();
-    let cz = client_session(&[port]).await;
-    let remote = client(&cz, "sim", 3).await;
+    let Served {
+        w,
+        master,
+        server: _server,
+        cz: _,
+        m: remote,
+        _dz,
+    } = served().await;
 
     let (back, resp, fb) = application(&master, 0.25).await.unwrap();
     assert_eq!(back, Value::Float(0.25));
@@ -565,14 +588,14 @@ async fn daemon_restart_nodes_stay_provisioned_new_client_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_client_stops_nothing_the_nodes_command_timeout_acts() {
-    let (w, master) = World::standard(Mtu::Fd).await;
-    let port = free_port();
-    let dz = daemon_session(port).await;
-    let _server = Server::start(master.clone(), &dz, "sim", quiet())
-        .await
-        .unwrap();
-    let cz = client_session(&[port]).await;
-    let m = client(&cz, "sim", 3).await;
+    let Served {
+        w,
+        master,
+        server: _server,
+        cz,
+        m,
+        _dz,
+    } = served().await;
     m.param_set("motor_driver1.motor5.command_timeout_ms", Value::UInt(200))
         .await
         .unwrap();
@@ -775,14 +798,14 @@ async fn targets_reach(w: &World, want: &[u32]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publish_many_is_one_put_and_a_shared_frame_goes_out_once() {
-    let (w, master) = World::standard(Mtu::Fd).await;
-    let port = free_port();
-    let dz = daemon_session(port).await;
-    let server = Server::start(master.clone(), &dz, "sim", quiet())
-        .await
-        .unwrap();
-    let cz = client_session(&[port]).await;
-    let m = client(&cz, "sim", 3).await;
+    let Served {
+        w,
+        master,
+        server,
+        cz: _,
+        m,
+        _dz,
+    } = served().await;
 
     // The judge: the same batch through the in-process master.
     let mut gens = target_generations(&w);
@@ -815,14 +838,14 @@ async fn publish_many_is_one_put_and_a_shared_frame_goes_out_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_with_one_bad_item_sends_nothing() {
-    let (w, master) = World::standard(Mtu::Fd).await;
-    let port = free_port();
-    let dz = daemon_session(port).await;
-    let server = Server::start(master.clone(), &dz, "sim", quiet())
-        .await
-        .unwrap();
-    let cz = client_session(&[port]).await;
-    let m = client(&cz, "sim", 3).await;
+    let Served {
+        w,
+        master: _,
+        server,
+        cz,
+        m,
+        _dz,
+    } = served().await;
     let key = fcan_remote::keys::publish("sim").unwrap();
     assert_eq!(key, "fcan/sim/publish");
     let batch = |extra: Option<(&str, serde_json::Value)>| {
@@ -924,14 +947,14 @@ async fn a_batch_with_one_bad_item_sends_nothing() {
 /// while someone subscribes to it; the values are the ones on the topic keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodes_samples_grouped_by_frame() {
-    let (_w, master) = World::standard(Mtu::Fd).await;
-    let port = free_port();
-    let dz = daemon_session(port).await;
-    let server = Server::start(master.clone(), &dz, "sim", quiet())
-        .await
-        .unwrap();
-    let cz = client_session(&[port]).await;
-    client(&cz, "sim", 3).await;
+    let Served {
+        w: _w,
+        master: _,
+        server,
+        cz,
+        m: _m,
+        _dz,
+    } = served().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(server.counters().sample_groups, 0, "nobody subscribed yet");
 

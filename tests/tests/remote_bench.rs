@@ -22,14 +22,6 @@ use fcan_remote::session::SessionConfig;
 use fcan_remote::wire::Attachment;
 use fcan_remote::{ClientOptions, RemoteMaster};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn pct(v: &mut [Duration], p: f64) -> Duration {
     v.sort();
     v[((v.len() - 1) as f64 * p).round() as usize]
