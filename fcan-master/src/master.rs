@@ -367,8 +367,7 @@ impl Master {
         topic: &str,
     ) -> Result<mpsc::UnboundedReceiver<Sample>, MasterError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.ask(|r| Command::Subscribe(topic.to_string(), tx, r))
-            .await??;
+        self.subscribe_into(topic, tx).await?;
         Ok(rx)
     }
 

@@ -916,7 +916,7 @@ impl Shared {
             Delivery::Prompt => Some(declare(true).await.ok()?),
             _ => None,
         };
-        TopicOut::new(publisher, last, wake).await
+        Some(TopicOut::new(publisher, last, wake).await)
     }
 }
 
@@ -941,7 +941,7 @@ impl TopicOut {
         publisher: zenoh::pubsub::Publisher<'static>,
         last: Option<zenoh::pubsub::Publisher<'static>>,
         wake: Arc<tokio::sync::Notify>,
-    ) -> Option<TopicOut> {
+    ) -> TopicOut {
         // Whether any subscriber matches the key: without one, a sample is neither
         // encoded nor put, and without one on any of a node's keys the node's topics are
         // not even decoded (an unwatched bus costs the daemon nothing past the master).
@@ -971,12 +971,12 @@ impl TopicOut {
             None => true,
         };
         matched.fetch_or(now, Ordering::Relaxed);
-        Some(TopicOut {
+        TopicOut {
             publisher,
             last,
             matched,
             _listener: listener,
-        })
+        }
     }
 }
 
