@@ -5,6 +5,8 @@ use super::*;
 use fcan_core::msg::CopyEntry;
 use fcan_core::presence::PresenceBits;
 
+use crate::planner::PlannedFrame;
+
 impl Engine {
     /// Publishes an m2s topic: stores its value and sends every frame that carries it.
     pub fn publish(
@@ -202,88 +204,134 @@ impl Engine {
         else {
             return;
         };
-        let h = frame.header;
-        if h.dir != DataDirection::S2m || data.len() < h.len as usize {
+        if frame.header.dir != DataDirection::S2m {
             self.stats.rx_malformed += 1;
             return;
         }
-        if h.group_parts <= 1 {
-            // A masked frame delivers the topics whose bit is set; a bit for a topic the
-            // frame does not carry means the frame is not from a conforming node.
-            let mask = if h.masked {
-                let keys = frame.entries.iter().map(|e| (e.block, e.topic));
-                let all = fcan_core::presence::all_of(keys).unwrap_or(u8::MAX);
-                match data.first() {
-                    Some(&m) if m & !all == 0 => Some(m),
-                    _ => {
-                        self.stats.rx_malformed += 1;
-                        return;
-                    }
-                }
-            } else {
-                None
-            };
-            let mut bits = PresenceBits::new();
-            for e in &frame.entries {
-                let bit = bits.bit((e.block, e.topic));
-                if let Some(m) = mask {
-                    if bit.is_none_or(|b| m & (1 << b) == 0) {
-                        continue;
-                    }
-                }
-                let Some(buf) = rec.topics.get_mut(&(e.block, e.topic)) else {
-                    continue;
-                };
-                let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
-                if let (Some(dst), Some(src)) = (buf.get_mut(s..s + l), data.get(d..d + l)) {
-                    dst.copy_from_slice(src);
-                    sink.sample(nid(route.node), e.block, e.topic, buf, at);
-                }
-            }
-            return;
+        let mut deliver = |block, topic, bytes: &[u8]| {
+            sink.sample(nid(route.node), block, topic, bytes, at);
+        };
+        match unpack_data_frame(
+            route.node,
+            frame,
+            data,
+            &mut rec.topics,
+            &mut self.staging,
+            &mut deliver,
+        ) {
+            Unpacked::Done | Unpacked::Partial => {}
+            Unpacked::Malformed => self.stats.rx_malformed += 1,
+            Unpacked::GroupBroken => self.stats.rx_reassembly_dropped += 1,
         }
-        // A sequenced group: whole or nothing.
-        let Some(e) = frame.entries.first().copied() else {
-            return;
-        };
-        let key = (route.node, e.block, e.topic);
-        let seq = data[0];
-        let (d, l) = (e.dst_offset as usize, e.len as usize);
-        let Some(piece) = data.get(d..d + l) else {
-            return;
-        };
-        if h.group_index == 0 {
-            self.staging.insert(
-                key,
-                Staging {
-                    seq,
-                    next: 1,
-                    bytes: piece.to_vec(),
-                },
-            );
+    }
+}
+
+/// What [`unpack_data_frame`] made of a data frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unpacked {
+    /// Its topics were delivered (or it completed a group).
+    Done,
+    /// A part of a group, kept until the rest arrives.
+    Partial,
+    /// Shorter than its definition, or a presence mask naming topics it does not carry.
+    Malformed,
+    /// A part out of order or of another publication: the group so far is dropped.
+    GroupBroken,
+}
+
+/// Unpacks one data frame of node `node` defined by `frame` into the topic buffers
+/// `topics` (keyed by block and topic, each the topic's packed size), calling `deliver`
+/// with every topic value the frame completes: the one decoding of data frames, for the
+/// master (s2m frames) and the observer of a capture (both directions).
+///
+/// A masked frame delivers the topics whose bit is set; a sequenced group (`group_parts
+/// > 1`) is assembled in `staging` and delivered whole or not at all.
+pub(crate) fn unpack_data_frame(
+    node: u8,
+    frame: &PlannedFrame,
+    data: &[u8],
+    topics: &mut BTreeMap<(u8, u8), Vec<u8>>,
+    staging: &mut BTreeMap<(u8, u8, u8), Staging>,
+    deliver: &mut impl FnMut(u8, u8, &[u8]),
+) -> Unpacked {
+    let h = frame.header;
+    if data.len() < h.len as usize {
+        return Unpacked::Malformed;
+    }
+    if h.group_parts <= 1 {
+        // A bit for a topic the frame does not carry means the frame is not from a
+        // conforming node.
+        let mask = if h.masked {
+            let keys = frame.entries.iter().map(|e| (e.block, e.topic));
+            let all = fcan_core::presence::all_of(keys).unwrap_or(u8::MAX);
+            match data.first() {
+                Some(&m) if m & !all == 0 => Some(m),
+                _ => return Unpacked::Malformed,
+            }
         } else {
-            match self.staging.get_mut(&key) {
-                Some(st) if st.seq == seq && st.next == h.group_index => {
-                    st.bytes.extend_from_slice(piece);
-                    st.next += 1;
-                }
-                _ => {
-                    self.staging.remove(&key);
-                    self.stats.rx_reassembly_dropped += 1;
-                    return;
+            None
+        };
+        let mut bits = PresenceBits::new();
+        for e in &frame.entries {
+            let bit = bits.bit((e.block, e.topic));
+            if let Some(m) = mask {
+                if bit.is_none_or(|b| m & (1 << b) == 0) {
+                    continue;
                 }
             }
-        }
-        if h.group_index + 1 == h.group_parts {
-            let Some(st) = self.staging.remove(&key) else {
-                return;
+            let Some(buf) = topics.get_mut(&(e.block, e.topic)) else {
+                continue;
             };
-            if let Some(buf) = rec.topics.get_mut(&(e.block, e.topic)) {
-                if buf.len() == st.bytes.len() {
-                    buf.copy_from_slice(&st.bytes);
-                    sink.sample(nid(route.node), e.block, e.topic, buf, at);
-                }
+            let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
+            if let (Some(dst), Some(src)) = (buf.get_mut(s..s + l), data.get(d..d + l)) {
+                dst.copy_from_slice(src);
+                deliver(e.block, e.topic, buf);
+            }
+        }
+        return Unpacked::Done;
+    }
+    // A sequenced group: whole or nothing.
+    let Some(e) = frame.entries.first().copied() else {
+        return Unpacked::Malformed;
+    };
+    let key = (node, e.block, e.topic);
+    let seq = data[0];
+    let (d, l) = (e.dst_offset as usize, e.len as usize);
+    let Some(piece) = data.get(d..d + l) else {
+        return Unpacked::Malformed;
+    };
+    if h.group_index == 0 {
+        staging.insert(
+            key,
+            Staging {
+                seq,
+                next: 1,
+                bytes: piece.to_vec(),
+            },
+        );
+    } else {
+        match staging.get_mut(&key) {
+            Some(st) if st.seq == seq && st.next == h.group_index => {
+                st.bytes.extend_from_slice(piece);
+                st.next += 1;
+            }
+            _ => {
+                staging.remove(&key);
+                return Unpacked::GroupBroken;
             }
         }
     }
+    if h.group_index + 1 < h.group_parts {
+        return Unpacked::Partial;
+    }
+    let Some(st) = staging.remove(&key) else {
+        return Unpacked::GroupBroken;
+    };
+    if let Some(buf) = topics.get_mut(&(e.block, e.topic)) {
+        if buf.len() == st.bytes.len() {
+            buf.copy_from_slice(&st.bytes);
+            deliver(e.block, e.topic, buf);
+        }
+    }
+    Unpacked::Done
 }

@@ -9,6 +9,7 @@
 //! Time is a `u64` of microseconds on any monotonic clock the caller chooses.
 
 mod data;
+pub(crate) use data::{unpack_data_frame, Unpacked};
 mod discovery;
 mod node;
 mod provision;
@@ -276,7 +277,7 @@ struct Route {
 
 /// A multi-frame publication being assembled: (sequence, next part, bytes so far).
 #[derive(Clone, Debug)]
-struct Staging {
+pub(crate) struct Staging {
     seq: u8,
     next: u8,
     bytes: Vec<u8>,
