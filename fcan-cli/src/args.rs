@@ -97,6 +97,40 @@ pub enum Command {
     /// A refreshing view of nodes, topic rates (messages per second) and bus counters.
     #[command(after_help = "Example: fcan monitor --interval-ms 500 --count 10")]
     Monitor(MonitorArgs),
+    /// Decode a capture offline: a `candump -L` log made by anything (can-utils, fcan's
+    /// recorder, a logger on the robot) into the JSON lines of `fcan topic echo --json`
+    /// or an MCAP file. Needs no bus and no daemon.
+    #[command(after_help = DECODE_HELP)]
+    Decode(DecodeArgs),
+}
+
+const DECODE_HELP: &str = "\
+What the capture must hold: the nodes' ANNOUNCEs and the master's FRAME_DEFINEs (start
+candump before the master provisions the nodes: before `fcan serve`, or power the nodes
+up while it runs). Each node's schema comes from the SCHEMA_DATA in the capture or, when
+the master had it cached, from the blob cache (--cache-dir; --no-cache: the capture only).
+What cannot be decoded is counted on stderr, never guessed.
+
+Examples:
+  candump -L can0 > run.log            (in another terminal, while the robot runs)
+  fcan decode run.log                  (JSON lines: {\"topic\", \"t\", \"value\"}; t = capture time, s)
+  fcan decode run.log --topic /md3/motor0/feedback | jq .value.position
+  fcan decode run.log --mcap run.mcap  (open in Foxglove or Lichtblick)
+  candump -L can0 | fcan decode -      (live, from a pipe)";
+
+/// `fcan decode` options.
+#[derive(Args, Debug, Clone)]
+pub struct DecodeArgs {
+    /// The capture: a `candump -L` log file, or `-` for standard input.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: PathBuf,
+    /// Write an MCAP file instead of JSON lines (one channel per topic, the raw frames,
+    /// the schema blobs and plans: docs/recording.md).
+    #[arg(long, value_name = "FILE")]
+    pub mcap: Option<PathBuf>,
+    /// Only this topic (repeatable; JSON lines only — an MCAP file keeps every topic).
+    #[arg(long, value_name = "NAME")]
+    pub topic: Vec<String>,
 }
 
 /// Limits for commands that stream.

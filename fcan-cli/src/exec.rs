@@ -114,6 +114,10 @@ async fn command<M: MasterApi>(
             ))))
         }
         Command::Monitor(m) => monitor(master, m, sink).await,
+        // Offline: `crate::run_with` runs it before any master exists.
+        Command::Decode(_) => Err(CliError::Usage(
+            "fcan decode runs offline, not against a master".into(),
+        )),
     }
 }
 
