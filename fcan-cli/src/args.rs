@@ -102,6 +102,29 @@ pub enum Command {
     /// or an MCAP file. Needs no bus and no daemon.
     #[command(after_help = DECODE_HELP)]
     Decode(DecodeArgs),
+    /// The frame plan: which data frame (identifier) carries which topics, for each
+    /// node; `--dbc FILE` writes it as a DBC for cantools, SavvyCAN or Vector tools.
+    #[command(after_help = "\
+Examples:
+  fcan plan                            (every node's frames: id, direction, length, topics)
+  fcan plan --node motor_driver1 --json
+  fcan plan --dbc robot.dbc            (then: python -c 'import cantools; cantools.database.load_file(\"robot.dbc\")')
+
+DBC cannot describe the frames of a split group (a topic larger than a frame) nor say
+that the plan changes when the master re-provisions: the file's comment lists what it
+leaves out (docs/recording.md).")]
+    Plan(PlanArgs),
+}
+
+/// `fcan plan` options.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PlanArgs {
+    /// Only this node (name or id).
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// Write the plan as a DBC file instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub dbc: Option<PathBuf>,
 }
 
 const DECODE_HELP: &str = "\

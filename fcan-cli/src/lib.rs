@@ -19,6 +19,7 @@
 
 pub mod args;
 pub mod attach;
+mod dbc;
 mod decode;
 mod exec;
 pub mod mcap_file;

@@ -527,6 +527,42 @@ pub struct ErrorView {
     pub error: String,
 }
 
+/// One data frame of a node's plan (`fcan plan`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanFrameView {
+    /// The node's name.
+    pub node: String,
+    /// Position in the plan.
+    pub index: u8,
+    /// Standard identifier.
+    pub std_id: u16,
+    /// `m2s` or `s2m`.
+    pub dir: &'static str,
+    /// Payload bytes.
+    pub len: u8,
+    /// Byte 0 is a presence mask.
+    pub masked: bool,
+    /// Part `group_index` of a split group of `group_parts` frames (1: an ordinary frame).
+    pub group_parts: u8,
+    /// Position in the group.
+    pub group_index: u8,
+    /// s2m period (µs; 0: on commit).
+    pub period_us: u32,
+    /// The topics it carries.
+    pub topics: Vec<String>,
+}
+
+/// `fcan plan --dbc`'s result.
+#[derive(Clone, Debug, Serialize)]
+pub struct DbcView {
+    /// The file written.
+    pub file: String,
+    /// Frames (messages) described.
+    pub messages: usize,
+    /// Nodes.
+    pub nodes: usize,
+}
+
 /// Everything a command can report, in the order it happens. The executor produces
 /// these, the renderer prints them: a list is one report (a table in text, one JSON line
 /// per item), a stream one report per message.
@@ -548,6 +584,8 @@ pub(crate) enum Report {
     Schema(Box<SchemaView>),
     /// One refresh: one view per bus.
     Monitor(Vec<MonitorView>),
+    Plan(Vec<PlanFrameView>),
+    Dbc(DbcView),
 }
 
 #[cfg(test)]

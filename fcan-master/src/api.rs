@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::engine::{Event, NodeSchema, Phase};
 use crate::master::{Master, MasterError, NodeInfo, Sample, Status};
+use crate::planner::Plan;
 use crate::registry::Registry;
 use crate::value::Value;
 
@@ -36,6 +37,9 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         &self,
         node: NodeId,
     ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send;
+
+    /// A node's frame plan (what its FRAME_DEFINEs said), once the master planned it.
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send;
 
     /// Master events (nodes announced, running, rebooted, offline, failed …), from now on.
     fn events(&self) -> broadcast::Receiver<Event>;
@@ -120,6 +124,9 @@ impl MasterApi for Master {
         node: NodeId,
     ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send {
         Master::schema(self, node)
+    }
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
+        Master::plan(self, node)
     }
     fn events(&self) -> broadcast::Receiver<Event> {
         Master::events(self)

@@ -212,6 +212,7 @@ enum Command {
         NodeId,
         oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>,
     ),
+    Plan(NodeId, oneshot::Sender<Option<crate::planner::Plan>>),
     Subscribe(
         String,
         mpsc::UnboundedSender<Sample>,
@@ -350,6 +351,11 @@ impl Master {
         node: NodeId,
     ) -> Result<Option<Arc<crate::engine::NodeSchema>>, MasterError> {
         self.ask(|tx| Command::Schema(node, tx)).await
+    }
+
+    /// A node's frame plan, once planned ([`MasterApi::plan`]).
+    pub async fn plan(&self, node: NodeId) -> Result<Option<crate::planner::Plan>, MasterError> {
+        self.ask(|tx| Command::Plan(node, tx)).await
     }
 
     /// Waits until at least `n` nodes are running ([`MasterApi::wait_for_nodes`]).
@@ -628,6 +634,9 @@ impl<T: Transport> Task<T> {
             }
             Command::Schema(node, tx) => {
                 let _ = tx.send(self.engine.node(node).and_then(|n| n.schema.clone()));
+            }
+            Command::Plan(node, tx) => {
+                let _ = tx.send(self.engine.node(node).and_then(|n| n.plan.clone()));
             }
             Command::Subscribe(name, sub, tx) => {
                 let r = self.registry().topic(&name).cloned().map(|t| {

@@ -47,6 +47,7 @@ use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::engine::{Event, NodeSchema};
 use fcan_master::json::event_from_json;
+use fcan_master::planner::Plan;
 use fcan_master::registry::Registry;
 use fcan_master::value::{pack_message, Value};
 use fcan_master::{MasterApi, MasterError, NodeInfo, Sample, Status};
@@ -422,6 +423,24 @@ impl MasterApi for RemoteMaster {
                 Some(d) => Ok(Some(self.schema_of(d).await?)),
                 None => Ok(None),
             }
+        }
+    }
+
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
+        async move {
+            let nodes = self.nodes().await?;
+            let Some(n) = nodes.iter().find(|n| n.id == node) else {
+                return Ok(None);
+            };
+            let key = keys::plan(&self.inner.bus, &n.name)
+                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            let j = self.query_json(key, None).await?;
+            if j.is_null() {
+                return Ok(None);
+            }
+            Plan::from_json(&j)
+                .map(Some)
+                .map_err(|e| internal(format!("plan: {e}")))
         }
     }
 

@@ -49,6 +49,8 @@ pub enum Entity {
     Param(String),
     /// A node's info, by node name.
     Node(String),
+    /// A node's frame plan, by node name.
+    Plan(String),
     /// A node's liveliness token, by node name.
     Alive(String),
     /// A schema blob, by its SHA-256 in hex.
@@ -115,6 +117,12 @@ pub fn param(bus: &str, name: &str) -> Option<String> {
 pub fn node(bus: &str, node: &str) -> Option<String> {
     chunk_ok(node).then_some(())?;
     Some(format!("{}/node/{node}", base(bus)?))
+}
+
+/// The key of a node's frame plan.
+pub fn plan(bus: &str, node: &str) -> Option<String> {
+    chunk_ok(node).then_some(())?;
+    Some(format!("{}/plan/{node}", base(bus)?))
 }
 
 /// The key of a node's liveliness token.
@@ -197,12 +205,15 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
                 }
             }
         }
-        ("node" | "alive" | "schema" | "samples", Some(rest)) if chunk_ok(rest) => match kind {
-            "node" => Entity::Node(rest.to_string()),
-            "alive" => Entity::Alive(rest.to_string()),
-            "samples" => Entity::Samples(rest.to_string()),
-            _ => Entity::Schema(rest.to_string()),
-        },
+        ("node" | "plan" | "alive" | "schema" | "samples", Some(rest)) if chunk_ok(rest) => {
+            match kind {
+                "node" => Entity::Node(rest.to_string()),
+                "plan" => Entity::Plan(rest.to_string()),
+                "alive" => Entity::Alive(rest.to_string()),
+                "samples" => Entity::Samples(rest.to_string()),
+                _ => Entity::Schema(rest.to_string()),
+            }
+        }
         _ => return None,
     };
     Some((bus.to_string(), entity))

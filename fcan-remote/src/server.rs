@@ -220,6 +220,7 @@ enum QKind {
     Service,
     Param,
     Node,
+    Plan,
     Schema,
     Status,
     Registry,
@@ -293,6 +294,7 @@ impl Server {
             (keys::all_of(bus, "service"), QKind::Service),
             (keys::all_of(bus, "param"), QKind::Param),
             (keys::all_of(bus, "node"), QKind::Node),
+            (keys::all_of(bus, "plan"), QKind::Plan),
             (keys::all_of(bus, "schema"), QKind::Schema),
             (keys::status(bus), QKind::Status),
             (keys::registry(bus), QKind::Registry),
@@ -616,6 +618,28 @@ impl Shared {
                     ));
                 }
                 Ok(out)
+            }
+            QKind::Plan => {
+                if is_wild(qkey) {
+                    return Ok(Vec::new());
+                }
+                let Some((_, Entity::Plan(name))) = keys::parse(qkey.as_str()) else {
+                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a plan key"));
+                };
+                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+                let Some(n) = nodes.iter().find(|n| n.name == name) else {
+                    return Err(ErrorReply::new(
+                        kind::UNKNOWN_NAME,
+                        format!("no node {name} on this bus"),
+                    ));
+                };
+                let plan = self
+                    .master
+                    .plan(n.id)
+                    .await
+                    .map_err(|e| ErrorReply::of(&e))?;
+                let j = plan.map_or(Json::Null, |p| p.to_json());
+                Ok(vec![(qkey.to_string(), j.to_string().into_bytes())])
             }
             QKind::Schema => {
                 if is_wild(qkey) {

@@ -165,7 +165,93 @@ async fn decode_equals_live(mtu: Mtu, tag: &str) {
         ])
         .await;
         r.unwrap_or_else(|e| panic!("{e}\n{notes}"));
-        let _ = m;
+        let dbc = out_dir.join("plan.dbc");
+        on_master(&m, &["plan", "--dbc", dbc.to_str().unwrap()]).await;
+    }
+    plan_and_dbc(&m, mtu, &dir).await;
+}
+
+/// Runs `fcan ARGS…` against the running master; its stdout.
+async fn on_master(m: &Master, args: &[&str]) -> String {
+    let cli = Cli::try_parse_from(std::iter::once("fcan").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let mut out = Vec::new();
+    fcan_cli::execute(
+        m,
+        &cli.command,
+        fcan_cli::Output { json: cli.json },
+        &mut out,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    String::from_utf8(out).unwrap()
+}
+
+/// `fcan plan` lists every frame of the master's plans; `--dbc` describes each ordinary
+/// frame as a message and lists the split groups it cannot describe.
+async fn plan_and_dbc(m: &Master, mtu: Mtu, dir: &Path) {
+    let lines: Vec<serde_json::Value> = on_master(m, &["plan", "--json"])
+        .await
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut total = 0;
+    for id in [MD1, MD2, IO3] {
+        let plan = m
+            .plan(fcan_core::id::NodeId::new(id).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        total += plan.frames.len();
+    }
+    assert_eq!(lines.len(), total);
+    let groups = lines
+        .iter()
+        .filter(|l| l["group_parts"].as_u64() > Some(1))
+        .count();
+    // The 34-byte analog samples: a group of five on Classical CAN, one frame on FD.
+    assert_eq!(groups > 0, mtu == Mtu::Classic, "{lines:?}");
+    let carrying = |topic: &str| {
+        lines
+            .iter()
+            .filter(|l| l["topics"].as_array().unwrap().iter().any(|t| t == topic))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let fb = carrying(FEEDBACK);
+    assert!(fb.iter().all(|f| f["dir"] == "s2m"));
+    // 13 bytes: one frame on FD, a group of two on Classical CAN.
+    assert_eq!(fb.len(), if mtu == Mtu::Fd { 1 } else { 2 }, "{fb:?}");
+    let target = carrying(TARGET);
+    assert_eq!(target.len(), 1);
+    assert_eq!(target[0]["dir"], "m2s");
+    let path = dir.join("plan.dbc");
+    let text = on_master(m, &["plan", "--dbc", path.to_str().unwrap()]).await;
+    assert!(text.contains("wrote"), "{text}");
+    let dbc = std::fs::read_to_string(&path).unwrap();
+    let messages = dbc.lines().filter(|l| l.starts_with("BO_ ")).count();
+    assert_eq!(messages, total - groups, "{dbc}");
+    let id = target[0]["std_id"].as_u64().unwrap();
+    // Its own message on Classical CAN; on FD it shares motor_driver1's command frame.
+    assert!(dbc.contains(&format!("BO_ {id} ")), "{dbc}");
+    assert!(
+        dbc.contains(&format!(
+            "SIG_VALTYPE_ {id} motor_driver1_motor1_target_value : 1;"
+        )),
+        "{dbc}"
+    );
+    assert!(
+        dbc.contains(" SG_ motor_driver1_motor1_target_type : ")
+            && dbc.contains("|8@1+ (1,0) [0|255] \"\" motor_driver1\n"),
+        "{dbc}"
+    );
+    let fd_marks = dbc
+        .lines()
+        .filter(|l| l.starts_with("BA_ \"VFrameFormat\"") && l.ends_with(" 14;"))
+        .count();
+    assert_eq!(fd_marks, if mtu == Mtu::Fd { messages } else { 0 });
+    if groups > 0 {
+        assert!(dbc.contains("(a split group)"), "{dbc}");
     }
 }
 
