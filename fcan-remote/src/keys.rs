@@ -10,6 +10,7 @@
 //! | `fcan/<bus>/service/<node>/<ns>/<name>` | service queryable |
 //! | `fcan/<bus>/param/<node>/<ns>/<name>` | parameter queryable |
 //! | `fcan/<bus>/node/<node>` | node info queryable |
+//! | `fcan/<bus>/plan/<node>` | frame plan queryable |
 //! | `fcan/<bus>/alive/<node>` | liveliness token of a running node |
 //! | `fcan/<bus>/schema/<sha256 hex>` | schema blob queryable |
 //! | `fcan/<bus>/status` | status queryable and periodic put |
