@@ -19,15 +19,7 @@ use serde::{Serialize, Serializer};
 
 // The names of node states and bus modes are shared with the remote API: one mapping,
 // in `fcan_master::json`.
-pub use fcan_master::json::{bus_mode_name, node_state_name};
-
-/// A topic's direction as `fcan` prints it: `m2s` (master → node) or `s2m`.
-pub fn direction_name(d: DataDirection) -> &'static str {
-    match d {
-        DataDirection::M2s => "m2s",
-        DataDirection::S2m => "s2m",
-    }
-}
+pub use fcan_master::json::{bus_mode_name, direction_name, node_state_name};
 
 fn ser_state<S: Serializer>(s: &NodeState, ser: S) -> Result<S::Ok, S::Error> {
     ser.serialize_str(node_state_name(*s))

@@ -367,81 +367,6 @@ impl Status {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for &s in NodeState::ALL {
-            assert_eq!(node_state_from_name(node_state_name(s)), Some(s));
-        }
-        for &m in BusMode::ALL {
-            assert_eq!(bus_mode_from_name(bus_mode_name(m)), Some(m));
-        }
-        for p in [
-            Phase::Reading,
-            Phase::Provisioning,
-            Phase::Running,
-            Phase::Offline,
-            Phase::Failed("no: room".into()),
-        ] {
-            assert_eq!(phase_from_str(&p.to_string()), Some(p));
-        }
-        assert_eq!(phase_from_str("sleeping"), None);
-    }
-
-    #[test]
-    fn events_round_trip() {
-        let n = NodeId::new(3).unwrap();
-        let events = [
-            Event::Announced {
-                node: n,
-                boot_id: 7,
-            },
-            Event::SchemaReady {
-                node: n,
-                digest: SchemaDigest::of(b"x"),
-                cached: true,
-            },
-            Event::Online { node: n },
-            Event::Rebooted {
-                node: n,
-                old: 1,
-                new: 2,
-            },
-            Event::Offline { node: n },
-            Event::Failed {
-                node: n,
-                reason: "why\u{1b}".into(),
-            },
-            Event::Collision {
-                node: n,
-                boot_ids: (4, 5),
-            },
-            Event::OtherMaster { session: 9 },
-            Event::ClassicNodeOnFdLink { node: n },
-        ];
-        for e in events {
-            let j = event_to_json(&e).unwrap();
-            assert_eq!(event_from_json(&j).unwrap(), e, "{j}");
-        }
-        assert!(event_from_json(&json!({"kind": "online", "node": 200})).is_err());
-    }
-
-    #[test]
-    fn status_round_trips() {
-        let mut s = Status::default();
-        s.samples.insert("/a/b/c".into(), 5);
-        s.stats.rx_frames = 11;
-        s.bus_busy = Duration::from_micros(1234);
-        let back = Status::from_json(&s.to_json()).unwrap();
-        assert_eq!(back.samples, s.samples);
-        assert_eq!(back.stats, s.stats);
-        assert_eq!(back.bus_busy, s.bus_busy);
-    }
-}
-
 /// The JSON of a data direction: `m2s` or `s2m`.
 pub fn direction_name(d: fcan_core::msg::DataDirection) -> &'static str {
     match d {
@@ -540,5 +465,80 @@ impl crate::planner::Plan {
             out.push(crate::planner::PlannedFrame { header, entries });
         }
         Ok(crate::planner::Plan { frames: out })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for &s in NodeState::ALL {
+            assert_eq!(node_state_from_name(node_state_name(s)), Some(s));
+        }
+        for &m in BusMode::ALL {
+            assert_eq!(bus_mode_from_name(bus_mode_name(m)), Some(m));
+        }
+        for p in [
+            Phase::Reading,
+            Phase::Provisioning,
+            Phase::Running,
+            Phase::Offline,
+            Phase::Failed("no: room".into()),
+        ] {
+            assert_eq!(phase_from_str(&p.to_string()), Some(p));
+        }
+        assert_eq!(phase_from_str("sleeping"), None);
+    }
+
+    #[test]
+    fn events_round_trip() {
+        let n = NodeId::new(3).unwrap();
+        let events = [
+            Event::Announced {
+                node: n,
+                boot_id: 7,
+            },
+            Event::SchemaReady {
+                node: n,
+                digest: SchemaDigest::of(b"x"),
+                cached: true,
+            },
+            Event::Online { node: n },
+            Event::Rebooted {
+                node: n,
+                old: 1,
+                new: 2,
+            },
+            Event::Offline { node: n },
+            Event::Failed {
+                node: n,
+                reason: "why\u{1b}".into(),
+            },
+            Event::Collision {
+                node: n,
+                boot_ids: (4, 5),
+            },
+            Event::OtherMaster { session: 9 },
+            Event::ClassicNodeOnFdLink { node: n },
+        ];
+        for e in events {
+            let j = event_to_json(&e).unwrap();
+            assert_eq!(event_from_json(&j).unwrap(), e, "{j}");
+        }
+        assert!(event_from_json(&json!({"kind": "online", "node": 200})).is_err());
+    }
+
+    #[test]
+    fn status_round_trips() {
+        let mut s = Status::default();
+        s.samples.insert("/a/b/c".into(), 5);
+        s.stats.rx_frames = 11;
+        s.bus_busy = Duration::from_micros(1234);
+        let back = Status::from_json(&s.to_json()).unwrap();
+        assert_eq!(back.samples, s.samples);
+        assert_eq!(back.stats, s.stats);
+        assert_eq!(back.bus_busy, s.bus_busy);
     }
 }

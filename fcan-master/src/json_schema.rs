@@ -180,9 +180,9 @@ mod tests {
                 f("mode", ScalarType::I8, None),
             ],
         );
-        let keys: Vec<&String> = s["properties"].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["on", "pos", "mode"]);
+        // `required` keeps the schema's order (an object's keys need not).
         assert_eq!(s["required"], json!(["on", "pos", "mode"]));
+        assert_eq!(s["properties"].as_object().unwrap().len(), 3);
         assert_eq!(s["properties"]["pos"]["minItems"], 3);
         assert_eq!(s["properties"]["pos"]["maxItems"], 3);
         assert_eq!(s["properties"]["mode"]["minimum"], -128);
@@ -206,7 +206,9 @@ mod tests {
             text,
             r#"{"a":"-9223372036854775808","b":9007199254740992,"c":"9007199254740993","d":[-5,null]}"#
         );
-        let back = value_from_viewer_json(&serde_json::from_str(&text).unwrap()).unwrap();
+        // A client sends no null: only finite numbers come back.
+        let sent = text.replace("null", "1.5");
+        let back = value_from_viewer_json(&serde_json::from_str(&sent).unwrap()).unwrap();
         assert_eq!(back.field("a"), Some(&Value::Int(i64::MIN)));
         assert_eq!(back.field("c"), Some(&Value::UInt(MAX_SAFE_INTEGER + 1)));
     }
