@@ -114,6 +114,34 @@ DBC cannot describe the frames of a split group (a topic larger than a frame) no
 that the plan changes when the master re-provisions: the file's comment lists what it
 leaves out (docs/recording.md).")]
     Plan(PlanArgs),
+    /// Record the bus into an MCAP file: every topic of every running node (and of nodes
+    /// that come up meanwhile), the raw frames, the schema blobs, plans and node info;
+    /// Ctrl-C finishes the file. Open it in Foxglove or Lichtblick.
+    #[command(after_help = "\
+Examples:
+  fcan record run.mcap                 (until Ctrl-C; progress and size on stderr)
+  fcan record run.mcap --duration 10
+  fcan record run.mcap --no-frames     (decoded topics only)
+
+With a daemon (`fcan serve`) or the demo running, the recording attaches to it; without
+one, a one-shot master discovers the nodes first (their provisioning is then not in the
+raw frames: to keep it, capture with `candump -L` and use `fcan decode --mcap`). The
+file's layout: docs/recording.md.")]
+    Record(RecordArgs),
+}
+
+/// `fcan record` options.
+#[derive(Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// The MCAP file to write (replaced if it exists).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Stop after this many seconds (fractions allowed) instead of at Ctrl-C.
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Leave the raw frames out (only the decoded topics).
+    #[arg(long)]
+    pub no_frames: bool,
 }
 
 /// `fcan plan` options.

@@ -115,6 +115,10 @@ async fn command<M: MasterApi>(
         }
         Command::Monitor(m) => monitor(master, m, sink).await,
         Command::Plan(p) => plan(master, p, sink).await,
+        Command::Record(r) => {
+            let summary = crate::record::record(master, r).await?;
+            sink.emit(Report::Recorded(summary))
+        }
         // Offline: `crate::run_with` runs it before any master exists.
         Command::Decode(_) => Err(CliError::Usage(
             "fcan decode runs offline, not against a master".into(),

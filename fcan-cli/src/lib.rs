@@ -23,6 +23,7 @@ mod dbc;
 mod decode;
 mod exec;
 pub mod mcap_file;
+mod record;
 mod render;
 pub mod serve;
 mod value_text;

@@ -68,6 +68,7 @@ impl<'a> Renderer<'a> {
             Report::Monitor(v) => self.json_lines(v),
             Report::Plan(v) => self.json_lines(v),
             Report::Dbc(v) => self.json_line(v),
+            Report::Recorded(v) => self.json_line(v),
         }
     }
 
@@ -164,6 +165,11 @@ impl<'a> Renderer<'a> {
                     )?;
                 }
             }
+            Report::Recorded(r) => writeln!(
+                out,
+                "wrote {}: {:.1} s, {} messages ({} frames, {} lost) of {} nodes, {} bytes",
+                r.file, r.seconds, r.messages, r.frames, r.frames_lost, r.nodes, r.bytes
+            )?,
             Report::Dbc(d) => writeln!(
                 out,
                 "wrote {}: {} messages of {} nodes",

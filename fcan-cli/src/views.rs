@@ -555,6 +555,25 @@ pub struct DbcView {
     pub nodes: usize,
 }
 
+/// `fcan record`'s summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordedView {
+    /// The file written.
+    pub file: String,
+    /// How long it recorded.
+    pub seconds: f64,
+    /// Messages written (topic values and frames).
+    pub messages: u64,
+    /// Raw frames among them.
+    pub frames: u64,
+    /// Frames lost because the recorder fell behind.
+    pub frames_lost: u64,
+    /// Nodes recorded.
+    pub nodes: usize,
+    /// File size.
+    pub bytes: u64,
+}
+
 /// Everything a command can report, in the order it happens. The executor produces
 /// these, the renderer prints them: a list is one report (a table in text, one JSON line
 /// per item), a stream one report per message.
@@ -577,6 +596,7 @@ pub(crate) enum Report {
     /// One refresh: one view per bus.
     Monitor(Vec<MonitorView>),
     Plan(Vec<PlanFrameView>),
+    Recorded(RecordedView),
     Dbc(DbcView),
 }
 

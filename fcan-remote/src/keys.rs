@@ -14,6 +14,7 @@
 //! | `fcan/<bus>/alive/<node>` | liveliness token of a running node |
 //! | `fcan/<bus>/schema/<sha256 hex>` | schema blob queryable |
 //! | `fcan/<bus>/status` | status queryable and periodic put |
+//! | `fcan/<bus>/frames` | raw frames, while subscribed |
 //! | `fcan/<bus>/events` | engine events |
 //! | `fcan/<bus>/registry` | registry queryable |
 //!
@@ -52,6 +53,8 @@ pub enum Entity {
     Node(String),
     /// A node's frame plan, by node name.
     Plan(String),
+    /// Every frame on the bus (while subscribed).
+    Frames,
     /// A node's liveliness token, by node name.
     Alive(String),
     /// A schema blob, by its SHA-256 in hex.
@@ -156,6 +159,11 @@ pub fn status(bus: &str) -> Option<String> {
     Some(format!("{}/status", base(bus)?))
 }
 
+/// The raw frames key.
+pub fn frames(bus: &str) -> Option<String> {
+    Some(format!("{}/frames", base(bus)?))
+}
+
 /// The events key.
 pub fn events(bus: &str) -> Option<String> {
     Some(format!("{}/events", base(bus)?))
@@ -187,6 +195,7 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
         ("status", None) => Entity::Status,
         ("publish", None) => Entity::Publish,
         ("events", None) => Entity::Events,
+        ("frames", None) => Entity::Frames,
         ("registry", None) => Entity::Registry,
         ("topic" | "service" | "param", Some(rest)) => {
             let chunks: Vec<&str> = rest.split('/').collect();
