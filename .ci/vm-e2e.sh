@@ -41,8 +41,9 @@ if ! command -v cangen >/dev/null && [[ $(id -u) = 0 ]] && command -v apt-get >/
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq can-utils; }; } \
     >/dev/null 2>&1 || true
 fi
-command -v cangen >/dev/null || { echo "vm-e2e: cangen (can-utils) is needed" >&2; exit 1; }
-with+=(--with cangen)
+command -v cangen >/dev/null && command -v candump >/dev/null \
+  || { echo "vm-e2e: cangen and candump (can-utils) are needed" >&2; exit 1; }
+with+=(--with cangen --with candump)
 
 echo "==> building the vm_quickstart test binary"
 cargo test -p fcan-examples --test vm_quickstart --no-run
@@ -54,7 +55,7 @@ test_bin=$(strip_copy "$test_bin")
 status=0
 for mtu in 72 16; do
   # One VM run per test: each starts its own nodes on a fresh vcan0.
-  for t in quickstart_on_vcan0 foreign_traffic_on_vcan0; do
+  for t in quickstart_on_vcan0 foreign_traffic_on_vcan0 candump_capture_decodes_like_echo; do
     echo "==> $t in the VM, vcan0 MTU $mtu"
     log=$(mktemp)
     if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_VM=1 "${with[@]}" \

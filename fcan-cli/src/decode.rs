@@ -46,6 +46,8 @@ pub fn decode(
         }
         None => None,
     };
+    // One write per line would be one system call per value: buffer.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     let mut observer = Observer::new(store);
     let mut seen = Vec::new();
     let bytes_read = Rc::new(Cell::new(0u64));
@@ -94,7 +96,7 @@ pub fn decode(
                             t: record.timestamp.as_secs_f64(),
                             value: s.value,
                         };
-                        serde_json::to_writer(&mut *out, &line)
+                        serde_json::to_writer(&mut out, &line)
                             .map_err(|e| CliError::Io(e.to_string()))?;
                         out.write_all(b"\n")?;
                     }
