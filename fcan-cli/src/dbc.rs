@@ -24,7 +24,7 @@ use fcan_core::msg::DataDirection;
 use fcan_core::numbering::layout;
 use fcan_core::types::ScalarType;
 use fcan_master::planner::Plan;
-use fcan_master::registry::Registry;
+use fcan_master::registry::{Registry, TopicInfo};
 
 /// The master's name as a DBC node.
 pub const MASTER: &str = "fcan_master";
@@ -91,16 +91,17 @@ pub fn write(nodes: &[PlannedNode], registry: &Registry) -> String {
     for n in nodes {
         for f in &n.plan.frames {
             let h = &f.header;
-            let topics: Vec<_> = f
+            // The frame's topics, once each, in entry order (the presence bit order).
+            let mut topics: Vec<&TopicInfo> = Vec::new();
+            for t in f
                 .entries
                 .iter()
-                .filter_map(|e| {
-                    registry
-                        .topics
-                        .iter()
-                        .find(|t| t.node == n.id && t.block == e.block && t.topic == e.topic)
-                })
-                .collect();
+                .filter_map(|e| registry.topic_at(n.id, e.block, e.topic))
+            {
+                if !topics.iter().any(|x| x.name == t.name) {
+                    topics.push(t);
+                }
+            }
             if h.group_parts > 1 {
                 let what = topics.first().map_or("?", |t| t.name.as_str());
                 not_described.push(format!(
@@ -136,7 +137,10 @@ pub fn write(nodes: &[PlannedNode], registry: &Registry) -> String {
                     max: 255.0,
                 });
             }
-            for (e, t) in f.entries.iter().zip(&topics) {
+            for e in &f.entries {
+                let Some(t) = registry.topic_at(n.id, e.block, e.topic) else {
+                    continue;
+                };
                 let lay = layout(&t.fields);
                 let (src, len, dst) =
                     (e.src_offset as usize, e.len as usize, e.dst_offset as usize);

@@ -180,13 +180,8 @@ async fn plan<M: MasterApi>(
             let topics = f
                 .entries
                 .iter()
-                .filter_map(|e| {
-                    registry
-                        .topics
-                        .iter()
-                        .find(|t| t.node == n.id && t.block == e.block && t.topic == e.topic)
-                        .map(|t| t.name.clone())
-                })
+                .filter_map(|e| registry.topic_at(n.id, e.block, e.topic))
+                .map(|t| t.name.clone())
                 .collect();
             frames.push(PlanFrameView {
                 node: n.name.clone(),

@@ -176,6 +176,13 @@ impl Registry {
         }
     }
 
+    /// The topic a copy entry of node `node`'s plan names (`block`, `topic`), if offered.
+    pub fn topic_at(&self, node: NodeId, block: u8, topic: u8) -> Option<&TopicInfo> {
+        self.topics
+            .iter()
+            .find(|t| t.node == node && t.block == block && t.topic == topic)
+    }
+
     /// A topic by name.
     pub fn topic(&self, name: &str) -> Result<&TopicInfo, UnknownName> {
         self.topics
