@@ -87,6 +87,7 @@ pub(crate) async fn record<M: MasterApi>(
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let (mut frames_n, mut lost) = (0u64, 0u64);
+    let mut stopped: Option<CliError> = None;
     loop {
         tokio::select! {
             s = samples.recv() => {
@@ -113,10 +114,19 @@ pub(crate) async fn record<M: MasterApi>(
             e = events.recv() => match e {
                 Ok(Event::Online { .. } | Event::Rebooted { .. })
                 | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    add_nodes(master, &mut rec, &clock, &mut recorded, &mut subscribed, &tx).await?;
+                    let added =
+                        add_nodes(master, &mut rec, &clock, &mut recorded, &mut subscribed, &tx).await;
+                    if let Err(e) = added {
+                        // The master went away: what was recorded is kept, whole.
+                        stopped = Some(e);
+                        break;
+                    }
                 }
                 Ok(_) => {}
-                Err(broadcast::error::RecvError::Closed) => break,
+                Err(broadcast::error::RecvError::Closed) => {
+                    stopped = Some(CliError::Usage("the master stopped".into()));
+                    break;
+                }
             },
             _ = progress.tick() => {
                 let size = std::fs::metadata(path).map_or(0, |m| m.len());
@@ -145,6 +155,14 @@ pub(crate) async fn record<M: MasterApi>(
     let messages = rec.messages();
     rec.finish().map_err(mcap_err)?;
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    if let Some(e) = stopped {
+        eprintln!(
+            "fcan record: stopped early; {} holds {messages} messages ({})",
+            path.display(),
+            human_size(bytes)
+        );
+        return Err(e);
+    }
     Ok(RecordedView {
         file: path.display().to_string(),
         seconds: started.elapsed().as_secs_f64(),
