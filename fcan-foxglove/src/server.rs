@@ -373,7 +373,10 @@ impl<M: MasterApi> Shared<M> {
         }
         for key in &plan.stop {
             let why = match nodes.iter().find(|n| n.id.get() == key.id) {
-                Some(n) if n.phase == Phase::Running => "rebooted".to_string(),
+                // A new boot (it is being provisioned again, or already runs).
+                Some(n) if n.boot_id != key.boot_id || n.phase == Phase::Running => {
+                    "rebooted".to_string()
+                }
                 Some(n) => n.phase.to_string(),
                 None => "gone".into(),
             };
@@ -407,31 +410,6 @@ impl<M: MasterApi> Shared<M> {
             params: Vec::new(),
             m2s: Vec::new(),
         };
-        let mut channels = Vec::new();
-        for t in r.topics.iter().filter(|t| mine(t.node)) {
-            let spec = mapping::channel_spec(t);
-            let built = ChannelBuilder::new(spec.topic.clone())
-                .context(&self.ctx)
-                .message_encoding(MESSAGE_ENCODING)
-                .schema(Schema::new(spec.schema_name, SCHEMA_ENCODING, spec.schema))
-                .metadata(spec.metadata)
-                .build_raw();
-            match built {
-                Ok(ch) => {
-                    served.channels.push(ch.id());
-                    channels.push(TopicChannel {
-                        name: spec.topic,
-                        channel: ch,
-                        watchers: 0,
-                        task: None,
-                    });
-                }
-                Err(e) => (self.log)(&format!("channel {}: {e}", Untrusted(&t.name))),
-            }
-            if t.dir == DataDirection::M2s {
-                served.m2s.push(t.name.clone());
-            }
-        }
         let services: Vec<Service> = r
             .services
             .iter()
@@ -461,7 +439,37 @@ impl<M: MasterApi> Shared<M> {
             // The warning `unserve` left, now that the node is back.
             h.remove_status(vec![status_id(name)]);
         });
+        // Channels are built under the state lock: each is advertised as it is built,
+        // and a client's subscribe (`watch`, which takes this lock) must find it in
+        // the state. The `foxglove` crate calls no listener while adding a channel.
         let mut st = lock(&self.state);
+        for t in r.topics.iter().filter(|t| mine(t.node)) {
+            let spec = mapping::channel_spec(t);
+            let built = ChannelBuilder::new(spec.topic.clone())
+                .context(&self.ctx)
+                .message_encoding(MESSAGE_ENCODING)
+                .schema(Schema::new(spec.schema_name, SCHEMA_ENCODING, spec.schema))
+                .metadata(spec.metadata)
+                .build_raw();
+            match built {
+                Ok(ch) => {
+                    served.channels.push(ch.id());
+                    st.channels.insert(
+                        ch.id(),
+                        TopicChannel {
+                            name: spec.topic,
+                            channel: ch,
+                            watchers: 0,
+                            task: None,
+                        },
+                    );
+                }
+                Err(e) => (self.log)(&format!("channel {}: {e}", Untrusted(&t.name))),
+            }
+            if t.dir == DataDirection::M2s {
+                served.m2s.push(t.name.clone());
+            }
+        }
         for p in r.params.iter().filter(|p| mine(p.node)) {
             served.params.push(p.name.clone());
             st.params.insert(p.name.clone(), p.clone());
@@ -477,9 +485,6 @@ impl<M: MasterApi> Shared<M> {
             served.services.len(),
             served.params.len()
         ));
-        for c in channels {
-            st.channels.insert(c.channel.id(), c);
-        }
         st.nodes.insert(key.id, served);
     }
 
