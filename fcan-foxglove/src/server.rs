@@ -246,8 +246,9 @@ struct State {
     channels: HashMap<ChannelId, TopicChannel>,
     /// Parameters of the served nodes by name.
     params: BTreeMap<String, ParamInfo>,
-    /// m2s topics of the served nodes: what a client may publish.
-    m2s: BTreeMap<String, ()>,
+    /// Topics of the served nodes and their direction: a client may publish the m2s
+    /// ones.
+    topics: BTreeMap<String, DataDirection>,
     /// When each (client, topic) was last told of a refused publish, and how many
     /// refusals it was not told of since.
     told: HashMap<(ClientId, String), (Instant, u64)>,
@@ -259,7 +260,7 @@ struct NodeServed {
     channels: Vec<ChannelId>,
     services: Vec<String>,
     params: Vec<String>,
-    m2s: Vec<String>,
+    topics: Vec<String>,
 }
 
 struct TopicChannel {
@@ -306,7 +307,7 @@ impl<M: MasterApi> Served for Shared<M> {
             let mut st = lock(&self.state);
             st.nodes.clear();
             st.params.clear();
-            st.m2s.clear();
+            st.topics.clear();
             st.channels.drain().map(|(_, c)| c).collect()
         };
         for c in &closing {
@@ -408,7 +409,7 @@ impl<M: MasterApi> Shared<M> {
             channels: Vec::new(),
             services: Vec::new(),
             params: Vec::new(),
-            m2s: Vec::new(),
+            topics: Vec::new(),
         };
         let services: Vec<Service> = r
             .services
@@ -466,16 +467,12 @@ impl<M: MasterApi> Shared<M> {
                 }
                 Err(e) => (self.log)(&format!("channel {}: {e}", Untrusted(&t.name))),
             }
-            if t.dir == DataDirection::M2s {
-                served.m2s.push(t.name.clone());
-            }
+            served.topics.push(t.name.clone());
+            st.topics.insert(t.name.clone(), t.dir);
         }
         for p in r.params.iter().filter(|p| mine(p.node)) {
             served.params.push(p.name.clone());
             st.params.insert(p.name.clone(), p.clone());
-        }
-        for t in &served.m2s {
-            st.m2s.insert(t.clone(), ());
         }
         (self.log)(&format!(
             "node {} (id {}) running: {} channel(s), {} service(s), {} parameter(s)",
@@ -499,8 +496,8 @@ impl<M: MasterApi> Shared<M> {
             for p in &node.params {
                 st.params.remove(p);
             }
-            for t in &node.m2s {
-                st.m2s.remove(t);
+            for t in &node.topics {
+                st.topics.remove(t);
             }
             let closing: Vec<TopicChannel> = node
                 .channels
@@ -614,16 +611,18 @@ impl<M: MasterApi> Shared<M> {
         let more = {
             let mut st = lock(&self.state);
             let now = Instant::now();
-            let e = st
-                .told
-                .entry((client.id(), topic.to_string()))
-                .or_insert((now - Duration::from_secs(2), 0));
-            if now.duration_since(e.0) < Duration::from_secs(1) {
-                e.1 += 1;
-                return;
-            }
-            let more = e.1;
-            *e = (now, 0);
+            let key = (client.id(), topic.to_string());
+            let more = match st.told.get_mut(&key) {
+                Some(e) if now.duration_since(e.0) < Duration::from_secs(1) => {
+                    e.1 += 1;
+                    return;
+                }
+                Some(e) => std::mem::replace(e, (now, 0)).1,
+                None => {
+                    st.told.insert(key, (now, 0));
+                    0
+                }
+            };
             // Bounded: a client cycling through topic names cannot grow this for ever.
             if st.told.len() > 4096 {
                 st.told
@@ -664,31 +663,21 @@ impl<M: MasterApi> Shared<M> {
                     continue;
                 }
             };
-            if !lock(&self.state).m2s.contains_key(&p.topic) {
-                let why = self.not_publishable(&p.topic).await;
+            let dir = lock(&self.state).topics.get(&p.topic).copied();
+            if dir != Some(DataDirection::M2s) {
+                let why = match dir {
+                    Some(_) => format!(
+                        "{} is published by the node (s2m), not by a client",
+                        p.topic
+                    ),
+                    None => format!("no command topic named {} on a running node", p.topic),
+                };
                 self.refuse(&p.client, &p.topic, &why);
                 continue;
             }
             if let Err(e) = self.master.publish(&p.topic, value).await {
                 self.refuse(&p.client, &p.topic, &e.to_string());
             }
-        }
-    }
-
-    /// Why `topic` is not an m2s topic of a running node.
-    async fn not_publishable(&self, topic: &str) -> String {
-        match self
-            .master
-            .registry()
-            .await
-            .map(|r| r.topic(topic).cloned())
-        {
-            Ok(Ok(t)) if t.dir == DataDirection::S2m => {
-                format!("{topic} is published by the node (s2m), not by a client")
-            }
-            Ok(Ok(_)) => format!("the node of {topic} is not running"),
-            Ok(Err(e)) => e.to_string(),
-            Err(e) => e.to_string(),
         }
     }
 
@@ -864,7 +853,7 @@ impl<M: MasterApi> ServerListener for Listener<M> {
                 Untrusted(&channel.topic),
                 Untrusted(&channel.encoding)
             )));
-        } else if !lock(&s.state).m2s.contains_key(&channel.topic) {
+        } else if lock(&s.state).topics.get(&channel.topic) != Some(&DataDirection::M2s) {
             client.send_status(Status::warning(format!(
                 "fcan: {} is not a command (m2s) topic of a running node: its messages will be refused",
                 Untrusted(&channel.topic)
