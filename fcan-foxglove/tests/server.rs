@@ -355,3 +355,38 @@ async fn garbage_from_a_client_is_refused_and_the_server_goes_on() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_server_disconnects_and_frees_the_port() {
+    let (_w, server, _log) = start(64 * 1024).await;
+    let addr = server.local_addr();
+    assert_eq!(server.url(), format!("ws://{addr}"));
+    let mut ws = connect(&server).await;
+    let mut heard = Heard::default();
+    until(&mut ws, &mut heard, 5, "advertise", |h| {
+        h.channel(FB).is_some()
+    })
+    .await;
+    let id = heard.channel(FB).unwrap();
+    send(
+        &mut ws,
+        json!({"op": "subscribe", "subscriptions": [{"id": 1, "channelId": id}]}),
+    )
+    .await;
+    until(&mut ws, &mut heard, 5, "feedback", |h| {
+        !h.messages.is_empty()
+    })
+    .await;
+
+    server.stop();
+    // The client's connection ends (after what was queued), and the port is free.
+    let closed = tokio::time::timeout(Duration::from_secs(3), async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection stays open");
+    eventually("the port is free", || {
+        std::net::TcpListener::bind(addr).is_ok()
+    })
+    .await;
+}
