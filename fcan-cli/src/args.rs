@@ -97,6 +97,91 @@ pub enum Command {
     /// A refreshing view of nodes, topic rates (messages per second) and bus counters.
     #[command(after_help = "Example: fcan monitor --interval-ms 500 --count 10")]
     Monitor(MonitorArgs),
+    /// Decode a capture offline: a `candump -L` log made by anything (can-utils, fcan's
+    /// recorder, a logger on the robot) into the JSON lines of `fcan topic echo --json`
+    /// or an MCAP file. Needs no bus and no daemon.
+    #[command(after_help = DECODE_HELP)]
+    Decode(DecodeArgs),
+    /// The frame plan: which data frame (identifier) carries which topics, for each
+    /// node; `--dbc FILE` writes it as a DBC for cantools, SavvyCAN or Vector tools.
+    #[command(after_help = "\
+Examples:
+  fcan plan                            (every node's frames: id, direction, length, topics)
+  fcan plan --node motor_driver1 --json
+  fcan plan --dbc robot.dbc            (then: python -c 'import cantools; cantools.database.load_file(\"robot.dbc\")')
+
+DBC cannot describe the frames of a split group (a topic larger than a frame) nor say
+that the plan changes when the master re-provisions: the file's comment lists what it
+leaves out (docs/recording.md).")]
+    Plan(PlanArgs),
+    /// Record the bus into an MCAP file: every topic of every running node (and of nodes
+    /// that come up meanwhile), the raw frames, the schema blobs, plans and node info;
+    /// Ctrl-C finishes the file. Open it in Foxglove or Lichtblick.
+    #[command(after_help = "\
+Examples:
+  fcan record run.mcap                 (until Ctrl-C; progress and size on stderr)
+  fcan record run.mcap --duration 10
+  fcan record run.mcap --no-frames     (decoded topics only)
+
+With a daemon (`fcan serve`) or the demo running, the recording attaches to it; without
+one, a one-shot master discovers the nodes first (their provisioning is then not in the
+raw frames: to keep it, capture with `candump -L` and use `fcan decode --mcap`). The
+file's layout: docs/recording.md.")]
+    Record(RecordArgs),
+}
+
+/// `fcan record` options.
+#[derive(Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// The MCAP file to write (replaced if it exists).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Stop after this many seconds (fractions allowed) instead of at Ctrl-C.
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Leave the raw frames out (only the decoded topics).
+    #[arg(long)]
+    pub no_frames: bool,
+}
+
+/// `fcan plan` options.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PlanArgs {
+    /// Only this node (name or id).
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// Write the plan as a DBC file instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub dbc: Option<PathBuf>,
+}
+
+const DECODE_HELP: &str = "\
+What the capture must hold: the nodes' ANNOUNCEs and the master's FRAME_DEFINEs (start
+candump before the master provisions the nodes: before `fcan serve`, or power the nodes
+up while it runs). Each node's schema comes from the SCHEMA_DATA in the capture or, when
+the master had it cached, from the blob cache (--cache-dir; --no-cache: the capture only).
+What cannot be decoded is counted on stderr, never guessed.
+
+Examples:
+  candump -L can0 > run.log            (in another terminal, while the robot runs)
+  fcan decode run.log                  (JSON lines: {\"topic\", \"t\", \"value\"}; t = capture time, s)
+  fcan decode run.log --topic /md3/motor0/feedback | jq .value.position
+  fcan decode run.log --mcap run.mcap  (open in Foxglove or Lichtblick)
+  candump -L can0 | fcan decode -      (live, from a pipe)";
+
+/// `fcan decode` options.
+#[derive(Args, Debug, Clone)]
+pub struct DecodeArgs {
+    /// The capture: a `candump -L` log file, or `-` for standard input.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: PathBuf,
+    /// Write an MCAP file instead of JSON lines (one channel per topic, the raw frames,
+    /// the schema blobs and plans: docs/recording.md).
+    #[arg(long, value_name = "FILE")]
+    pub mcap: Option<PathBuf>,
+    /// Only this topic (repeatable; JSON lines only — an MCAP file keeps every topic).
+    #[arg(long, value_name = "NAME")]
+    pub topic: Vec<String>,
 }
 
 /// Limits for commands that stream.
@@ -270,6 +355,10 @@ mod tests {
                     .get_value_names()
                     .and_then(|v| v.first())
                     .map(|v| v.as_str().to_string());
+                // A file or a name is not a number: it names what it is instead.
+                if matches!(unit.as_deref(), Some("FILE" | "NAME" | "NODE")) {
+                    continue;
+                }
                 assert!(
                     matches!(unit.as_deref(), Some("SECONDS" | "MS" | "HZ" | "N")),
                     "`{path} --{id}` does not say its unit: {unit:?}"

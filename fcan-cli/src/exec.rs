@@ -114,7 +114,95 @@ async fn command<M: MasterApi>(
             ))))
         }
         Command::Monitor(m) => monitor(master, m, sink).await,
+        Command::Plan(p) => plan(master, p, sink).await,
+        Command::Record(r) => {
+            let summary = crate::record::record(master, r).await?;
+            sink.emit(Report::Recorded(summary))
+        }
+        // Offline: `crate::run_with` runs it before any master exists.
+        Command::Decode(_) => Err(CliError::Usage(
+            "fcan decode runs offline, not against a master".into(),
+        )),
     }
+}
+
+/// `fcan plan`: every planned node's frames, printed or as a DBC file.
+async fn plan<M: MasterApi>(
+    master: &M,
+    args: &crate::args::PlanArgs,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
+    let nodes = master.nodes().await?;
+    let registry = master.registry().await?;
+    let mut planned = Vec::new();
+    for n in &nodes {
+        if let Some(want) = &args.node {
+            if *want != n.name && want.parse::<u8>().ok() != Some(n.id.get()) {
+                continue;
+            }
+        }
+        if let Some(p) = master.plan(n.id).await? {
+            planned.push((n, p));
+        }
+    }
+    if planned.is_empty() {
+        return Err(CliError::Usage(match &args.node {
+            Some(n) => format!(
+                "node `{}` has no plan (not running, or not on this bus)",
+                Untrusted(n)
+            ),
+            None => "no node has a plan yet (none running)".into(),
+        }));
+    }
+    if let Some(path) = &args.dbc {
+        let nodes: Vec<crate::dbc::PlannedNode> = planned
+            .iter()
+            .map(|(n, p)| crate::dbc::PlannedNode {
+                id: n.id,
+                name: &n.name,
+                mtu: n.mode.mtu(),
+                plan: p,
+            })
+            .collect();
+        let text = crate::dbc::write(&nodes, &registry);
+        std::fs::write(path, &text)
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+        return sink.emit(Report::Dbc(DbcView {
+            file: path.display().to_string(),
+            messages: text.lines().filter(|l| l.starts_with("BO_ ")).count(),
+            nodes: planned.len(),
+        }));
+    }
+    let mut frames = Vec::new();
+    for (n, p) in &planned {
+        for f in &p.frames {
+            let h = &f.header;
+            let topics = f
+                .entries
+                .iter()
+                .filter_map(|e| {
+                    registry
+                        .topics
+                        .iter()
+                        .find(|t| t.node == n.id && t.block == e.block && t.topic == e.topic)
+                        .map(|t| t.name.clone())
+                })
+                .collect();
+            frames.push(PlanFrameView {
+                node: n.name.clone(),
+                index: h.index,
+                std_id: h.std_id,
+                dir: fcan_master::json::direction_name(h.dir),
+                len: h.len,
+                masked: h.masked,
+                group_parts: h.group_parts,
+                group_index: h.group_index,
+                period_us: h.period_us,
+                topics,
+            });
+        }
+    }
+    sink.emit(Report::Plan(frames))
 }
 
 /// A message's fields on one line: `{position: f32, raw: [u8; 4]}`.

@@ -19,7 +19,11 @@
 
 pub mod args;
 pub mod attach;
+mod dbc;
+mod decode;
 mod exec;
+pub mod mcap_file;
+mod record;
 mod render;
 pub mod serve;
 mod value_text;
@@ -120,6 +124,11 @@ pub async fn run_with(
     notes: &mut dyn Write,
 ) -> Result<(), CliError> {
     let o = Output { json: cli.json };
+    if let Command::Decode(args) = &cli.command {
+        // Offline: no bus, no daemon; the blob cache only for schemas the capture lacks.
+        let store = (!cli.no_cache).then(|| blob_store(cli.cache_dir.as_deref()));
+        return decode::decode(args, store, out, notes);
+    }
     // A spec that names no bus is refused before any network or bus is touched.
     let (bus, spec) = attach::bus_name(&cli.bus)?;
     if !cli.no_daemon {
@@ -232,9 +241,7 @@ pub(crate) async fn start_master(
     let store: Box<dyn BlobStore> = if no_cache {
         Box::new(MemoryStore::new())
     } else {
-        Box::new(DiskStore::new(
-            cache_dir.map_or_else(DiskStore::default_dir, Into::into),
-        ))
+        blob_store(cache_dir)
     };
     Master::start(
         transport,
@@ -244,6 +251,13 @@ pub(crate) async fn start_master(
         },
     )
     .await
+}
+
+/// The on-disk blob cache: `cache_dir`, or the default directory.
+fn blob_store(cache_dir: Option<&std::path::Path>) -> Box<dyn BlobStore> {
+    Box::new(DiskStore::new(
+        cache_dir.map_or_else(DiskStore::default_dir, Into::into),
+    ))
 }
 
 /// A master of our own: opens the bus, discovers, runs the command, exits.

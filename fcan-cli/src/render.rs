@@ -66,6 +66,9 @@ impl<'a> Renderer<'a> {
             Report::ParamLoad(v) => self.json_line(v),
             Report::Schema(v) => self.json_line(v),
             Report::Monitor(v) => self.json_lines(v),
+            Report::Plan(v) => self.json_lines(v),
+            Report::Dbc(v) => self.json_line(v),
+            Report::Recorded(v) => self.json_line(v),
         }
     }
 
@@ -137,6 +140,41 @@ impl<'a> Renderer<'a> {
                 }
             }
             Report::Call(c) => writeln!(out, "{}", c.response)?,
+            Report::Plan(frames) => {
+                writeln!(
+                    out,
+                    "{:<16} {:>3} {:>5} {:<3} {:>3}  topics",
+                    "node", "#", "id", "dir", "len"
+                )?;
+                for f in &frames {
+                    let mut kind = String::new();
+                    if f.group_parts > 1 {
+                        kind = format!(" (part {}/{})", f.group_index + 1, f.group_parts);
+                    } else if f.masked {
+                        kind = " (masked)".into();
+                    }
+                    writeln!(
+                        out,
+                        "{:<16} {:>3} 0x{:03X} {:<3} {:>3}  {}{kind}",
+                        Untrusted(&f.node),
+                        f.index,
+                        f.std_id,
+                        f.dir,
+                        f.len,
+                        Untrusted(&f.topics.join(", "))
+                    )?;
+                }
+            }
+            Report::Recorded(r) => writeln!(
+                out,
+                "wrote {}: {:.1} s, {} messages ({} frames, {} lost) of {} nodes, {} bytes",
+                r.file, r.seconds, r.messages, r.frames, r.frames_lost, r.nodes, r.bytes
+            )?,
+            Report::Dbc(d) => writeln!(
+                out,
+                "wrote {}: {} messages of {} nodes",
+                d.file, d.messages, d.nodes
+            )?,
             Report::Params(params) => {
                 let show = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), Value::to_string);
                 for p in &params {

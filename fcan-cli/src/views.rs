@@ -19,15 +19,7 @@ use serde::{Serialize, Serializer};
 
 // The names of node states and bus modes are shared with the remote API: one mapping,
 // in `fcan_master::json`.
-pub use fcan_master::json::{bus_mode_name, node_state_name};
-
-/// A topic's direction as `fcan` prints it: `m2s` (master → node) or `s2m`.
-pub fn direction_name(d: DataDirection) -> &'static str {
-    match d {
-        DataDirection::M2s => "m2s",
-        DataDirection::S2m => "s2m",
-    }
-}
+pub use fcan_master::json::{bus_mode_name, direction_name, node_state_name};
 
 fn ser_state<S: Serializer>(s: &NodeState, ser: S) -> Result<S::Ok, S::Error> {
     ser.serialize_str(node_state_name(*s))
@@ -527,6 +519,61 @@ pub struct ErrorView {
     pub error: String,
 }
 
+/// One data frame of a node's plan (`fcan plan`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanFrameView {
+    /// The node's name.
+    pub node: String,
+    /// Position in the plan.
+    pub index: u8,
+    /// Standard identifier.
+    pub std_id: u16,
+    /// `m2s` or `s2m`.
+    pub dir: &'static str,
+    /// Payload bytes.
+    pub len: u8,
+    /// Byte 0 is a presence mask.
+    pub masked: bool,
+    /// Part `group_index` of a split group of `group_parts` frames (1: an ordinary frame).
+    pub group_parts: u8,
+    /// Position in the group.
+    pub group_index: u8,
+    /// s2m period (µs; 0: on commit).
+    pub period_us: u32,
+    /// The topics it carries.
+    pub topics: Vec<String>,
+}
+
+/// `fcan plan --dbc`'s result.
+#[derive(Clone, Debug, Serialize)]
+pub struct DbcView {
+    /// The file written.
+    pub file: String,
+    /// Frames (messages) described.
+    pub messages: usize,
+    /// Nodes.
+    pub nodes: usize,
+}
+
+/// `fcan record`'s summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordedView {
+    /// The file written.
+    pub file: String,
+    /// How long it recorded.
+    pub seconds: f64,
+    /// Messages written (topic values and frames).
+    pub messages: u64,
+    /// Raw frames among them.
+    pub frames: u64,
+    /// Frames lost because the recorder fell behind.
+    pub frames_lost: u64,
+    /// Nodes recorded.
+    pub nodes: usize,
+    /// File size.
+    pub bytes: u64,
+}
+
 /// Everything a command can report, in the order it happens. The executor produces
 /// these, the renderer prints them: a list is one report (a table in text, one JSON line
 /// per item), a stream one report per message.
@@ -548,6 +595,9 @@ pub(crate) enum Report {
     Schema(Box<SchemaView>),
     /// One refresh: one view per bus.
     Monitor(Vec<MonitorView>),
+    Plan(Vec<PlanFrameView>),
+    Recorded(RecordedView),
+    Dbc(DbcView),
 }
 
 #[cfg(test)]

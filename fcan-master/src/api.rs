@@ -11,7 +11,8 @@ use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::engine::{Event, NodeSchema, Phase};
-use crate::master::{Master, MasterError, NodeInfo, Sample, Status};
+use crate::master::{BusFrame, Master, MasterError, NodeInfo, Sample, Status};
+use crate::planner::Plan;
 use crate::registry::Registry;
 use crate::value::Value;
 
@@ -37,8 +38,17 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         node: NodeId,
     ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send;
 
+    /// A node's frame plan (what its FRAME_DEFINEs said), once the master planned it.
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send;
+
     /// Master events (nodes announced, running, rebooted, offline, failed …), from now on.
     fn events(&self) -> broadcast::Receiver<Event>;
+
+    /// Every frame on the bus from now on, received and sent (see [`Master::frames`];
+    /// a remote implementation documents its own timing and backlog).
+    fn frames(
+        &self,
+    ) -> impl Future<Output = Result<broadcast::Receiver<BusFrame>, MasterError>> + Send;
 
     /// Every sample of topic `topic` (`/<node>/<ns>/<name>`), from now on.
     fn subscribe(
@@ -121,8 +131,16 @@ impl MasterApi for Master {
     ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send {
         Master::schema(self, node)
     }
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
+        Master::plan(self, node)
+    }
     fn events(&self) -> broadcast::Receiver<Event> {
         Master::events(self)
+    }
+    fn frames(
+        &self,
+    ) -> impl Future<Output = Result<broadcast::Receiver<BusFrame>, MasterError>> + Send {
+        std::future::ready(Ok(Master::frames(self)))
     }
     fn subscribe(
         &self,

@@ -367,6 +367,107 @@ impl Status {
     }
 }
 
+/// The JSON of a data direction: `m2s` or `s2m`.
+pub fn direction_name(d: fcan_core::msg::DataDirection) -> &'static str {
+    match d {
+        fcan_core::msg::DataDirection::M2s => "m2s",
+        fcan_core::msg::DataDirection::S2m => "s2m",
+    }
+}
+
+impl crate::planner::Plan {
+    /// The plan as JSON: `{"frames": [{index, std_id, dir, len, masked, sequenced,
+    /// group_parts, group_index, period_us, entries: [{block, topic, src_offset, len,
+    /// dst_offset}]}]}`: what a FRAME_DEFINE carries, for recordings and the remote API.
+    ///
+    /// ```
+    /// use fcan_master::planner::Plan;
+    /// let p = Plan::from_json(&serde_json::json!({"frames": []})).unwrap();
+    /// assert_eq!(Plan::from_json(&p.to_json()).unwrap(), p);
+    /// assert!(Plan::from_json(&serde_json::json!({"frames": [{"index": 0}]})).is_err());
+    /// ```
+    pub fn to_json(&self) -> Json {
+        let frames: Vec<Json> = self
+            .frames
+            .iter()
+            .map(|f| {
+                let h = &f.header;
+                let entries: Vec<Json> = f
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        json!({"block": e.block, "topic": e.topic, "src_offset": e.src_offset,
+                               "len": e.len, "dst_offset": e.dst_offset})
+                    })
+                    .collect();
+                json!({
+                    "index": h.index, "std_id": h.std_id, "dir": direction_name(h.dir),
+                    "len": h.len, "masked": h.masked, "sequenced": h.sequenced,
+                    "group_parts": h.group_parts, "group_index": h.group_index,
+                    "period_us": h.period_us, "entries": entries,
+                })
+            })
+            .collect();
+        json!({ "frames": frames })
+    }
+
+    /// Parses [`Plan::to_json`]'s JSON.
+    pub fn from_json(v: &Json) -> Result<crate::planner::Plan, String> {
+        use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
+        fn num<T: TryFrom<u64>>(o: &Json, k: &str) -> Result<T, String> {
+            o.get(k)
+                .and_then(Json::as_u64)
+                .and_then(|n| T::try_from(n).ok())
+                .ok_or_else(|| format!("plan: `{k}` missing or out of range"))
+        }
+        fn flag(o: &Json, k: &str) -> Result<bool, String> {
+            o.get(k)
+                .and_then(Json::as_bool)
+                .ok_or_else(|| format!("plan: `{k}` missing"))
+        }
+        let frames = v
+            .get("frames")
+            .and_then(Json::as_array)
+            .ok_or("plan: `frames` missing")?;
+        let mut out = Vec::with_capacity(frames.len());
+        for f in frames {
+            let dir = match f.get("dir").and_then(Json::as_str) {
+                Some("m2s") => DataDirection::M2s,
+                Some("s2m") => DataDirection::S2m,
+                _ => return Err("plan: `dir` must be m2s or s2m".into()),
+            };
+            let header = FrameHeader {
+                index: num(f, "index")?,
+                std_id: num(f, "std_id")?,
+                dir,
+                sequenced: flag(f, "sequenced")?,
+                masked: flag(f, "masked")?,
+                len: num(f, "len")?,
+                group_parts: num(f, "group_parts")?,
+                group_index: num(f, "group_index")?,
+                period_us: num(f, "period_us")?,
+            };
+            let entries = f
+                .get("entries")
+                .and_then(Json::as_array)
+                .ok_or("plan: `entries` missing")?
+                .iter()
+                .map(|e| {
+                    Ok(CopyEntry {
+                        block: num(e, "block")?,
+                        topic: num(e, "topic")?,
+                        src_offset: num(e, "src_offset")?,
+                        len: num(e, "len")?,
+                        dst_offset: num(e, "dst_offset")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            out.push(crate::planner::PlannedFrame { header, entries });
+        }
+        Ok(crate::planner::Plan { frames: out })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,8 @@ pub mod registry;
 pub mod value;
 pub use api::MasterApi;
 pub use engine::Phase;
-pub use master::{Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status};
+pub use master::{
+    BusFrame, Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status,
+};
 pub mod dispatch;
 pub mod text;

@@ -212,6 +212,7 @@ enum Command {
         NodeId,
         oneshot::Sender<Option<Arc<crate::engine::NodeSchema>>>,
     ),
+    Plan(NodeId, oneshot::Sender<Option<crate::planner::Plan>>),
     Subscribe(
         String,
         mpsc::UnboundedSender<Sample>,
@@ -233,7 +234,32 @@ enum Command {
 pub struct Master {
     cmd: mpsc::Sender<Command>,
     events: broadcast::Sender<Event>,
+    frames: broadcast::Sender<BusFrame>,
 }
+
+/// A frame that passed on the bus as the master saw it: received, or sent by the master.
+/// What `candump` on the interface would log, for recorders ([`Master::frames`]).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct BusFrame {
+    /// The frame.
+    pub frame: Frame,
+    /// When it was received or sent.
+    pub at: Instant,
+    /// `true`: the master sent it.
+    pub sent: bool,
+}
+
+impl BusFrame {
+    /// A frame seen at `at` (for a master implementation outside this crate).
+    pub fn new(frame: Frame, at: Instant, sent: bool) -> BusFrame {
+        BusFrame { frame, at, sent }
+    }
+}
+
+/// Frames a [`Master::frames`] receiver may fall behind by before it loses the oldest
+/// (and learns how many, as `RecvError::Lagged`): about a second of a busy FD bus.
+pub const FRAMES_BACKLOG: usize = 8192;
 
 impl Master {
     /// Starts a master on `transport`: listens for another master first (and refuses to
@@ -286,12 +312,14 @@ impl Master {
         }
         let (cmd, cmd_rx) = mpsc::channel(64);
         let (events, _) = broadcast::channel(1024);
+        let (frames, _) = broadcast::channel(FRAMES_BACKLOG);
         let task = Task {
             engine,
             transport,
             base,
             cmd_rx,
             events: events.clone(),
+            frames: frames.clone(),
             sink: SubscriberSink::default(),
             waiting: BTreeMap::new(),
             registry: Registry::default(),
@@ -301,7 +329,11 @@ impl Master {
             cache_wake,
         };
         tokio::spawn(task.run());
-        let m = Master { cmd, events };
+        let m = Master {
+            cmd,
+            events,
+            frames,
+        };
         m.send(Command::Discover).await?;
         Ok(m)
     }
@@ -322,6 +354,13 @@ impl Master {
     /// Engine events (node online/offline/rebooted, collisions, …) from now on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
+    }
+
+    /// Every frame on the bus from now on, received and sent, for recorders. Costs the
+    /// master nothing while no receiver exists; a receiver more than
+    /// [`FRAMES_BACKLOG`] frames behind loses the oldest and is told how many.
+    pub fn frames(&self) -> broadcast::Receiver<BusFrame> {
+        self.frames.subscribe()
     }
 
     /// Asks every node to announce again.
@@ -350,6 +389,11 @@ impl Master {
         node: NodeId,
     ) -> Result<Option<Arc<crate::engine::NodeSchema>>, MasterError> {
         self.ask(|tx| Command::Schema(node, tx)).await
+    }
+
+    /// A node's frame plan, once planned ([`MasterApi::plan`]).
+    pub async fn plan(&self, node: NodeId) -> Result<Option<crate::planner::Plan>, MasterError> {
+        self.ask(|tx| Command::Plan(node, tx)).await
     }
 
     /// Waits until at least `n` nodes are running ([`MasterApi::wait_for_nodes`]).
@@ -458,6 +502,7 @@ struct Task<T> {
     base: tokio::time::Instant,
     cmd_rx: mpsc::Receiver<Command>,
     events: broadcast::Sender<Event>,
+    frames: broadcast::Sender<BusFrame>,
     sink: SubscriberSink,
     waiting: BTreeMap<u64, Waiting>,
     registry: Registry,
@@ -487,6 +532,9 @@ impl<T: Transport> Task<T> {
                     Ok(rx) => {
                         let at = micros(self.base, rx.at);
                         self.bus_busy += self.rates.frame_time(&rx.frame);
+                        if self.frames.receiver_count() > 0 {
+                            let _ = self.frames.send(BusFrame::new(rx.frame, rx.at, false));
+                        }
                         self.engine.handle_frame(&rx.frame, at, &mut self.sink);
                     }
                     Err(e) if e.is_bus_event() => {}
@@ -533,8 +581,13 @@ impl<T: Transport> Task<T> {
                     // n ≥ 1 by the trait's contract; `max` keeps a transport that breaks it
                     // from stalling the master.
                     let n = n.max(1);
+                    let tapped = self.frames.receiver_count() > 0;
+                    let now = Instant::now();
                     for f in &batch[sent..sent + n] {
                         self.bus_busy += self.rates.frame_time(f);
+                        if tapped {
+                            let _ = self.frames.send(BusFrame::new(*f, now, true));
+                        }
                     }
                     sent += n;
                     tries = 0;
@@ -628,6 +681,9 @@ impl<T: Transport> Task<T> {
             }
             Command::Schema(node, tx) => {
                 let _ = tx.send(self.engine.node(node).and_then(|n| n.schema.clone()));
+            }
+            Command::Plan(node, tx) => {
+                let _ = tx.send(self.engine.node(node).and_then(|n| n.plan.clone()));
             }
             Command::Subscribe(name, sub, tx) => {
                 let r = self.registry().topic(&name).cloned().map(|t| {

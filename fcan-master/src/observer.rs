@@ -14,10 +14,10 @@
 //! provisioning), or whose node's blob is neither in the capture nor in the blob store.
 //!
 //! ```
-//! use fcan_core::frame::{CanId, Frame, Mtu};
+//! use fcan_core::frame::{CanId, Frame};
 //! use fcan_master::observer::{Observation, Observer};
 //! let mut obs = Observer::new(None);
-//! let frame = Frame::new(CanId::Standard(0x123), &[1, 2, 3]).unwrap();
+//! let frame = Frame::classic(CanId::Standard(0x123), &[1, 2, 3]).unwrap();
 //! let mut seen = 0;
 //! obs.push(&frame, 0, &mut |o: Observation| seen += 1);
 //! assert_eq!(seen, 0);
@@ -36,7 +36,7 @@ use fcan_core::segment::ReassemblyPool;
 
 use crate::cache::BlobStore;
 use crate::engine::{unpack_data_frame, NodeSchema, Staging, Unpacked};
-use crate::planner::PlannedFrame;
+use crate::planner::{Plan, PlannedFrame};
 use crate::registry::Registry;
 use crate::value::{unpack_message_named, Value};
 
@@ -113,6 +113,24 @@ pub struct ObserverStats {
     pub schemas_invalid: u64,
 }
 
+/// What the capture told of one node.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ObservedNodeInfo {
+    /// The node.
+    pub node: NodeId,
+    /// Its name, once its schema is known.
+    pub name: Option<String>,
+    /// Its boot id, if its ANNOUNCE was captured.
+    pub boot_id: Option<u32>,
+    /// Its schema, if known.
+    pub schema: Option<Arc<NodeSchema>>,
+    /// Its plan's frames the capture defined, in plan order.
+    pub plan: Plan,
+    /// Whether no frame of the plan is missing (a FRAME_DEFINE not captured).
+    pub plan_complete: bool,
+}
+
 /// One topic of a node, resolved for decoding.
 struct TopicSlot {
     name: Arc<str>,
@@ -148,6 +166,9 @@ pub struct Observer {
     routes: Vec<Option<(u8, u8)>>,
     staging: BTreeMap<(u8, u8, u8), Staging>,
     rx: Box<ReassemblyPool<32, 8192>>,
+    /// Every schema known, by announced hash and length: nodes running the same blob
+    /// share it (the master downloads it once, so the capture holds it once).
+    schemas: BTreeMap<(HashPrefix, u32), Arc<NodeSchema>>,
     stats: ObserverStats,
 }
 
@@ -160,6 +181,7 @@ impl Observer {
             routes: vec![None; IDS],
             staging: BTreeMap::new(),
             rx: Box::new(ReassemblyPool::new()),
+            schemas: BTreeMap::new(),
             stats: ObserverStats::default(),
         }
     }
@@ -167,6 +189,39 @@ impl Observer {
     /// What was seen so far.
     pub fn stats(&self) -> ObserverStats {
         self.stats
+    }
+
+    /// Every topic, service and parameter of the nodes whose schema is known.
+    pub fn registry(&self) -> Registry {
+        let mut reg = Registry::default();
+        for (&id, n) in &self.nodes {
+            let (Some(s), Some(node)) = (&n.schema, NodeId::new(id)) else {
+                continue;
+            };
+            reg.add_schema(node, s, |b| {
+                n.counts.get(b.array).is_some_and(|c| b.index < *c as u32)
+            });
+        }
+        reg
+    }
+
+    /// The nodes heard, with what the capture told of each.
+    pub fn nodes(&self) -> Vec<ObservedNodeInfo> {
+        self.nodes
+            .iter()
+            .filter_map(|(&id, n)| {
+                Some(ObservedNodeInfo {
+                    node: NodeId::new(id)?,
+                    name: n.schema.as_ref().map(|s| s.schema.node_name(id)),
+                    boot_id: n.boot_id,
+                    schema: n.schema.clone(),
+                    plan: Plan {
+                        frames: n.plan.iter().flatten().cloned().collect(),
+                    },
+                    plan_complete: n.plan.iter().all(Option::is_some),
+                })
+            })
+            .collect()
     }
 
     /// Takes one frame seen on the bus at `at` (µs on any monotonic clock; the
@@ -216,10 +271,9 @@ impl Observer {
         if n.boot_id == Some(a.boot_id) && n.hash == Some(a.hash) {
             return; // an ANNOUNCE repeated (a DISCOVER answered again)
         }
-        let same_blob = n.hash == Some(a.hash) && n.blob_len == a.blob_len;
         // A reboot (or a first hearing): the node forgets its plan; the master plans it
         // again with FRAME_DEFINEs the capture will show.
-        let schema = if same_blob { n.schema.take() } else { None };
+        let schema = self.schemas.get(&(a.hash, a.blob_len)).cloned();
         *n = ObservedNode {
             boot_id: Some(a.boot_id),
             blob_len: a.blob_len,
@@ -299,6 +353,10 @@ impl Observer {
         count: bool,
         out: &mut impl FnMut(Observation),
     ) {
+        if let Some(h) = self.nodes.get(&node).and_then(|n| n.hash) {
+            let len = self.nodes.get(&node).map_or(0, |n| n.blob_len);
+            self.schemas.entry((h, len)).or_insert_with(|| s.clone());
+        }
         let Some(n) = self.nodes.get_mut(&node) else {
             return;
         };

@@ -47,9 +47,11 @@ use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::engine::{Event, NodeSchema};
 use fcan_master::json::event_from_json;
+use fcan_master::planner::Plan;
 use fcan_master::registry::Registry;
+use fcan_master::transport::candump::{self, LogEntry};
 use fcan_master::value::{pack_message, Value};
-use fcan_master::{MasterApi, MasterError, NodeInfo, Sample, Status};
+use fcan_master::{BusFrame, MasterApi, MasterError, NodeInfo, Sample, Status};
 use serde_json::Value as Json;
 use tokio::sync::{broadcast, mpsc};
 use zenoh::Session;
@@ -425,8 +427,80 @@ impl MasterApi for RemoteMaster {
         }
     }
 
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
+        async move {
+            let nodes = self.nodes().await?;
+            let Some(n) = nodes.iter().find(|n| n.id == node) else {
+                return Ok(None);
+            };
+            let key = keys::plan(&self.inner.bus, &n.name)
+                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            let j = self.query_json(key, None).await?;
+            if j.is_null() {
+                return Ok(None);
+            }
+            Plan::from_json(&j)
+                .map(Some)
+                .map_err(|e| internal(format!("plan: {e}")))
+        }
+    }
+
     fn events(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
+    }
+
+    /// The daemon puts the frames it sees on `fcan/<bus>/frames` while someone
+    /// subscribes (one put per wake-up, docs/remote.md); each call subscribes anew. Times
+    /// are mapped like sample times; frames the daemon could not put fast enough are lost
+    /// (its `lost` lines are not passed on).
+    fn frames(
+        &self,
+    ) -> impl Future<Output = Result<broadcast::Receiver<BusFrame>, MasterError>> + Send {
+        async move {
+            let key = keys::frames(&self.inner.bus).expect("bus name checked");
+            self.status().await?; // anchors the clock mapping
+            let (tx, rx) = broadcast::channel(fcan_master::master::FRAMES_BACKLOG);
+            let clock = self.inner.clock.clone();
+            let cb_tx = tx.clone();
+            let sub = self
+                .inner
+                .session
+                .declare_subscriber(key)
+                .callback(move |s| {
+                    let payload = s.payload().to_bytes();
+                    let Ok(text) = std::str::from_utf8(&payload) else {
+                        return;
+                    };
+                    for line in text.lines() {
+                        let mut it = line.splitn(3, ' ');
+                        let (Some(t), Some(dir), Some(frame)) = (it.next(), it.next(), it.next())
+                        else {
+                            continue;
+                        };
+                        let Ok(t_us) = t.parse::<u64>() else { continue };
+                        let sent = match dir {
+                            "tx" => true,
+                            "rx" => false,
+                            _ => continue, // `lost` and what a later daemon may add
+                        };
+                        let Ok(LogEntry::Frame(frame)) = candump::parse_frame(frame) else {
+                            continue;
+                        };
+                        let at = clock.lock().unwrap_or_else(|p| p.into_inner()).at(t_us);
+                        let _ = cb_tx.send(BusFrame::new(frame, at, sent));
+                    }
+                })
+                .await
+                .map_err(unreachable)?;
+            // The subscription lives while a receiver does.
+            tokio::spawn(async move {
+                while tx.receiver_count() > 0 {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                drop(sub);
+            });
+            Ok(rx)
+        }
     }
 
     fn subscribe(

@@ -10,9 +10,11 @@
 //! | `fcan/<bus>/service/<node>/<ns>/<name>` | service queryable |
 //! | `fcan/<bus>/param/<node>/<ns>/<name>` | parameter queryable |
 //! | `fcan/<bus>/node/<node>` | node info queryable |
+//! | `fcan/<bus>/plan/<node>` | frame plan queryable |
 //! | `fcan/<bus>/alive/<node>` | liveliness token of a running node |
 //! | `fcan/<bus>/schema/<sha256 hex>` | schema blob queryable |
 //! | `fcan/<bus>/status` | status queryable and periodic put |
+//! | `fcan/<bus>/frames` | raw frames, while subscribed |
 //! | `fcan/<bus>/events` | engine events |
 //! | `fcan/<bus>/registry` | registry queryable |
 //!
@@ -49,6 +51,10 @@ pub enum Entity {
     Param(String),
     /// A node's info, by node name.
     Node(String),
+    /// A node's frame plan, by node name.
+    Plan(String),
+    /// Every frame on the bus (while subscribed).
+    Frames,
     /// A node's liveliness token, by node name.
     Alive(String),
     /// A schema blob, by its SHA-256 in hex.
@@ -117,6 +123,12 @@ pub fn node(bus: &str, node: &str) -> Option<String> {
     Some(format!("{}/node/{node}", base(bus)?))
 }
 
+/// The key of a node's frame plan.
+pub fn plan(bus: &str, node: &str) -> Option<String> {
+    chunk_ok(node).then_some(())?;
+    Some(format!("{}/plan/{node}", base(bus)?))
+}
+
 /// The key of a node's liveliness token.
 pub fn alive(bus: &str, node: &str) -> Option<String> {
     chunk_ok(node).then_some(())?;
@@ -145,6 +157,11 @@ pub fn samples(bus: &str, node: &str) -> Option<String> {
 /// The status key.
 pub fn status(bus: &str) -> Option<String> {
     Some(format!("{}/status", base(bus)?))
+}
+
+/// The raw frames key.
+pub fn frames(bus: &str) -> Option<String> {
+    Some(format!("{}/frames", base(bus)?))
 }
 
 /// The events key.
@@ -178,6 +195,7 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
         ("status", None) => Entity::Status,
         ("publish", None) => Entity::Publish,
         ("events", None) => Entity::Events,
+        ("frames", None) => Entity::Frames,
         ("registry", None) => Entity::Registry,
         ("topic" | "service" | "param", Some(rest)) => {
             let chunks: Vec<&str> = rest.split('/').collect();
@@ -197,12 +215,15 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
                 }
             }
         }
-        ("node" | "alive" | "schema" | "samples", Some(rest)) if chunk_ok(rest) => match kind {
-            "node" => Entity::Node(rest.to_string()),
-            "alive" => Entity::Alive(rest.to_string()),
-            "samples" => Entity::Samples(rest.to_string()),
-            _ => Entity::Schema(rest.to_string()),
-        },
+        ("node" | "plan" | "alive" | "schema" | "samples", Some(rest)) if chunk_ok(rest) => {
+            match kind {
+                "node" => Entity::Node(rest.to_string()),
+                "plan" => Entity::Plan(rest.to_string()),
+                "alive" => Entity::Alive(rest.to_string()),
+                "samples" => Entity::Samples(rest.to_string()),
+                _ => Entity::Schema(rest.to_string()),
+            }
+        }
         _ => return None,
     };
     Some((bus.to_string(), entity))

@@ -220,6 +220,7 @@ enum QKind {
     Service,
     Param,
     Node,
+    Plan,
     Schema,
     Status,
     Registry,
@@ -293,6 +294,7 @@ impl Server {
             (keys::all_of(bus, "service"), QKind::Service),
             (keys::all_of(bus, "param"), QKind::Param),
             (keys::all_of(bus, "node"), QKind::Node),
+            (keys::all_of(bus, "plan"), QKind::Plan),
             (keys::all_of(bus, "schema"), QKind::Schema),
             (keys::status(bus), QKind::Status),
             (keys::registry(bus), QKind::Registry),
@@ -321,7 +323,19 @@ impl Server {
             .callback(move |s| sh.on_put(s, &put_tx))
             .await
             .map_err(zerr)?;
+        let frames_pub = session
+            .declare_publisher(keys::frames(bus).expect("bus name checked"))
+            .await
+            .map_err(zerr)?;
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let frames_out = TopicOut::new(frames_pub, None, wake.clone()).await;
         let tasks = vec![
+            tokio::spawn(forward_frames(
+                shared.master.clone(),
+                frames_out,
+                wake,
+                shared.opts.clock,
+            )),
             tokio::spawn(shared.clone().put_worker(put_rx)),
             tokio::spawn(shared.clone().event_loop()),
             tokio::spawn(shared.clone().status_loop()),
@@ -616,6 +630,28 @@ impl Shared {
                     ));
                 }
                 Ok(out)
+            }
+            QKind::Plan => {
+                if is_wild(qkey) {
+                    return Ok(Vec::new());
+                }
+                let Some((_, Entity::Plan(name))) = keys::parse(qkey.as_str()) else {
+                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a plan key"));
+                };
+                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+                let Some(n) = nodes.iter().find(|n| n.name == name) else {
+                    return Err(ErrorReply::new(
+                        kind::UNKNOWN_NAME,
+                        format!("no node {name} on this bus"),
+                    ));
+                };
+                let plan = self
+                    .master
+                    .plan(n.id)
+                    .await
+                    .map_err(|e| ErrorReply::of(&e))?;
+                let j = plan.map_or(Json::Null, |p| p.to_json());
+                Ok(vec![(qkey.to_string(), j.to_string().into_bytes())])
             }
             QKind::Schema => {
                 if is_wild(qkey) {
@@ -1065,10 +1101,13 @@ async fn forward(
                 .is_some_and(|o| o.matched.load(Ordering::Relaxed))
         };
         let group = group.as_ref().filter(|g| g.matched.load(Ordering::Relaxed));
+        // The samples to put, read once: a subscriber may come or go meanwhile (the
+        // flags are atomics), and the count below must match the puts made.
+        let single: Vec<&fcan_master::Sample> = drained.iter().filter(|s| watched(s)).collect();
         // How many puts this wake-up makes, so the last one can be express.
-        let mut left = drained.iter().filter(|s| watched(s)).count()
-            + group.map_or(0, |_| drained.chunk_by(|a, b| a.at == b.at).count());
-        for s in drained.iter().filter(|s| watched(s)) {
+        let mut left =
+            single.len() + group.map_or(0, |_| drained.chunk_by(|a, b| a.at == b.at).count());
+        for s in single {
             let out = &outs[&*s.name];
             left -= 1;
             att.t_us = s.at.saturating_duration_since(clock).as_micros() as u64;
@@ -1104,6 +1143,65 @@ async fn forward(
                 count.sample_groups.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// Puts the bus's raw frames on `fcan/<bus>/frames` while a subscriber matches it (the
+/// master is asked for them only then): each put is the frames drained at one wake-up,
+/// one line each, `<t_us> <rx|tx> <candump frame>` (`123##1A0B`), `t_us` on the clock of
+/// sample attachments; a line `<t_us> lost <n>` says `n` frames were dropped because the
+/// daemon could not put them fast enough (docs/remote.md).
+async fn forward_frames(
+    master: Master,
+    out: TopicOut,
+    wake: Arc<tokio::sync::Notify>,
+    clock: Instant,
+) {
+    use std::fmt::Write as _;
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+    let mut rx: Option<tokio::sync::broadcast::Receiver<fcan_master::BusFrame>> = None;
+    let mut text = String::with_capacity(4096);
+    let t_us = |at: Instant| at.saturating_duration_since(clock).as_micros() as u64;
+    loop {
+        if !out.matched.load(Ordering::Relaxed) {
+            rx = None;
+            wake.notified().await;
+            continue;
+        }
+        let r = rx.get_or_insert_with(|| master.frames());
+        let first = tokio::select! {
+            f = r.recv() => f,
+            _ = wake.notified() => continue,
+        };
+        text.clear();
+        let line = |text: &mut String, f: Result<fcan_master::BusFrame, RecvError>| match f {
+            Ok(f) => {
+                let dir = if f.sent { "tx" } else { "rx" };
+                let frame = fcan_master::transport::candump::format_frame(&f.frame, true);
+                let _ = writeln!(text, "{} {dir} {frame}", t_us(f.at));
+                true
+            }
+            Err(RecvError::Lagged(n)) => {
+                let _ = writeln!(text, "{} lost {n}", t_us(Instant::now()));
+                true
+            }
+            Err(RecvError::Closed) => false,
+        };
+        if !line(&mut text, first) {
+            return;
+        }
+        for _ in 0..DRAIN * 4 {
+            match r.try_recv() {
+                Ok(f) => {
+                    line(&mut text, Ok(f));
+                }
+                Err(TryRecvError::Lagged(n)) => {
+                    line(&mut text, Err(RecvError::Lagged(n)));
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = out.publisher.put(text.as_bytes().to_vec()).await;
     }
 }
 

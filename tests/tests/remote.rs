@@ -1042,3 +1042,68 @@ async fn every_delivery_delivers_the_samples_in_order() {
     }
     assert!("fast".parse::<fcan_remote::Delivery>().is_err());
 }
+
+/// The plan and the raw frames through the daemon, and `fcan record` attached to it: the
+/// recording holds the frames the daemon forwarded and the topics' values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_frames_and_record_through_the_daemon() {
+    let s = served().await;
+    let md1 = fcan_core::id::NodeId::new(MD1).unwrap();
+    let local = s.master.plan(md1).await.unwrap().expect("planned");
+    assert_eq!(s.m.plan(md1).await.unwrap(), Some(local.clone()));
+
+    // Raw frames: forwarded only while subscribed; data frames of the plan among them.
+    let mut frames = s.m.frames().await.unwrap();
+    let ids: std::collections::BTreeSet<u16> =
+        local.frames.iter().map(|f| f.header.std_id).collect();
+    let mut seen_data = 0;
+    let mut seen_sent = 0;
+    while seen_data < 20 || seen_sent == 0 {
+        let f = tokio::time::timeout(SOON, frames.recv())
+            .await
+            .expect("frames in time")
+            .expect("open");
+        if let fcan_core::frame::CanId::Standard(id) = f.frame.id() {
+            seen_data += ids.contains(&id) as u32;
+        }
+        seen_sent += f.sent as u32;
+    }
+    drop(frames);
+
+    let dir = std::env::temp_dir().join(format!("fcan-remote-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("daemon.mcap");
+    let cli = <fcan_cli::Cli as clap::Parser>::try_parse_from([
+        "fcan",
+        "record",
+        path.to_str().unwrap(),
+        "--duration",
+        "1",
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    fcan_cli::execute(
+        &s.m,
+        &cli.command,
+        fcan_cli::Output { json: true },
+        &mut out,
+    )
+    .await
+    .unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(summary["nodes"], 3, "{summary}");
+    assert!(summary["frames"].as_u64().unwrap() > 100, "{summary}");
+    let bytes = std::fs::read(&path).unwrap();
+    let mut feedback = 0;
+    let mut raw = 0;
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        match m.channel.topic.as_str() {
+            "/motor_driver1/motor0/feedback" => feedback += 1,
+            "/fcan/frames" => raw += 1,
+            _ => {}
+        }
+    }
+    assert!(feedback > 50, "{feedback}");
+    assert_eq!(raw, summary["frames"].as_u64().unwrap());
+}
