@@ -3,7 +3,8 @@
 # - the router does not depend on the master (it links buses through fcan-transport);
 # - a firmware's build.rs (fcan-codegen without its `cli` feature) compiles no clap;
 # - the master as a library compiles neither clap nor a YAML parser (the CLI is fcan-cli);
-# - fcan-transport knows nothing of the master.
+# - fcan-transport knows nothing of the master;
+# - the Foxglove face (fcan-foxglove) compiles neither the CLI nor Zenoh.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 status=0
@@ -30,4 +31,5 @@ refuse 'clap|clap_builder' 'a build.rs must not compile clap' -p fcan-codegen --
 refuse 'clap|clap_builder' "a firmware's build.rs must not compile clap" -p fcan-example-motor-driver -e build,normal
 refuse 'clap|clap_builder|serde_yaml_ng|unsafe-libyaml' 'the master library must not compile the CLI' -p fcan-master -e normal
 refuse 'fcan-master|clap|clap_builder' 'fcan-transport is below the master' -p fcan-transport -e normal
+refuse 'clap|clap_builder|zenoh|fcan-remote|fcan-cli' 'the Foxglove face is a room of its own' -p fcan-foxglove -e normal
 exit $status

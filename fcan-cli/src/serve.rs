@@ -1,5 +1,6 @@
 //! `fcan serve`: the bus owner. One long-running master per bus, each served over Zenoh
-//! by `fcan_remote::Server` (key space: `docs/remote.md`), until Ctrl-C.
+//! by `fcan_remote::Server` (key space: `docs/remote.md`), until Ctrl-C; with
+//! `--foxglove ADDR`, its one bus also as a Foxglove WebSocket (`docs/foxglove.md`).
 //!
 //! `serve` has its own argument parser ([`ServeCli`]) because it takes `--bus` several
 //! times, where every other command takes one: the binary hands it the command line
@@ -23,6 +24,7 @@ Examples:
   fcan serve --bus socketcan:can0 --bus socketcan:can1
   fcan serve --bus arm=socketcan:can0 --listen tcp/0.0.0.0:7447
   fcan serve --bus can0=socketcan:can0 --zenoh-config zenoh-tls.json5
+  fcan serve --bus socketcan:can0 --foxglove 127.0.0.1:8765   # and for Foxglove/Lichtblick
 
 Then, from any program on this machine (or another, with --listen): the key space
 fcan/<bus>/… (docs/remote.md), e.g. the status:  z_get -s 'fcan/*/status'.
@@ -74,6 +76,11 @@ pub struct ServeCli {
     /// (each sample on its own: the most CPU). docs/performance.md compares them.
     #[arg(long, value_name = "prompt|batched|express", default_value = "prompt")]
     pub delivery: fcan_remote::Delivery,
+    /// Also serve the bus as a Foxglove WebSocket on this address (e.g. 127.0.0.1:8765),
+    /// for Foxglove or Lichtblick (docs/foxglove.md). One bus only: a Foxglove layout
+    /// opens one connection, so run one `fcan serve` per bus to view several.
+    #[arg(long, value_name = "ADDR")]
+    pub foxglove: Option<std::net::SocketAddr>,
 }
 
 /// If the command line's subcommand is `serve`, its arguments for [`ServeCli`]
@@ -158,6 +165,11 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         }
         buses.push((name, spec));
     }
+    if cli.foxglove.is_some() && buses.len() > 1 {
+        return Err(CliError::Usage(
+            "--foxglove serves one bus: a Foxglove layout opens one connection. Run one `fcan serve --bus … --foxglove ADDR` per bus, each on its own port".into(),
+        ));
+    }
     let opened = SessionConfig::daemon()
         .listen(cli.listen.clone())
         .connect(cli.connect.clone())
@@ -183,6 +195,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
     }
     let clock = Instant::now();
     let mut servers = Vec::new();
+    let mut foxglove = Vec::new();
     for (name, spec) in &buses {
         let own_sim;
         let sim = match sim {
@@ -200,15 +213,32 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         opts.log = Some(Arc::new(move |line: &str| {
             eprintln!("fcan serve [{bus}]: {line}")
         }));
-        let server = Server::start(master, &opened.session, name, opts)
+        let server = Server::start(master.clone(), &opened.session, name, opts)
             .await
             .map_err(|e| CliError::Usage(e.to_string()))?;
         eprintln!("fcan serve [{name}]: serving {spec} as fcan/{name}/…");
+        if let Some(addr) = cli.foxglove {
+            let mut fopts = fcan_foxglove::FoxgloveOptions::default();
+            fopts.name = format!("fcan serve (bus {name})");
+            let bus = name.clone();
+            fopts.log = Some(Arc::new(move |line: &str| {
+                eprintln!("fcan serve [{bus}] foxglove: {line}")
+            }));
+            let fox = fcan_foxglove::FoxgloveServer::start(master.clone(), addr, fopts)
+                .await
+                .map_err(|e| CliError::Usage(format!("--foxglove {addr}: {e}")))?;
+            eprintln!(
+                "Foxglove: {} (open in Lichtblick/Foxglove: Open connection → Foxglove WebSocket → this URL)",
+                fox.url()
+            );
+            foxglove.push(fox);
+        }
         servers.push(server);
     }
     eprintln!("fcan serve: ready; Ctrl-C stops");
     tokio::signal::ctrl_c().await?;
     eprintln!("fcan serve: stopping");
+    drop(foxglove);
     drop(servers);
     let _ = opened.session.close().await;
     Ok(())

@@ -86,7 +86,9 @@ fn int_range(ty: ScalarType) -> (i64, i64) {
 }
 
 /// JSON Schema of a message (a topic's value, a service request or response): an object
-/// with every field, in schema order, all required, nothing else.
+/// with every field, all required, nothing else. `serde_json`'s map (without its
+/// `preserve_order` feature, which nothing here turns on) sorts the properties by name;
+/// [`message_schema_text`] writes them in schema order.
 pub fn message_schema(title: &str, fields: &[Field]) -> Json {
     let mut props = Map::new();
     for f in fields {
@@ -101,6 +103,52 @@ pub fn message_schema(title: &str, fields: &[Field]) -> Json {
         "required": required,
         "additionalProperties": false,
     })
+}
+
+/// [`message_schema`] as JSON text with the properties in schema order, the order a
+/// viewer then lists the fields in.
+///
+/// ```
+/// use fcan_core::ir::Field;
+/// use fcan_core::types::ScalarType;
+/// let f = |n: &str| Field { name: n.into(), ty: ScalarType::Bool, len: None };
+/// let text = fcan_master::json_schema::message_schema_text("t", &[f("z"), f("a")]);
+/// assert!(text.find(r#""z":"#) < text.find(r#""a":"#));
+/// ```
+pub fn message_schema_text(title: &str, fields: &[Field]) -> String {
+    use serde::ser::SerializeMap;
+    struct Props<'a>(&'a [Field]);
+    impl serde::Serialize for Props<'_> {
+        fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            let mut map = ser.serialize_map(Some(self.0.len()))?;
+            for f in self.0 {
+                map.serialize_entry(&f.name, &field_schema(f.ty, f.len))?;
+            }
+            map.end()
+        }
+    }
+    struct Schema<'a>(&'a str, &'a [Field]);
+    impl serde::Serialize for Schema<'_> {
+        fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            let whole = message_schema(self.0, &[]);
+            let mut map = ser.serialize_map(None)?;
+            if let Json::Object(m) = &whole {
+                for (k, v) in m {
+                    match k.as_str() {
+                        "properties" => map.serialize_entry(k, &Props(self.1))?,
+                        "required" => map.serialize_entry(
+                            k,
+                            &self.1.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+                        )?,
+                        _ => map.serialize_entry(k, v)?,
+                    }
+                }
+            }
+            map.end()
+        }
+    }
+    // Plain strings and numbers: serializing cannot fail.
+    serde_json::to_string(&Schema(title, fields)).unwrap_or_default()
 }
 
 /// A [`Value`] serialized for viewers: like its own `Serialize`, except that an integer
@@ -138,6 +186,7 @@ impl serde::Serialize for ViewerJson<'_> {
 /// A viewer's JSON back to a [`Value`]: the inverse of [`ViewerJson`] (a decimal string
 /// where an integer is expected is read as that integer). What a client publishes or
 /// sends as a request goes through this, then through the same checks as any value.
+/// A `null` (what a non-finite float is written as) is refused: it names no number.
 pub fn value_from_viewer_json(j: &Json) -> Result<Value, crate::value::ValueError> {
     fn fix(j: &Json) -> Json {
         match j {
@@ -180,9 +229,19 @@ mod tests {
                 f("mode", ScalarType::I8, None),
             ],
         );
-        // `required` keeps the schema's order (an object's keys need not).
         assert_eq!(s["required"], json!(["on", "pos", "mode"]));
-        assert_eq!(s["properties"].as_object().unwrap().len(), 3);
+        let props = s["properties"].as_object().unwrap();
+        assert_eq!(props.len(), 3);
+        // The text keeps the schema's order, and is the same schema.
+        let fields = [
+            f("on", ScalarType::Bool, None),
+            f("pos", ScalarType::F32, Some(3)),
+            f("mode", ScalarType::I8, None),
+        ];
+        let text = message_schema_text("t", &fields);
+        let at = |k: &str| text.find(&format!("\"{k}\":{{")).unwrap();
+        assert!(at("on") < at("pos") && at("pos") < at("mode"), "{text}");
+        assert_eq!(serde_json::from_str::<Json>(&text).unwrap(), s);
         assert_eq!(s["properties"]["pos"]["minItems"], 3);
         assert_eq!(s["properties"]["pos"]["maxItems"], 3);
         assert_eq!(s["properties"]["mode"]["minimum"], -128);
@@ -206,9 +265,11 @@ mod tests {
             text,
             r#"{"a":"-9223372036854775808","b":9007199254740992,"c":"9007199254740993","d":[-5,null]}"#
         );
-        // A client sends no null: only finite numbers come back.
-        let sent = text.replace("null", "1.5");
-        let back = value_from_viewer_json(&serde_json::from_str(&sent).unwrap()).unwrap();
+        // `null` (a non-finite float) is no value a client can send back.
+        let mut j: Json = serde_json::from_str(&text).unwrap();
+        assert!(value_from_viewer_json(&j).is_err());
+        j["d"] = json!([-5, 0.5]);
+        let back = value_from_viewer_json(&j).unwrap();
         assert_eq!(back.field("a"), Some(&Value::Int(i64::MIN)));
         assert_eq!(back.field("c"), Some(&Value::UInt(MAX_SAFE_INTEGER + 1)));
     }

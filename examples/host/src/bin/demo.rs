@@ -10,6 +10,10 @@
 //! `fcan --bus sim topic echo …` or `python3 examples/python/fcan_example.py` against the
 //! live demo. `--serve ENDPOINT` picks another endpoint, `--no-serve` serves nothing.
 //!
+//! `--foxglove 127.0.0.1:8765` also serves a Foxglove WebSocket (docs/foxglove.md):
+//! open Lichtblick or Foxglove, connect to `ws://127.0.0.1:8765`, plot
+//! `/motor_driver1/motor0/feedback.position`.
+//!
 //! ```sh
 //! cargo run -p fcan-examples --bin demo
 //! ```
@@ -21,6 +25,7 @@ use clap::Parser;
 use fcan_cli::{describe_event, execute, Cli, Command, Output, StreamArgs, TopicCmd};
 use fcan_core::frame::Mtu;
 use fcan_examples::{io_board, motor_driver, run_node};
+use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
 use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
@@ -51,6 +56,11 @@ struct Args {
     /// Serve no remote API.
     #[arg(long)]
     no_serve: bool,
+    /// Serve a Foxglove WebSocket on this address (e.g. 127.0.0.1:8765) for Foxglove or
+    /// Lichtblick: every topic a channel, parameters, services, publishing
+    /// (docs/foxglove.md).
+    #[arg(long, value_name = "ADDR")]
+    foxglove: Option<std::net::SocketAddr>,
 }
 
 /// Where the demo serves by default: loopback only, like `fcan serve`.
@@ -121,6 +131,11 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         serve(&master, &args.serve).await?
     };
 
+    let _foxglove = match args.foxglove {
+        Some(addr) => Some(foxglove(&master, addr).await?),
+        None => None,
+    };
+
     live(&master, &bus, args.seconds).await?;
     if args.no_repl {
         return Ok(());
@@ -183,6 +198,25 @@ async fn serve(
         _server: server,
         _session: opened,
     }))
+}
+
+/// Serves a Foxglove WebSocket for the demo's bus on `addr`, and says how to open it.
+async fn foxglove(
+    master: &Master,
+    addr: std::net::SocketAddr,
+) -> Result<FoxgloveServer, Box<dyn std::error::Error>> {
+    let mut opts = FoxgloveOptions::default();
+    opts.name = format!("fcan demo (bus {BUS})");
+    // Its log lines on stderr: stdout is the demo's own output.
+    opts.log = Some(std::sync::Arc::new(|line: &str| {
+        eprintln!("foxglove: {line}")
+    }));
+    let server = FoxgloveServer::start(master.clone(), addr, opts).await?;
+    println!(
+        "Foxglove: {} (open in Lichtblick/Foxglove: Open connection → Foxglove WebSocket → this URL; plot /motor_driver1/motor0/feedback.position; docs/foxglove.md)\n",
+        server.url()
+    );
+    Ok(server)
 }
 
 /// Whether a listener on `tcp/HOST:PORT` would fail now because someone holds it.

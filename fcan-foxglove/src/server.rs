@@ -1,0 +1,966 @@
+//! The shell: one master served by the `foxglove` crate's WebSocket server. What it
+//! advertises comes from [`crate::mapping`]; this module only moves things between the
+//! master and the server.
+//!
+//! * Channels live in a private `foxglove::Context`, so two servers in one process (two
+//!   buses) never share one.
+//! * A topic is subscribed at the master only while at least one client subscribes to
+//!   its channel (the listener's `on_subscribe`/`on_unsubscribe`); an unwatched server
+//!   decodes nothing.
+//! * Nodes come and go: on every master event that changes who runs (and every
+//!   [`FoxgloveOptions::resync_period`] as a backstop) the served set is made the running
+//!   set; a stopped node's channels are closed (clients see them unadvertised), its
+//!   services removed, its parameters forgotten.
+//! * Client input is bounded: publishes wait in one queue of
+//!   [`FoxgloveOptions::publish_queue`] (full → refused), payloads over
+//!   [`FoxgloveOptions::max_payload`] are refused, and nothing a client sends can panic
+//!   or block the server's poll loop (callbacks only lock briefly and spawn).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use fcan_core::msg::DataDirection;
+use fcan_master::engine::{Event, Phase};
+use fcan_master::registry::{ParamInfo, Registry};
+use fcan_master::text::Untrusted;
+use fcan_master::MasterApi;
+use foxglove::websocket::service::{Handler, Request, Responder, Service, ServiceSchema};
+use foxglove::websocket::{
+    AnyClient, Capability, ChannelView, Client, ClientChannel, ClientId, ConnectionGraph,
+    GetParametersResponder, Parameter, ParameterHandler, ServerListener, SetParametersResponder,
+    Status,
+};
+use foxglove::{
+    ChannelBuilder, ChannelId, Context, PartialMetadata, RawChannel, Schema, WebSocketServer,
+    WebSocketServerHandle,
+};
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::mapping::{self, NodeKey, ParamRef, WallClock, MESSAGE_ENCODING, SCHEMA_ENCODING};
+
+/// Where the server's log lines go (one line each, without the trailing newline).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How a [`FoxgloveServer`] runs.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct FoxgloveOptions {
+    /// The server's name, shown by the app (default `fcan`).
+    pub name: String,
+    /// Log lines (default: stderr, `fcan foxglove: …`). The `foxglove` crate's own
+    /// diagnostics are `tracing` events: they reach a subscriber the application
+    /// installs, never stdout.
+    pub log: Option<Log>,
+    /// Messages queued per client before the oldest are dropped (default 1024).
+    pub message_backlog: usize,
+    /// The largest client message (publish, service request) accepted, bytes
+    /// (default 64 KiB).
+    pub max_payload: usize,
+    /// Client publishes waiting to be published; one that finds the queue full is
+    /// refused (default 1024).
+    pub publish_queue: usize,
+    /// Parameter reads running at once when a client asks for all of them (default 8).
+    pub param_reads: usize,
+    /// How often the served nodes are checked against the running ones, besides on
+    /// every master event (default 1 s).
+    pub resync_period: Duration,
+}
+
+impl Default for FoxgloveOptions {
+    fn default() -> Self {
+        FoxgloveOptions {
+            name: "fcan".into(),
+            log: None,
+            message_backlog: 1024,
+            max_payload: 64 * 1024,
+            publish_queue: 1024,
+            param_reads: 8,
+            resync_period: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FoxgloveError {
+    /// The WebSocket server failed (the address is taken, …).
+    #[error("Foxglove server: {0}")]
+    Server(#[from] foxglove::FoxgloveError),
+}
+
+/// A running Foxglove WebSocket server for one master. Dropping it (or [`stop`]) stops
+/// serving: clients are disconnected, the port is released; the master goes on.
+///
+/// [`stop`]: FoxgloveServer::stop
+pub struct FoxgloveServer {
+    shared: Arc<dyn Served>,
+    addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for FoxgloveServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FoxgloveServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FoxgloveServer {
+    /// Serves `master` on `addr` (port 0: any free port, see [`local_addr`]). Must be
+    /// called within a multi-threaded tokio runtime.
+    ///
+    /// [`local_addr`]: FoxgloveServer::local_addr
+    pub async fn start<M: MasterApi>(
+        master: M,
+        addr: SocketAddr,
+        opts: FoxgloveOptions,
+    ) -> Result<FoxgloveServer, FoxgloveError> {
+        let log = opts
+            .log
+            .clone()
+            .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan foxglove: {line}")));
+        let (publish_tx, publish_rx) = mpsc::channel(opts.publish_queue.max(1));
+        let ctx = Context::new();
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
+            master,
+            ctx: ctx.clone(),
+            rt: Handle::current(),
+            log,
+            clock: WallClock::now(),
+            handle: Mutex::new(None),
+            state: Mutex::new(State::default()),
+            resyncing: tokio::sync::Mutex::new(()),
+            publish_tx,
+            refused: AtomicU64::new(0),
+            opts: opts.clone(),
+        });
+        let weak = Arc::downgrade(&shared);
+        let handle = WebSocketServer::new()
+            .context(&ctx)
+            .name(opts.name.clone())
+            .bind(addr.ip().to_string(), addr.port())
+            .capabilities([
+                Capability::ClientPublish,
+                Capability::Parameters,
+                Capability::Services,
+                Capability::ConnectionGraph,
+            ])
+            .supported_encodings([MESSAGE_ENCODING])
+            .listener(Arc::new(Listener(weak.clone())))
+            .parameter_handler(Arc::new(Params(weak.clone())))
+            .message_backlog_size(opts.message_backlog)
+            .start()
+            .await?;
+        let addr = SocketAddr::new(addr.ip(), handle.port());
+        *lock(&shared.handle) = Some(handle);
+        let tasks = vec![
+            tokio::spawn(shared.clone().publish_worker(publish_rx)),
+            tokio::spawn(shared.clone().event_loop()),
+        ];
+        shared.resync().await;
+        (shared.log)(&format!("serving on ws://{addr}"));
+        Ok(FoxgloveServer {
+            shared,
+            addr,
+            tasks,
+        })
+    }
+
+    /// The address served (with the port chosen, if 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://ADDR`, what to type into the app's "Open connection".
+    pub fn url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+
+    /// The channels advertised now (topic names, sorted).
+    pub fn channels(&self) -> Vec<String> {
+        self.shared.channels()
+    }
+
+    /// The topics subscribed at the master now: those some client watches (sorted).
+    pub fn watched(&self) -> Vec<String> {
+        self.shared.watched()
+    }
+
+    /// Stops serving (as dropping does).
+    pub fn stop(self) {}
+}
+
+impl Drop for FoxgloveServer {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.shared.shutdown();
+    }
+}
+
+/// What [`FoxgloveServer`] needs of its shared state, without the master's type.
+trait Served: Send + Sync {
+    fn channels(&self) -> Vec<String>;
+    fn watched(&self) -> Vec<String>;
+    fn shutdown(&self);
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves consistent data here: go on.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Shared<M> {
+    /// Itself, for the handlers made after start (services of nodes that come).
+    me: Weak<Self>,
+    master: M,
+    ctx: Arc<Context>,
+    rt: Handle,
+    log: Log,
+    opts: FoxgloveOptions,
+    clock: WallClock,
+    /// The WebSocket server; `None` once stopped.
+    handle: Mutex<Option<WebSocketServerHandle>>,
+    state: Mutex<State>,
+    /// One resync at a time.
+    resyncing: tokio::sync::Mutex<()>,
+    publish_tx: mpsc::Sender<Publish>,
+    /// Refused client publishes, for the log's throttle.
+    refused: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    /// Served nodes by id.
+    nodes: BTreeMap<u8, NodeServed>,
+    /// Channels by the id Foxglove knows them by.
+    channels: HashMap<ChannelId, TopicChannel>,
+    /// Parameters of the served nodes by name.
+    params: BTreeMap<String, ParamInfo>,
+    /// Topics of the served nodes and their direction: a client may publish the m2s
+    /// ones.
+    topics: BTreeMap<String, DataDirection>,
+    /// When each (client, topic) was last told of a refused publish, and how many
+    /// refusals it was not told of since.
+    told: HashMap<(ClientId, String), (Instant, u64)>,
+}
+
+struct NodeServed {
+    key: NodeKey,
+    name: String,
+    channels: Vec<ChannelId>,
+    services: Vec<String>,
+    params: Vec<String>,
+    topics: Vec<String>,
+}
+
+struct TopicChannel {
+    name: String,
+    channel: Arc<RawChannel>,
+    /// Clients subscribed.
+    watchers: usize,
+    /// Forwards the master's samples while watched.
+    task: Option<JoinHandle<()>>,
+}
+
+/// A client's message on one of its channels, waiting to be published.
+struct Publish {
+    client: Client,
+    topic: String,
+    encoding: String,
+    payload: Vec<u8>,
+}
+
+impl<M: MasterApi> Served for Shared<M> {
+    fn channels(&self) -> Vec<String> {
+        let mut v: Vec<String> = lock(&self.state)
+            .channels
+            .values()
+            .map(|c| c.name.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn watched(&self) -> Vec<String> {
+        let mut v: Vec<String> = lock(&self.state)
+            .channels
+            .values()
+            .filter(|c| c.task.as_ref().is_some_and(|t| !t.is_finished()))
+            .map(|c| c.name.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn shutdown(&self) {
+        let closing: Vec<TopicChannel> = {
+            let mut st = lock(&self.state);
+            st.nodes.clear();
+            st.params.clear();
+            st.topics.clear();
+            st.channels.drain().map(|(_, c)| c).collect()
+        };
+        for c in &closing {
+            if let Some(t) = &c.task {
+                t.abort();
+            }
+        }
+        // Outside both locks: stopping calls back into the listener.
+        let handle = lock(&self.handle).take();
+        if let Some(h) = handle {
+            // Dropping the shutdown handle aborts the client tasks at once.
+            drop(h.stop());
+        }
+        for c in closing {
+            c.channel.close();
+        }
+    }
+}
+
+impl<M: MasterApi> Shared<M> {
+    /// Runs `f` with the WebSocket server, unless it has stopped.
+    fn with_server(&self, f: impl FnOnce(&WebSocketServerHandle)) {
+        if let Some(h) = lock(&self.handle).as_ref() {
+            f(h);
+        }
+    }
+
+    async fn event_loop(self: Arc<Self>) {
+        let mut rx = self.master.events();
+        let mut tick = tokio::time::interval(self.opts.resync_period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                e = rx.recv() => match e {
+                    Ok(Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }) => {
+                        self.resync().await
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                // Backstop for a missed event, and for a remote master's events that
+                // arrive before its registry shows the node.
+                _ = tick.tick() => self.resync().await,
+            }
+        }
+    }
+
+    /// Makes the served nodes the running ones.
+    async fn resync(&self) {
+        let _one = self.resyncing.lock().await;
+        let Ok(nodes) = self.master.nodes().await else {
+            return;
+        };
+        let running: Vec<NodeKey> = nodes
+            .iter()
+            .filter(|n| n.phase == Phase::Running)
+            .map(|n| NodeKey::new(n.id.get(), n.boot_id, n.digest))
+            .collect();
+        let served: Vec<NodeKey> = lock(&self.state).nodes.values().map(|n| n.key).collect();
+        let plan = mapping::resync(&served, &running);
+        if plan.stop.is_empty() && plan.start.is_empty() {
+            return;
+        }
+        for key in &plan.stop {
+            let why = match nodes.iter().find(|n| n.id.get() == key.id) {
+                // A new boot (it is being provisioned again, or already runs).
+                Some(n) if n.boot_id != key.boot_id || n.phase == Phase::Running => {
+                    "rebooted".to_string()
+                }
+                Some(n) => n.phase.to_string(),
+                None => "gone".into(),
+            };
+            self.unserve(key.id, &why);
+        }
+        let registry = if plan.start.is_empty() {
+            None
+        } else {
+            self.master.registry().await.ok()
+        };
+        if let Some(r) = &registry {
+            for key in &plan.start {
+                let Some(n) = nodes.iter().find(|n| n.id.get() == key.id) else {
+                    continue;
+                };
+                self.serve(*key, &n.name, r);
+            }
+        }
+        self.publish_graph().await;
+    }
+
+    /// Starts serving a running node: its channels, services, parameters.
+    fn serve(&self, key: NodeKey, name: &str, r: &Registry) {
+        let node = fcan_core::id::NodeId::new(key.id);
+        let mine = |n: fcan_core::id::NodeId| Some(n) == node;
+        let mut served = NodeServed {
+            key,
+            name: name.to_string(),
+            channels: Vec::new(),
+            services: Vec::new(),
+            params: Vec::new(),
+            topics: Vec::new(),
+        };
+        let services: Vec<Service> = r
+            .services
+            .iter()
+            .filter(|s| mine(s.node))
+            .map(|s| {
+                let spec = mapping::service_spec(s);
+                served.services.push(spec.name.clone());
+                let schema = ServiceSchema::new(spec.schema_name)
+                    .with_request(
+                        MESSAGE_ENCODING,
+                        Schema::new(spec.request.0, SCHEMA_ENCODING, spec.request.1),
+                    )
+                    .with_response(
+                        MESSAGE_ENCODING,
+                        Schema::new(spec.response.0, SCHEMA_ENCODING, spec.response.1),
+                    );
+                Service::builder(spec.name.clone(), schema).handler(Call {
+                    shared: self.weak(),
+                    name: spec.name,
+                })
+            })
+            .collect();
+        self.with_server(|h| {
+            if let Err(e) = h.add_services(services) {
+                (self.log)(&format!("services of node {}: {e}", Untrusted(name)));
+            }
+            // The warning `unserve` left, now that the node is back.
+            h.remove_status(vec![status_id(name)]);
+        });
+        // Channels are built under the state lock: each is advertised as it is built,
+        // and a client's subscribe (`watch`, which takes this lock) must find it in
+        // the state. The `foxglove` crate calls no listener while adding a channel.
+        let mut st = lock(&self.state);
+        for t in r.topics.iter().filter(|t| mine(t.node)) {
+            let spec = mapping::channel_spec(t);
+            let built = ChannelBuilder::new(spec.topic.clone())
+                .context(&self.ctx)
+                .message_encoding(MESSAGE_ENCODING)
+                .schema(Schema::new(spec.schema_name, SCHEMA_ENCODING, spec.schema))
+                .metadata(spec.metadata)
+                .build_raw();
+            match built {
+                Ok(ch) => {
+                    served.channels.push(ch.id());
+                    st.channels.insert(
+                        ch.id(),
+                        TopicChannel {
+                            name: spec.topic,
+                            channel: ch,
+                            watchers: 0,
+                            task: None,
+                        },
+                    );
+                }
+                Err(e) => (self.log)(&format!("channel {}: {e}", Untrusted(&t.name))),
+            }
+            served.topics.push(t.name.clone());
+            st.topics.insert(t.name.clone(), t.dir);
+        }
+        for p in r.params.iter().filter(|p| mine(p.node)) {
+            served.params.push(p.name.clone());
+            st.params.insert(p.name.clone(), p.clone());
+        }
+        (self.log)(&format!(
+            "node {} (id {}) running: {} channel(s), {} service(s), {} parameter(s)",
+            Untrusted(name),
+            key.id,
+            served.channels.len(),
+            served.services.len(),
+            served.params.len()
+        ));
+        st.nodes.insert(key.id, served);
+    }
+
+    /// Stops serving a node: closes its channels (clients see them go), removes its
+    /// services and parameters, and leaves a warning in the app until it is back.
+    fn unserve(&self, id: u8, why: &str) {
+        let (node, closing) = {
+            let mut st = lock(&self.state);
+            let Some(node) = st.nodes.remove(&id) else {
+                return;
+            };
+            for p in &node.params {
+                st.params.remove(p);
+            }
+            for t in &node.topics {
+                st.topics.remove(t);
+            }
+            let closing: Vec<TopicChannel> = node
+                .channels
+                .iter()
+                .filter_map(|c| st.channels.remove(c))
+                .collect();
+            (node, closing)
+        };
+        // Outside the state lock: closing a subscribed channel calls `on_unsubscribe`.
+        for c in closing {
+            if let Some(t) = c.task {
+                t.abort();
+            }
+            c.channel.close();
+        }
+        self.with_server(|h| {
+            h.remove_services(&node.services);
+            if why != "rebooted" {
+                h.publish_status(
+                    Status::warning(format!("fcan: node {} is {why}", node.name))
+                        .with_id(status_id(&node.name)),
+                );
+            }
+        });
+        (self.log)(&format!(
+            "node {} no longer served ({})",
+            Untrusted(&node.name),
+            Untrusted(why)
+        ));
+    }
+
+    /// The topic graph of the running nodes, for Foxglove's Topic Graph panel.
+    async fn publish_graph(&self) {
+        let Ok(r) = self.master.registry().await else {
+            return;
+        };
+        // Only the nodes served: the registry may list one still provisioning.
+        let served: Vec<String> = lock(&self.state)
+            .nodes
+            .values()
+            .map(|n| n.name.clone())
+            .collect();
+        let g = mapping::graph(&r);
+        let keep =
+            |ids: &std::collections::BTreeSet<String>| ids.iter().any(|n| served.contains(n));
+        let mut graph = ConnectionGraph::new();
+        for (t, ids) in g.published.iter().filter(|(_, i)| keep(i)) {
+            graph.set_published_topic(t, ids.iter().cloned());
+        }
+        for (t, ids) in g.subscribed.iter().filter(|(_, i)| keep(i)) {
+            graph.set_subscribed_topic(t, ids.iter().cloned());
+        }
+        for (s, ids) in g.services.iter().filter(|(_, i)| keep(i)) {
+            graph.set_advertised_service(s, ids.iter().cloned());
+        }
+        self.with_server(|h| {
+            let _ = h.publish_connection_graph(graph);
+        });
+    }
+
+    /// Handlers keep a weak reference, so the server they are registered with does
+    /// not keep the state (and the master) alive.
+    fn weak(&self) -> Weak<Self> {
+        self.me.clone()
+    }
+
+    /// A client subscribed to a channel: forward its topic from the master if it is
+    /// the first.
+    fn watch(&self, id: ChannelId) {
+        let mut st = lock(&self.state);
+        let Some(c) = st.channels.get_mut(&id) else {
+            return;
+        };
+        c.watchers += 1;
+        if c.watchers == 1 {
+            c.task = Some(self.rt.spawn(forward(
+                self.master.clone(),
+                c.name.clone(),
+                c.channel.clone(),
+                self.clock,
+            )));
+        }
+    }
+
+    /// A client unsubscribed (or left): stop forwarding after the last one.
+    fn unwatch(&self, id: ChannelId) {
+        let mut st = lock(&self.state);
+        let Some(c) = st.channels.get_mut(&id) else {
+            return;
+        };
+        c.watchers = c.watchers.saturating_sub(1);
+        if c.watchers == 0 {
+            if let Some(t) = c.task.take() {
+                // Dropping the receiver ends the master's subscription.
+                t.abort();
+            }
+        }
+    }
+
+    /// Tells a client its publish was refused (at most once a second per topic, with
+    /// the count of the others), and logs it (the first 20, then one in 1000).
+    fn refuse(&self, client: &Client, topic: &str, reason: &str) {
+        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        if n <= 20 || n.is_multiple_of(1000) {
+            (self.log)(&format!(
+                "refused publish #{n} on {}: {}",
+                Untrusted(topic),
+                Untrusted(reason)
+            ));
+        }
+        let more = {
+            let mut st = lock(&self.state);
+            let now = Instant::now();
+            let key = (client.id(), topic.to_string());
+            let more = match st.told.get_mut(&key) {
+                Some(e) if now.duration_since(e.0) < Duration::from_secs(1) => {
+                    e.1 += 1;
+                    return;
+                }
+                Some(e) => std::mem::replace(e, (now, 0)).1,
+                None => {
+                    st.told.insert(key, (now, 0));
+                    0
+                }
+            };
+            // Bounded: a client cycling through topic names cannot grow this for ever.
+            if st.told.len() > 4096 {
+                st.told
+                    .retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(1));
+            }
+            more
+        };
+        let also = if more > 0 {
+            format!(" ({more} more refused since the last report)")
+        } else {
+            String::new()
+        };
+        client.send_status(Status::error(format!(
+            "fcan: publish on {} refused: {}{also}",
+            Untrusted(topic),
+            Untrusted(reason)
+        )));
+    }
+
+    /// Publishes the clients' messages in the order they arrived.
+    async fn publish_worker(self: Arc<Self>, mut rx: mpsc::Receiver<Publish>) {
+        while let Some(p) = rx.recv().await {
+            if p.encoding != MESSAGE_ENCODING {
+                self.refuse(
+                    &p.client,
+                    &p.topic,
+                    &format!(
+                        "encoding `{}` is not supported; advertise the channel with encoding `json`",
+                        p.encoding
+                    ),
+                );
+                continue;
+            }
+            let value = match mapping::decode_message(&p.payload) {
+                Ok(v) => v,
+                Err(why) => {
+                    self.refuse(&p.client, &p.topic, &why);
+                    continue;
+                }
+            };
+            let dir = lock(&self.state).topics.get(&p.topic).copied();
+            if dir != Some(DataDirection::M2s) {
+                let why = match dir {
+                    Some(_) => format!(
+                        "{} is published by the node (s2m), not by a client",
+                        p.topic
+                    ),
+                    None => format!("no command topic named {} on a running node", p.topic),
+                };
+                self.refuse(&p.client, &p.topic, &why);
+                continue;
+            }
+            if let Err(e) = self.master.publish(&p.topic, value).await {
+                self.refuse(&p.client, &p.topic, &e.to_string());
+            }
+        }
+    }
+
+    /// The values of parameters `names` (every parameter and bound if empty), read
+    /// from the nodes; what cannot be read is reported to the client.
+    async fn get_params(&self, client: &AnyClient, names: Vec<String>) -> Vec<Parameter> {
+        let (wanted, all) = if names.is_empty() {
+            let st = lock(&self.state);
+            (st.params.keys().cloned().collect::<Vec<_>>(), true)
+        } else {
+            (names, false)
+        };
+        let limit = Arc::new(tokio::sync::Semaphore::new(self.opts.param_reads.max(1)));
+        let mut reads = tokio::task::JoinSet::new();
+        let mut out: Vec<Option<Vec<Parameter>>> = vec![None; wanted.len()];
+        let mut errors = Vec::new();
+        for (i, name) in wanted.iter().enumerate() {
+            let info = {
+                let st = lock(&self.state);
+                let base = match mapping::param_ref(name) {
+                    ParamRef::Value(n) | ParamRef::Min(n) | ParamRef::Max(n) => n,
+                };
+                st.params.get(base).cloned()
+            };
+            let Some(info) = info else {
+                errors.push(format!("no parameter named {}", Untrusted(name)));
+                continue;
+            };
+            match mapping::param_ref(name) {
+                ParamRef::Min(_) | ParamRef::Max(_) => {
+                    let max = matches!(mapping::param_ref(name), ParamRef::Max(_));
+                    match mapping::bound_parameter(name, &info.decl, max) {
+                        Some(p) => out[i] = Some(vec![p]),
+                        None => errors.push(format!(
+                            "parameter {} has no {} bound",
+                            info.name,
+                            if max { "upper" } else { "lower" }
+                        )),
+                    }
+                }
+                _ => {
+                    let master = self.master.clone();
+                    let limit = limit.clone();
+                    reads.spawn(async move {
+                        let _slot = limit.acquire_owned().await;
+                        (i, master.param_get(&info.name).await, info)
+                    });
+                }
+            }
+        }
+        while let Some(r) = reads.join_next().await {
+            let Ok((i, r, info)) = r else { continue };
+            match r {
+                Ok(v) => {
+                    let mut ps = vec![mapping::to_parameter(&info.name, info.decl.ty, &v)];
+                    if all {
+                        // Asked for everything: the bounds too, beside each parameter.
+                        ps.extend(mapping::bound_parameters(&info));
+                    }
+                    out[i] = Some(ps);
+                }
+                Err(e) => errors.push(format!("{}: {}", info.name, Untrusted(&e.to_string()))),
+            }
+        }
+        if !errors.is_empty() {
+            let n = errors.len();
+            errors.truncate(5);
+            let more = if n > 5 {
+                format!(" (and {} more)", n - 5)
+            } else {
+                String::new()
+            };
+            client.send_error(format!("fcan: could not read: {}{more}", errors.join("; ")));
+        }
+        out.into_iter().flatten().flatten().collect()
+    }
+
+    /// Writes parameters; each answer is the value the node holds afterwards.
+    async fn set_params(&self, client: &AnyClient, params: Vec<Parameter>) -> Vec<Parameter> {
+        let mut out = Vec::new();
+        for p in params {
+            let name = p.name.as_str();
+            let info = match mapping::param_ref(name) {
+                ParamRef::Value(n) => lock(&self.state).params.get(n).cloned(),
+                _ => {
+                    client.send_error(format!(
+                        "fcan: {} is read-only (a bound from the node's schema)",
+                        Untrusted(name)
+                    ));
+                    continue;
+                }
+            };
+            let Some(info) = info else {
+                client.send_error(format!("fcan: no parameter named {}", Untrusted(name)));
+                continue;
+            };
+            let result = match p.value.as_ref().map(mapping::from_parameter) {
+                None => Err("a parameter cannot be unset".to_string()),
+                Some(Err(why)) => Err(why),
+                Some(Ok(v)) => self
+                    .master
+                    .param_set(&info.name, v)
+                    .await
+                    .map_err(|e| e.to_string()),
+            };
+            if let Err(why) = result {
+                client.send_error(format!(
+                    "fcan: parameter {} not set: {}",
+                    info.name,
+                    Untrusted(&why)
+                ));
+            }
+            // What the node holds now, set or not.
+            match self.master.param_get(&info.name).await {
+                Ok(v) => out.push(mapping::to_parameter(&info.name, info.decl.ty, &v)),
+                Err(e) => client.send_error(format!(
+                    "fcan: parameter {} could not be read back: {}",
+                    info.name,
+                    Untrusted(&e.to_string())
+                )),
+            }
+        }
+        out
+    }
+}
+
+/// The id of the warning a stopped node leaves in the app.
+fn status_id(node: &str) -> String {
+    format!("fcan.node.{node}")
+}
+
+/// Forwards topic `name`'s samples from the master to its channel until aborted.
+async fn forward<M: MasterApi>(
+    master: M,
+    name: String,
+    channel: Arc<RawChannel>,
+    clock: WallClock,
+) {
+    let Ok(mut rx) = master.subscribe(&name).await else {
+        // The node went; a resync closes the channel.
+        return;
+    };
+    let mut buf = Vec::with_capacity(256);
+    while let Some(s) = rx.recv().await {
+        mapping::encode_message(&s.value, &mut buf);
+        channel.log_with_meta(&buf, PartialMetadata::with_log_time(clock.nanos(s.at)));
+    }
+}
+
+/// The client callbacks.
+struct Listener<M>(Weak<Shared<M>>);
+
+impl<M: MasterApi> ServerListener for Listener<M> {
+    fn on_subscribe(&self, _client: Client, channel: ChannelView) {
+        if let Some(s) = self.0.upgrade() {
+            s.watch(channel.id());
+        }
+    }
+
+    fn on_unsubscribe(&self, _client: Client, channel: ChannelView) {
+        if let Some(s) = self.0.upgrade() {
+            s.unwatch(channel.id());
+        }
+    }
+
+    fn on_client_advertise(&self, client: Client, channel: &ClientChannel) {
+        let Some(s) = self.0.upgrade() else { return };
+        // Accepted either way (the node may come later); said now so the user sees why
+        // nothing moves.
+        if channel.encoding != MESSAGE_ENCODING {
+            client.send_status(Status::warning(format!(
+                "fcan: channel {} uses encoding `{}`: only `json` is accepted",
+                Untrusted(&channel.topic),
+                Untrusted(&channel.encoding)
+            )));
+        } else if lock(&s.state).topics.get(&channel.topic) != Some(&DataDirection::M2s) {
+            client.send_status(Status::warning(format!(
+                "fcan: {} is not a command (m2s) topic of a running node: its messages will be refused",
+                Untrusted(&channel.topic)
+            )));
+        }
+    }
+
+    fn on_message_data(&self, client: Client, channel: &ClientChannel, payload: &[u8]) {
+        let Some(s) = self.0.upgrade() else { return };
+        if payload.len() > s.opts.max_payload {
+            let why = format!(
+                "message of {} bytes exceeds the limit of {}",
+                payload.len(),
+                s.opts.max_payload
+            );
+            return s.refuse(&client, &channel.topic, &why);
+        }
+        let p = Publish {
+            client: client.clone(),
+            topic: channel.topic.clone(),
+            encoding: channel.encoding.clone(),
+            payload: payload.to_vec(),
+        };
+        if s.publish_tx.try_send(p).is_err() {
+            s.refuse(
+                &client,
+                &channel.topic,
+                "too many messages waiting (queue full)",
+            );
+        }
+    }
+}
+
+/// Parameter reads and writes, each in a task of its own.
+struct Params<M>(Weak<Shared<M>>);
+
+impl<M: MasterApi> ParameterHandler for Params<M> {
+    fn get(
+        &self,
+        client: AnyClient,
+        names: Vec<String>,
+        _request_id: Option<String>,
+        responder: GetParametersResponder,
+    ) {
+        let Some(s) = self.0.upgrade() else {
+            return responder.respond(Vec::new());
+        };
+        let rt = s.rt.clone();
+        rt.spawn(async move {
+            let values = s.get_params(&client, names).await;
+            responder.respond(values);
+        });
+    }
+
+    fn set(
+        &self,
+        client: AnyClient,
+        parameters: Vec<Parameter>,
+        _request_id: Option<String>,
+        responder: SetParametersResponder,
+    ) {
+        let Some(s) = self.0.upgrade() else {
+            return responder.respond(Vec::new());
+        };
+        let rt = s.rt.clone();
+        rt.spawn(async move {
+            let values = s.set_params(&client, parameters).await;
+            responder.respond(values.clone());
+            // The responder answers the requester only; subscribers hear it here.
+            s.with_server(|h| h.publish_parameter_values(values));
+        });
+    }
+}
+
+/// One service: a call is `MasterApi::call`.
+struct Call<M> {
+    shared: Weak<Shared<M>>,
+    name: String,
+}
+
+impl<M: MasterApi> Handler for Call<M> {
+    fn call(&self, request: Request, responder: Responder) {
+        let Some(s) = self.shared.upgrade() else {
+            return responder.respond_err("the server is stopping".into());
+        };
+        let name = self.name.clone();
+        let rt = s.rt.clone();
+        rt.spawn(async move {
+            if request.payload().len() > s.opts.max_payload {
+                return responder.respond_err(format!(
+                    "request of {} bytes exceeds the limit of {}",
+                    request.payload().len(),
+                    s.opts.max_payload
+                ));
+            }
+            let value = match mapping::decode_message(request.payload()) {
+                Ok(v) => v,
+                Err(why) => return responder.respond_err(why),
+            };
+            match s.master.call(&name, value).await {
+                Ok(v) => {
+                    let mut buf = Vec::new();
+                    mapping::encode_message(&v, &mut buf);
+                    responder.respond_ok(buf);
+                }
+                Err(e) => responder.respond_err(Untrusted(&e.to_string()).to_string()),
+            }
+        });
+    }
+}
