@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::hash::SchemaDigest;
-use fcan_master::json_schema::{message_schema, ViewerJson};
+use fcan_master::json_schema::{message_schema_text, ViewerJson};
 use fcan_master::planner::Plan;
 use fcan_master::registry::TopicInfo;
 use fcan_master::value::Value;
@@ -84,10 +84,11 @@ impl<W: Write + Seek> Recording<W> {
             .ros_type
             .clone()
             .unwrap_or_else(|| format!("fcan{}", t.name.replace('/', ".")));
-        let schema = message_schema(&schema_name, &t.fields);
+        // The properties in the schema's order: viewers list the fields so.
+        let schema = message_schema_text(&schema_name, &t.fields);
         let sid = self
             .w
-            .add_schema(&schema_name, "jsonschema", schema.to_string().as_bytes())?;
+            .add_schema(&schema_name, "jsonschema", schema.as_bytes())?;
         let meta = BTreeMap::from([
             ("fcan.node".into(), t.node.get().to_string()),
             (
