@@ -78,18 +78,15 @@ impl<W: Write + Seek> Recording<W> {
         if self.channels.contains_key(t.name.as_str()) {
             return Ok(());
         }
-        // Named after the ROS type when the schema gives one (viewers show it), else
-        // after the topic; either way the JSON Schema says what the fields are.
-        let schema_name = t
-            .ros_type
-            .clone()
-            .unwrap_or_else(|| format!("fcan{}", t.name.replace('/', ".")));
-        // The properties in the schema's order: viewers list the fields so.
+        // Named as the Foxglove server names it (one name per topic path, not its ROS
+        // type: see `fcan_foxglove::mapping::schema_name`), so a recording and a live
+        // view share their schemas.
+        let schema_name = fcan_foxglove::mapping::schema_name(&t.name);
         let schema = message_schema_text(&schema_name, &t.fields);
         let sid = self
             .w
             .add_schema(&schema_name, "jsonschema", schema.as_bytes())?;
-        let meta = BTreeMap::from([
+        let mut meta = BTreeMap::from([
             ("fcan.node".into(), t.node.get().to_string()),
             (
                 "fcan.dir".into(),
@@ -97,6 +94,9 @@ impl<W: Write + Seek> Recording<W> {
             ),
             ("fcan.period_us".into(), t.period_us.to_string()),
         ]);
+        if let Some(ros) = &t.ros_type {
+            meta.insert("fcan.ros_type".into(), ros.clone());
+        }
         let cid = self.w.add_channel(sid, &t.name, "json", &meta)?;
         self.channels.insert(Arc::from(t.name.as_str()), (cid, 0));
         Ok(())
