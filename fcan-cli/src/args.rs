@@ -97,13 +97,17 @@ pub enum Command {
     /// A refreshing view of nodes, topic rates (messages per second) and bus counters.
     #[command(after_help = "Example: fcan monitor --interval-ms 500 --count 10")]
     Monitor(MonitorArgs),
-    /// Decode a capture offline: a `candump -L` log made by anything (can-utils, fcan's
-    /// recorder, a logger on the robot) into the JSON lines of `fcan topic echo --json`
-    /// or an MCAP file. Needs no bus and no daemon.
+    /// Decode a candump capture offline, into JSON lines or MCAP.
+    ///
+    /// A `candump -L` log made by anything (can-utils, fcan's recorder, a logger on the
+    /// robot) into the JSON lines of `fcan topic echo --json` or an MCAP file. Needs no
+    /// bus and no daemon.
     #[command(after_help = DECODE_HELP)]
     Decode(DecodeArgs),
-    /// The frame plan: which data frame (identifier) carries which topics, for each
-    /// node; `--dbc FILE` writes it as a DBC for cantools, SavvyCAN or Vector tools.
+    /// The frame plan per node; `--dbc FILE` writes it as a DBC.
+    ///
+    /// Which data frame (identifier) carries which topics, for each node; `--dbc FILE`
+    /// writes it as a DBC for cantools, SavvyCAN or Vector tools.
     #[command(after_help = "\
 Examples:
   fcan plan                            (every node's frames: id, direction, length, topics)
@@ -114,9 +118,11 @@ DBC cannot describe the frames of a split group (a topic larger than a frame) no
 that the plan changes when the master re-provisions: the file's comment lists what it
 leaves out (docs/recording.md).")]
     Plan(PlanArgs),
-    /// Record the bus into an MCAP file: every topic of every running node (and of nodes
-    /// that come up meanwhile), the raw frames, the schema blobs, plans and node info;
-    /// Ctrl-C finishes the file. Open it in Foxglove or Lichtblick.
+    /// Record the bus into an MCAP file, until Ctrl-C.
+    ///
+    /// Every topic of every running node (and of nodes that come up meanwhile), the raw
+    /// frames, the schema blobs, plans and node info; Ctrl-C finishes the file. Open it
+    /// in Foxglove or Lichtblick.
     #[command(after_help = "\
 Examples:
   fcan record run.mcap                 (until Ctrl-C; progress and size on stderr)
