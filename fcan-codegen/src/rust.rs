@@ -7,11 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use fcan_core::frame::Mtu;
 use fcan_core::hash::SchemaDigest;
-use fcan_core::ir::{Field, Schema};
-use fcan_core::msg::{DataDirection, ServiceRequest, ServiceResponse};
-use fcan_core::numbering::{flat_name, topic_frames, Numbering};
+use fcan_core::ir::Field;
+use fcan_core::msg::DataDirection;
+use fcan_core::numbering::{flat_name, Numbering};
 use fcan_core::types::{Scalar, ScalarType};
 use fcan_core::validate::PathSeg;
 use serde::Serialize;
@@ -200,171 +199,10 @@ fn variant_name(ty: ScalarType) -> &'static str {
     }
 }
 
-/// The runtime's arena layout for a schema, computed from [`Numbering`]: per type the
-/// offsets of its topics, staging areas and params within one block's areas; per block
-/// the offsets of its areas in the node's arenas. Generated `DESC` tables are exactly
-/// these numbers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tables {
-    /// Per type.
-    pub types: Vec<TypeTables>,
-    /// Per block.
-    pub blocks: Vec<BlockTables>,
-    /// Topic arena bytes.
-    pub topic_bytes: usize,
-    /// Staging arena bytes.
-    pub stage_bytes: usize,
-    /// Param arena bytes.
-    pub param_bytes: usize,
-    /// Topic state slots.
-    pub topic_slots: usize,
-    /// Largest service request (packed, no header).
-    pub max_request: usize,
-    /// Largest service response (packed, no header).
-    pub max_response: usize,
-    /// Service slot buffer size for `Buffers`.
-    pub svc_buf: usize,
-}
-
-/// One type's area layout.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TypeTables {
-    /// Per topic: (size, offset in the topic area, offset in the staging area or
-    /// `u16::MAX`).
-    pub topics: Vec<(usize, usize, usize)>,
-    /// Per param: (size, offset in the param area).
-    pub params: Vec<(usize, usize)>,
-    /// Per service: (request size, response size).
-    pub services: Vec<(usize, usize)>,
-    /// Topic area bytes.
-    pub topic_bytes: usize,
-    /// Staging area bytes.
-    pub stage_bytes: usize,
-    /// Param area bytes.
-    pub param_bytes: usize,
-}
-
-/// One block's arena offsets.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BlockTables {
-    /// Type index.
-    pub type_index: usize,
-    /// Array index.
-    pub array: usize,
-    /// Index in the array.
-    pub index: u32,
-    /// Index among all blocks of its type (what handlers receive as `instance`).
-    pub ordinal: u32,
-    /// Topic arena offset.
-    pub topic_offset: usize,
-    /// Staging arena offset.
-    pub stage_offset: usize,
-    /// Param arena offset.
-    pub param_offset: usize,
-    /// First topic slot.
-    pub topic_slot: usize,
-}
-
-/// Whether an m2s topic of this size needs a staging area (more than one Classical CAN
-/// frame).
-fn needs_staging(dir: DataDirection, size: usize) -> bool {
-    dir == DataDirection::M2s && topic_frames(Mtu::Classic, size) > 1
-}
-
-impl Tables {
-    /// Computes the tables for a valid schema.
-    pub fn of(schema: &Schema) -> Tables {
-        let n = Numbering::of(schema).expect("a validated schema numbers");
-        let mut types = Vec::new();
-        let (mut max_request, mut max_response, mut max_pair) = (0, 0, 0);
-        for (t, l) in schema.types.iter().zip(&n.layouts) {
-            let (mut off, mut stage) = (0, 0);
-            let mut topics = Vec::new();
-            for (tp, ml) in t.topics.iter().zip(&l.topics) {
-                let st = if needs_staging(tp.dir, ml.size) {
-                    let s = stage;
-                    stage += ml.size;
-                    s
-                } else {
-                    u16::MAX as usize
-                };
-                topics.push((ml.size, off, st));
-                off += ml.size;
-            }
-            let mut poff = 0;
-            let params = l
-                .param_sizes
-                .iter()
-                .map(|&s| {
-                    let p = (s, poff);
-                    poff += s;
-                    p
-                })
-                .collect();
-            let services: Vec<(usize, usize)> = l
-                .requests
-                .iter()
-                .zip(&l.responses)
-                .map(|(a, b)| (a.size, b.size))
-                .collect();
-            for &(a, b) in &services {
-                max_request = max_request.max(a);
-                max_response = max_response.max(b);
-                max_pair = max_pair.max(a + b);
-            }
-            types.push(TypeTables {
-                topics,
-                params,
-                services,
-                topic_bytes: off,
-                stage_bytes: stage,
-                param_bytes: poff,
-            });
-        }
-        let mut blocks = Vec::new();
-        let (mut to, mut so, mut po, mut slot) = (0, 0, 0, 0);
-        let mut ordinals = vec![0u32; schema.types.len()];
-        for b in &n.blocks {
-            let tt = &types[b.type_index];
-            blocks.push(BlockTables {
-                type_index: b.type_index,
-                array: b.array,
-                index: b.index,
-                ordinal: ordinals[b.type_index],
-                topic_offset: to,
-                stage_offset: so,
-                param_offset: po,
-                topic_slot: slot,
-            });
-            ordinals[b.type_index] += 1;
-            to += tt.topic_bytes;
-            so += tt.stage_bytes;
-            po += tt.param_bytes;
-            slot += tt.topics.len();
-        }
-        let svc_buf = [
-            schema.limits.service_buffer as usize,
-            8,
-            max_request + ServiceRequest::HEADER_LEN,
-            max_response + ServiceResponse::HEADER_LEN,
-            max_pair,
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(8);
-        Tables {
-            types,
-            blocks,
-            topic_bytes: to,
-            stage_bytes: so,
-            param_bytes: po,
-            topic_slots: slot,
-            max_request,
-            max_response,
-            svc_buf,
-        }
-    }
-}
+/// The runtime's arena layout, computed by [`fcan_core::arena::Arena`] (the fake node
+/// builds its tables with the same function): generated `DESC` tables are exactly these
+/// numbers.
+pub use fcan_core::arena::{Arena as Tables, BlockArena as BlockTables, TypeArena as TypeTables};
 
 #[derive(Serialize)]
 struct FieldCtx {
@@ -602,22 +440,15 @@ impl Names {
 pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<String, Diagnostics> {
     let schema = &loaded.schema;
     let numbering = Numbering::of(schema).expect("a validated schema numbers");
-    let tables = Tables::of(schema);
+    let tables = Tables::of(schema, &numbering);
     let mut diags = Vec::new();
 
     // Arena offsets are u16 in the runtime's tables.
-    for (what, total) in [
-        ("topic", tables.topic_bytes),
-        ("staging", tables.stage_bytes),
-        ("param", tables.param_bytes),
-        ("topic-state", tables.topic_slots),
-    ] {
-        if total > u16::MAX as usize {
-            diags.push(loaded.locator.diag(
-                &[key("instances")],
-                format!("the node's {what} arena would be {total} bytes; the runtime's tables address at most 65535"),
-            ));
-        }
+    if let Some((what, total)) = tables.too_large() {
+        diags.push(loaded.locator.diag(
+            &[key("instances")],
+            format!("the node's {what} arena would be {total} bytes; the runtime's tables address at most 65535"),
+        ));
     }
 
     let mut top = Names::new(

@@ -24,6 +24,8 @@ pub mod timing;
 pub mod types;
 
 #[cfg(feature = "alloc")]
+pub mod arena;
+#[cfg(feature = "alloc")]
 pub mod blob;
 #[cfg(feature = "alloc")]
 pub mod ir;

@@ -300,6 +300,68 @@ impl Scalar {
             _ => None,
         }
     }
+
+    /// The value as type `ty`, saturating: a number too large or too small for `ty`
+    /// becomes its largest or smallest value, a fraction is truncated toward zero, NaN
+    /// becomes 0 for an integer (and stays NaN for a float), a bool is 0 or 1 and
+    /// becomes `true` from anything but zero (or NaN). Never fails: what a mirror of
+    /// commands to feedback needs, where the two fields may be of different types.
+    ///
+    /// ```
+    /// use fcan_core::types::{Scalar, ScalarType};
+    /// assert_eq!(Scalar::I32(-5).saturate(ScalarType::U8), Scalar::U8(0));
+    /// assert_eq!(Scalar::F32(300.7).saturate(ScalarType::U8), Scalar::U8(255));
+    /// assert_eq!(Scalar::F32(-2.9).saturate(ScalarType::I16), Scalar::I16(-2));
+    /// assert_eq!(Scalar::F64(1e300).saturate(ScalarType::F32), Scalar::F32(f32::MAX));
+    /// assert_eq!(Scalar::U64(u64::MAX).saturate(ScalarType::I64), Scalar::I64(i64::MAX));
+    /// assert_eq!(Scalar::U8(3).saturate(ScalarType::Bool), Scalar::Bool(true));
+    /// assert_eq!(Scalar::Bool(true).saturate(ScalarType::F32), Scalar::F32(1.0));
+    /// ```
+    pub fn saturate(&self, ty: ScalarType) -> Scalar {
+        // Integers go through i128, which holds every u64 and i64 exactly; floats through
+        // f64, whose `as` casts to integers saturate (and send NaN to 0).
+        let int: Option<i128> = match *self {
+            Scalar::Bool(v) => Some(v as i128),
+            Scalar::U8(v) => Some(v as i128),
+            Scalar::I8(v) => Some(v as i128),
+            Scalar::U16(v) => Some(v as i128),
+            Scalar::I16(v) => Some(v as i128),
+            Scalar::U32(v) => Some(v as i128),
+            Scalar::I32(v) => Some(v as i128),
+            Scalar::U64(v) => Some(v as i128),
+            Scalar::I64(v) => Some(v as i128),
+            Scalar::F32(_) | Scalar::F64(_) => None,
+        };
+        let f = self.as_f64();
+        macro_rules! to_int {
+            ($t:ty, $v:ident) => {
+                Scalar::$v(match int {
+                    Some(i) => i.clamp(<$t>::MIN as i128, <$t>::MAX as i128) as $t,
+                    None => f as $t,
+                })
+            };
+        }
+        match ty {
+            ScalarType::Bool => Scalar::Bool(match int {
+                Some(i) => i != 0,
+                None => f != 0.0 && !f.is_nan(),
+            }),
+            ScalarType::U8 => to_int!(u8, U8),
+            ScalarType::I8 => to_int!(i8, I8),
+            ScalarType::U16 => to_int!(u16, U16),
+            ScalarType::I16 => to_int!(i16, I16),
+            ScalarType::U32 => to_int!(u32, U32),
+            ScalarType::I32 => to_int!(i32, I32),
+            ScalarType::U64 => to_int!(u64, U64),
+            ScalarType::I64 => to_int!(i64, I64),
+            ScalarType::F32 => Scalar::F32(if f.is_finite() {
+                f.clamp(f32::MIN as f64, f32::MAX as f64) as f32
+            } else {
+                f as f32
+            }),
+            ScalarType::F64 => Scalar::F64(f),
+        }
+    }
 }
 
 /// Why a parameter value is refused. Also the detail of a PARAM_SET NAK.

@@ -36,7 +36,9 @@ pub struct PlanEntry {
 }
 
 impl PlanEntry {
-    pub(crate) const EMPTY: PlanEntry = PlanEntry {
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// of your own (a PC node sizing its tables at run time).
+    pub const EMPTY: PlanEntry = PlanEntry {
         topic_base: 0,
         stage_base: NO_STAGE,
         src: 0,
@@ -82,7 +84,9 @@ pub struct PlanFrame {
 }
 
 impl PlanFrame {
-    pub(crate) const EMPTY: PlanFrame = PlanFrame {
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// of your own (a PC node sizing its tables at run time).
+    pub const EMPTY: PlanFrame = PlanFrame {
         std_id: 0,
         s2m: false,
         sequenced: false,

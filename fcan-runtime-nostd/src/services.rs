@@ -60,7 +60,9 @@ pub struct SvcSlot {
 }
 
 impl SvcSlot {
-    pub(crate) const EMPTY: SvcSlot = SvcSlot {
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// of your own (a PC node sizing its tables at run time).
+    pub const EMPTY: SvcSlot = SvcSlot {
         state: SlotState::Free,
         transfer: 0,
         block: 0,

@@ -31,7 +31,9 @@ pub struct TopicState {
 }
 
 impl TopicState {
-    pub(crate) const EMPTY: TopicState = TopicState {
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// of your own (a PC node sizing its tables at run time).
+    pub const EMPTY: TopicState = TopicState {
         generation: 0,
         received_at_us: 0,
         unsent: false,
