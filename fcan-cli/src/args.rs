@@ -21,6 +21,7 @@ Examples:
   fcan --bus socketcan:can0 param set md3.motor0.velocity.kp 0.8
   fcan --bus socketcan:can0 monitor
   fcan serve --bus socketcan:can0     (the bus-owner daemon: fcan serve --help)
+  fcan fake --schema md.yaml --node-id 3   (a fake node of any schema: fcan fake --help)
 
 Values are JSON or YAML flow syntax. Names: topics and services /<node>/<ns>/<name>,
 parameters <node>.<ns>.<param>. `--json` prints one JSON object per line (docs/cli.md

@@ -13,6 +13,8 @@
 //! - `render`: text tables or JSON lines from the views, every node-supplied string
 //!   escaped;
 //! - [`serve`]: `fcan serve`, the bus-owner daemon (its own parser: `--bus` repeats);
+//! - [`fake`]: `fcan fake`, fake nodes of any schema (its own parser), on the simulated
+//!   bus with `serve`'s bus owner, or on SocketCAN;
 //! - this file: the wiring.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -22,6 +24,7 @@ pub mod attach;
 mod dbc;
 mod decode;
 mod exec;
+pub mod fake;
 pub mod mcap_file;
 mod record;
 mod render;

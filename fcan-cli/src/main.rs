@@ -20,6 +20,18 @@ fn main() -> ExitCode {
             }
         };
     }
+    // `fcan fake` too: fake nodes and, on a simulated bus, the daemon serving it.
+    if let Some(args) = fcan_cli::fake::fake_argv(&argv) {
+        let cli = fcan_cli::fake::FakeCli::parse_from(args);
+        let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+        return match rt.block_on(fcan_cli::fake::fake(cli, None)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fcan fake: error: {}", Untrusted(&e.to_string()));
+                ExitCode::FAILURE
+            }
+        };
+    }
     // Zenoh (attach mode) refuses a current-thread runtime; one worker is enough.
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

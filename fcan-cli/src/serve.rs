@@ -94,13 +94,19 @@ pub struct ServeCli {
 /// assert!(fcan_cli::serve::serve_argv(&argv).is_none());
 /// ```
 pub fn serve_argv(argv: &[OsString]) -> Option<Vec<OsString>> {
+    own_argv(argv, "serve")
+}
+
+/// If the command line's subcommand is `name` (a command with a parser of its own:
+/// `serve`, `fake`), `fcan NAME` then what followed it; otherwise `None`.
+pub(crate) fn own_argv(argv: &[OsString], name: &str) -> Option<Vec<OsString>> {
     // Global options that take a value (their value is not the subcommand).
     const WITH_VALUE: [&str; 3] = ["--bus", "--cache-dir", "--discover-ms"];
     let mut i = 1;
     while i < argv.len() {
         let a = argv[i].to_str()?;
-        if a == "serve" {
-            let mut out = vec![OsString::from("fcan serve")];
+        if a == name {
+            let mut out = vec![OsString::from(format!("fcan {name}"))];
             out.extend(argv[i + 1..].iter().cloned());
             return Some(out);
         }
