@@ -463,3 +463,49 @@ impl Routes {
         self.sources.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_convert_with_saturation_element_by_element() {
+        // f32 at offset 1 of the command → u8 at offset 0 of the feedback.
+        let c = FieldCopy {
+            from_ty: ScalarType::F32,
+            from_offset: 1,
+            to_ty: ScalarType::U8,
+            to_offset: 0,
+            count: 1,
+        };
+        let mut cmd = [0u8; 5];
+        cmd[1..].copy_from_slice(&300.5f32.to_le_bytes());
+        let mut fb = [7u8; 2];
+        assert!(c.apply(&cmd, &mut fb));
+        assert_eq!(fb, [255, 7]);
+        // Two i16 elements → two f32 elements.
+        let c = FieldCopy {
+            from_ty: ScalarType::I16,
+            from_offset: 0,
+            to_ty: ScalarType::F32,
+            to_offset: 0,
+            count: 2,
+        };
+        let cmd = [0xFF, 0xFF, 0x02, 0x00];
+        let mut fb = [0u8; 8];
+        assert!(c.apply(&cmd, &mut fb));
+        assert_eq!(f32::from_le_bytes(fb[..4].try_into().unwrap()), -1.0);
+        assert_eq!(f32::from_le_bytes(fb[4..].try_into().unwrap()), 2.0);
+        // A bool byte that is neither 0 nor 1 is not copied.
+        let c = FieldCopy {
+            from_ty: ScalarType::Bool,
+            from_offset: 0,
+            to_ty: ScalarType::Bool,
+            to_offset: 0,
+            count: 1,
+        };
+        let mut fb = [0u8; 1];
+        assert!(!c.apply(&[2], &mut fb));
+        assert_eq!(fb, [0]);
+    }
+}
