@@ -346,3 +346,52 @@ pub fn free_port() -> u16 {
         .expect("a bound address")
         .port()
 }
+
+/// The ancestor's schemas (`shared/compat/fibril`), read in place: `$FCAN_FIBRIL_DIR`,
+/// or `../shared/compat/fibril` beside the workspace. `None` when neither exists (a
+/// test then says it skipped).
+pub fn fibril_dir() -> Option<std::path::PathBuf> {
+    let d = std::env::var_os("FCAN_FIBRIL_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/compat/fibril"),
+        std::path::PathBuf::from,
+    );
+    d.is_dir().then_some(d)
+}
+
+/// The three ancestor nodes as `shared/compat/fibril/README.md` lists them: a short
+/// name and the files each is built from, in `dir`.
+pub fn fibril_nodes(dir: &std::path::Path) -> Vec<(&'static str, Vec<std::path::PathBuf>)> {
+    let node = |name, files: &[&str]| (name, files.iter().map(|f| dir.join(f)).collect());
+    vec![
+        node(
+            "md",
+            &[
+                "md.node.yaml",
+                "md.instances.yaml",
+                "md_motor.type.yaml",
+                "adc_port.type.yaml",
+                "robstride_motor.type.yaml",
+                "solenoid.type.yaml",
+            ],
+        ),
+        node(
+            "robstride",
+            &[
+                "robstride.node.yaml",
+                "robstride.instances.yaml",
+                "robstride_motor.type.yaml",
+                "solenoid.type.yaml",
+            ],
+        ),
+        node(
+            "air",
+            &[
+                "air.node.yaml",
+                "solenoid.type.yaml",
+                "md_motor.type.yaml",
+                "robstride_motor.type.yaml",
+                "adc_port.type.yaml",
+            ],
+        ),
+    ]
+}
