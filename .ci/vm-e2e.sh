@@ -9,6 +9,8 @@
 # codes and output. In a VM run of its own, `foreign_traffic_on_vcan0` does it again while
 # can-utils' `cangen` (copied in with --with; installed here if missing and root) fills
 # about half the bus with random standard and extended frames.
+# `fake_vm` (fcan-e2e) runs `fcan fake` with the ancestor's motor-driver schema on vcan0,
+# owned by `fcan serve`, and drives it with `fcan` commands, at both MTUs.
 # Exits non-zero if a build or either run fails, or if the test did not really run (it
 # prints "skipped: …" without FCAN_VM=1, which --nocapture lets through).
 set -euo pipefail
@@ -52,7 +54,37 @@ test_bin=$(cargo test -p fcan-examples --test vm_quickstart --no-run --message-f
 [[ -n $test_bin && -x $test_bin ]] || { echo "vm-e2e: test binary not found" >&2; exit 1; }
 test_bin=$(strip_copy "$test_bin")
 
+echo "==> building the fake_vm test binary (fcan fake with an ancestor schema)"
+cargo test -p fcan-e2e --test fake_vm --no-run
+fake_bin=$(cargo test -p fcan-e2e --test fake_vm --no-run --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*fake_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
+[[ -n $fake_bin && -x $fake_bin ]] || { echo "vm-e2e: fake_vm test binary not found" >&2; exit 1; }
+fake_bin=$(strip_copy "$fake_bin")
+# The ancestor's schemas go into the VM as they are (read in place here, never copied
+# into the project).
+fibril="$root/../shared/compat/fibril"
+[[ -d $fibril ]] || { echo "vm-e2e: $fibril not found" >&2; exit 1; }
+fibril_files=()
+for f in "$fibril"/*.yaml; do fibril_files+=(--file "$f"); done
+
 status=0
+for mtu in 72 16; do
+  echo "==> fake_fibril_node_on_vcan0 in the VM, vcan0 MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_VM=1 --env FCAN_FIBRIL_DIR=/payload/files \
+      "${with[@]}" "${fibril_files[@]}" \
+      "$fake_bin" --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if grep -q 'skipped: set FCAN_VM' "$log" || ! grep -q '^test result: ok\. 1 passed' "$log"; then
+      echo "vm-e2e: fake_vm, MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-e2e: fake_vm, MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+
 for mtu in 72 16; do
   # One VM run per test: each starts its own nodes on a fresh vcan0.
   for t in quickstart_on_vcan0 foreign_traffic_on_vcan0 candump_capture_decodes_like_echo; do
