@@ -197,6 +197,8 @@ async fn fibril(which: &str, mtu: Mtu) {
         bounded,
         "every schema with bounds had one checked"
     );
+    // One commit per value taken; the refused ones committed nothing.
+    assert_eq!(fake.with(|n| n.stats().param_commits), checked as u64);
 
     // Services: one per type, called with a zero request, answered with the default
     // (zeroed) response.
