@@ -32,4 +32,5 @@ refuse 'clap|clap_builder' "a firmware's build.rs must not compile clap" -p fcan
 refuse 'clap|clap_builder|serde_yaml_ng|unsafe-libyaml' 'the master library must not compile the CLI' -p fcan-master -e normal
 refuse 'fcan-master|clap|clap_builder' 'fcan-transport is below the master' -p fcan-transport -e normal
 refuse 'clap|clap_builder|zenoh|fcan-remote|fcan-cli' 'the Foxglove face is a room of its own' -p fcan-foxglove -e normal
+refuse 'fcan-codegen|fcan-master|clap|clap_builder|zenoh' 'the fake-node library runs blobs: no codegen, no master, no CLI' -p fcan-fake -e normal
 exit $status
