@@ -392,3 +392,65 @@ fn scalar_type_table() {
     assert_eq!(ScalarType::from_name("float"), None);
     assert_eq!(ScalarType::from_name(""), None);
 }
+
+/// The integer bounds of an integer type, as i128.
+fn int_bounds(ty: ScalarType) -> Option<(i128, i128)> {
+    Some(match ty {
+        ScalarType::U8 => (0, u8::MAX as i128),
+        ScalarType::I8 => (i8::MIN as i128, i8::MAX as i128),
+        ScalarType::U16 => (0, u16::MAX as i128),
+        ScalarType::I16 => (i16::MIN as i128, i16::MAX as i128),
+        ScalarType::U32 => (0, u32::MAX as i128),
+        ScalarType::I32 => (i32::MIN as i128, i32::MAX as i128),
+        ScalarType::U64 => (0, u64::MAX as i128),
+        ScalarType::I64 => (i64::MIN as i128, i64::MAX as i128),
+        _ => return None,
+    })
+}
+
+/// An integer scalar as i128.
+fn as_int(s: &Scalar) -> Option<i128> {
+    Some(match *s {
+        Scalar::Bool(v) => v as i128,
+        Scalar::U8(v) => v as i128,
+        Scalar::I8(v) => v as i128,
+        Scalar::U16(v) => v as i128,
+        Scalar::I16(v) => v as i128,
+        Scalar::U32(v) => v as i128,
+        Scalar::I32(v) => v as i128,
+        Scalar::U64(v) => v as i128,
+        Scalar::I64(v) => v as i128,
+        _ => return None,
+    })
+}
+
+proptest! {
+    /// `saturate` gives a value of the asked type; into its own type it changes nothing
+    /// (NaN stays NaN); an integer lands on itself when it fits and on the nearer bound
+    /// when it does not.
+    #[test]
+    fn saturate_clamps(v in scalar_type().prop_flat_map(scalar_of), to in scalar_type()) {
+        let out = v.saturate(to);
+        prop_assert_eq!(out.ty(), to);
+        if to == v.ty() {
+            match (v, out) {
+                (Scalar::F32(a), Scalar::F32(b)) if a.is_nan() => prop_assert!(b.is_nan()),
+                (Scalar::F64(a), Scalar::F64(b)) if a.is_nan() => prop_assert!(b.is_nan()),
+                _ => prop_assert_eq!(out, v),
+            }
+        }
+        if let (Some(i), Some((lo, hi))) = (as_int(&v), int_bounds(to)) {
+            prop_assert_eq!(as_int(&out), Some(i.clamp(lo, hi)));
+        }
+        if let (Scalar::F32(_) | Scalar::F64(_), Some((lo, hi))) = (v, int_bounds(to)) {
+            let f = v.as_f64();
+            let got = as_int(&out).unwrap();
+            if f.is_nan() {
+                prop_assert_eq!(got, 0);
+            } else {
+                prop_assert!(got >= lo && got <= hi);
+                prop_assert!((got as f64 - f.trunc().clamp(lo as f64, hi as f64)).abs() <= (hi as f64).abs() * f64::EPSILON * 2.0);
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
-//! The host loop of a fake node: a board's main loop on a PC, over any
-//! [`fcan_transport::Transport`] (the simulated bus, SocketCAN). Poll, send what the
-//! node queued, wait for a frame or the next poll.
+//! The host loop of a node runtime on a PC: a board's main loop over any
+//! [`fcan_transport::Transport`] (the simulated bus, SocketCAN). Poll, send what the node
+//! queued, wait for a frame or the next poll. Fake nodes run on it ([`run_fake`]), and
+//! so do the example firmwares (`fcan_examples::run_node`) through [`drive`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,24 +16,69 @@ use crate::FakeNode;
 /// How often the loop polls the node when the bus is quiet.
 pub const POLL_PERIOD: Duration = Duration::from_micros(500);
 
-/// Frames the node may queue between two hand-overs to the transport, like a
-/// controller's transmit mailboxes: a full queue refuses, and the runtime offers the
-/// frame again at a later poll, in order.
+/// Frames a node may queue between two hand-overs to the transport in [`drive`].
 const TX_QUEUE: usize = 8;
 
-/// The controller's transmit mailboxes as the runtime sees them.
+/// The controller's transmit mailboxes as the runtime sees them: a bounded queue that
+/// refuses when full, like real hardware (the runtime retries later, in order).
 #[derive(Debug)]
-struct TxQueue {
+pub struct TxQueue {
     frames: Vec<Frame>,
+    capacity: usize,
+}
+
+impl TxQueue {
+    /// A queue of `capacity` frames.
+    pub fn new(capacity: usize) -> Self {
+        TxQueue {
+            frames: Vec::with_capacity(capacity),
+            capacity,
+        }
+    }
 }
 
 impl Transmit for TxQueue {
     fn transmit(&mut self, frame: &Frame) -> Result<(), TxRefused> {
-        if self.frames.len() >= TX_QUEUE {
+        if self.frames.len() >= self.capacity {
             return Err(TxRefused);
         }
         self.frames.push(*frame);
         Ok(())
+    }
+}
+
+/// One step of a board's main loop, handed to the closure of [`drive`].
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// A frame arrived at this time (µs on the node's clock).
+    Receive(&'a Frame, u32),
+    /// Run the node at this time.
+    Poll(u32),
+}
+
+/// The main loop of one board: poll, send what the node queued, wait for a frame or the
+/// next poll; `step` runs the node. The node's clock is microseconds since the loop
+/// started, wrapping, as a board's timer since boot. Returns when the transport closes.
+pub async fn drive<T: Transport>(mut transport: T, mut step: impl FnMut(Step<'_>, &mut TxQueue)) {
+    let base = tokio::time::Instant::now();
+    let now_us = move || base.elapsed().as_micros() as u32;
+    let mut tx = TxQueue::new(TX_QUEUE);
+    loop {
+        step(Step::Poll(now_us()), &mut tx);
+        if !flush(&mut transport, &mut tx).await {
+            return;
+        }
+        tokio::select! {
+            r = transport.recv() => match r {
+                Ok(rx) => {
+                    let at = rx.at.saturating_duration_since(base.into_std()).as_micros() as u32;
+                    step(Step::Receive(&rx.frame, at), &mut tx);
+                }
+                Err(e) if e.is_fatal() => return,
+                Err(_) => {}
+            },
+            _ = tokio::time::sleep(POLL_PERIOD) => {}
+        }
     }
 }
 
@@ -43,7 +89,16 @@ impl Transmit for TxQueue {
 pub fn run_fake<T: Transport + 'static>(transport: T, node: FakeNode) -> Running {
     let node = Arc::new(Mutex::new(node));
     let shared = node.clone();
-    let task = tokio::spawn(async move { drive(transport, &shared).await });
+    let task = tokio::spawn(async move {
+        drive(transport, |step, tx| {
+            let mut n = shared.lock().unwrap_or_else(|p| p.into_inner());
+            match step {
+                Step::Receive(frame, at) => n.receive(frame, at),
+                Step::Poll(now) => n.poll(now, tx),
+            }
+        })
+        .await
+    });
     Running { node, task }
 }
 
@@ -81,35 +136,6 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.task.abort();
-    }
-}
-
-async fn drive<T: Transport>(mut transport: T, node: &Mutex<FakeNode>) {
-    let base = tokio::time::Instant::now();
-    let now_us = move || base.elapsed().as_micros() as u32;
-    let mut tx = TxQueue {
-        frames: Vec::with_capacity(TX_QUEUE),
-    };
-    let step = |f: &mut dyn FnMut(&mut FakeNode)| {
-        let mut n = node.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut n)
-    };
-    loop {
-        step(&mut |n| n.poll(now_us(), &mut tx));
-        if !flush(&mut transport, &mut tx).await {
-            return;
-        }
-        tokio::select! {
-            r = transport.recv() => match r {
-                Ok(rx) => {
-                    let at = rx.at.saturating_duration_since(base.into_std()).as_micros() as u32;
-                    step(&mut |n| n.receive(&rx.frame, at));
-                }
-                Err(e) if e.is_fatal() => return,
-                Err(_) => {}
-            },
-            _ = tokio::time::sleep(POLL_PERIOD) => {}
-        }
     }
 }
 

@@ -4,15 +4,14 @@
 #![warn(missing_docs)]
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use fcan_core::frame::Frame;
 use fcan_core::id::NodeId;
 use fcan_core::msg::NodeState;
 use fcan_example_io_board::IoBoard;
 use fcan_example_motor_driver::MotorDriver;
-use fcan_master::transport::{Transport, TransportError};
-use fcan_runtime_nostd::{Transmit, TxRefused};
+use fcan_fake::run::{drive, Step};
+use fcan_master::transport::Transport;
 use tokio::task::JoinHandle;
 
 /// A firmware the host can run: the hooks a microcontroller's main loop would call.
@@ -49,36 +48,9 @@ impl Firmware for IoBoard {
     }
 }
 
-/// The controller's transmit mailboxes as the runtime sees them: a bounded queue that
-/// refuses when full, like real hardware (the runtime retries later, in order).
-#[derive(Debug)]
-pub struct TxQueue {
-    frames: Vec<Frame>,
-    capacity: usize,
-}
-
-impl TxQueue {
-    /// A queue of `capacity` frames.
-    pub fn new(capacity: usize) -> Self {
-        TxQueue {
-            frames: Vec::with_capacity(capacity),
-            capacity,
-        }
-    }
-}
-
-impl Transmit for TxQueue {
-    fn transmit(&mut self, frame: &Frame) -> Result<(), TxRefused> {
-        if self.frames.len() >= self.capacity {
-            return Err(TxRefused);
-        }
-        self.frames.push(*frame);
-        Ok(())
-    }
-}
-
-/// How often the host main loop polls a node when the bus is quiet.
-pub const POLL_PERIOD: Duration = Duration::from_micros(500);
+/// The host loop's transmit queue and poll period: one host loop for every node runtime
+/// on a PC, shared with the fake nodes (`fcan_fake::run`).
+pub use fcan_fake::run::{TxQueue, POLL_PERIOD};
 
 /// Runs a firmware on a transport until the task is aborted (or the transport closes).
 /// The node's clock is microseconds since the task started (as a board's timer would
@@ -151,58 +123,6 @@ pub fn run_node_shared<T: Transport + 'static, F: Firmware>(transport: T, fw: F)
         .await;
     });
     SharedNode { fw, task }
-}
-
-/// One step of a board's main loop.
-enum Step<'a> {
-    /// A frame arrived at this time.
-    Receive(&'a Frame, u32),
-    /// Run the firmware at this time.
-    Poll(u32),
-}
-
-/// The host main loop of one board: poll, send what the firmware queued, wait for a frame
-/// or the next poll. Returns when the transport closes.
-async fn drive<T: Transport>(mut transport: T, mut step: impl FnMut(Step<'_>, &mut TxQueue)) {
-    let base = tokio::time::Instant::now();
-    let now_us = move || base.elapsed().as_micros() as u32;
-    let mut tx = TxQueue::new(8);
-    loop {
-        step(Step::Poll(now_us()), &mut tx);
-        if !flush(&mut transport, &mut tx).await {
-            return;
-        }
-        tokio::select! {
-            r = transport.recv() => match r {
-                Ok(rx) => {
-                    let at = rx.at.saturating_duration_since(base.into_std()).as_micros() as u32;
-                    step(Step::Receive(&rx.frame, at), &mut tx);
-                }
-                Err(e) if e.is_fatal() => return,
-                Err(_) => {}
-            },
-            _ = tokio::time::sleep(POLL_PERIOD) => {}
-        }
-    }
-}
-
-/// Hands the queued frames to the transport, in order. A full transmit queue keeps
-/// them (and so makes [`TxQueue`] refuse new ones: the runtime holds its frames and
-/// retries at a later poll, as with a controller's mailboxes); a frame the bus refuses
-/// otherwise (bus off) is lost as on real hardware, and the protocol's retries recover.
-/// Returns `false` once the transport is closed.
-async fn flush<T: Transport>(transport: &mut T, tx: &mut TxQueue) -> bool {
-    let mut sent = 0;
-    for f in &tx.frames {
-        match transport.send(f).await {
-            Ok(()) => sent += 1,
-            Err(TransportError::TxQueueFull) => break,
-            Err(TransportError::Closed) => return false,
-            Err(_) => sent += 1,
-        }
-    }
-    tx.frames.drain(..sent);
-    true
 }
 
 /// A random boot id, as a board draws one from its RNG or ADC noise at boot.
