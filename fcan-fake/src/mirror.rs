@@ -298,13 +298,19 @@ fn find_topic<'s>(schema: &'s FakeSchema, want: &str) -> Result<Found<'s>, Strin
     ))
 }
 
-/// The field pairs a rule copies: (from field, from element, to field, to element,
+/// One field pair a rule copies: (from field, from element, to field, to element,
 /// elements to copy).
+type FieldPair = (usize, usize, usize, usize, usize);
+
+/// (block, topic): one topic of one block.
+type TopicAt = (u8, u8);
+
+/// The field pairs a rule copies.
 fn field_pairs(
     rule: &Rule,
     ft: &fcan_core::ir::Topic,
     tt: &fcan_core::ir::Topic,
-) -> Result<Vec<(usize, usize, usize, usize, usize)>, String> {
+) -> Result<Vec<FieldPair>, String> {
     let names = |t: &fcan_core::ir::Topic| -> String {
         t.fields
             .iter()
@@ -442,11 +448,11 @@ impl FieldCopy {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Routes {
     /// (command block, command topic) → [(feedback block, feedback topic, copy)].
-    pub(crate) sources: Vec<((u8, u8), Vec<((u8, u8), FieldCopy)>)>,
+    pub(crate) sources: Vec<(TopicAt, Vec<(TopicAt, FieldCopy)>)>,
 }
 
 impl Routes {
-    fn push(&mut self, from: (u8, u8), to: (u8, u8), copy: FieldCopy) {
+    fn push(&mut self, from: TopicAt, to: TopicAt, copy: FieldCopy) {
         match self.sources.iter_mut().find(|(k, _)| *k == from) {
             Some((_, v)) => v.push((to, copy)),
             None => self.sources.push((from, vec![(to, copy)])),
