@@ -250,8 +250,8 @@ pub struct Cycle<M: MasterApi> {
     lifecycle: Lifecycle,
     state_names: Vec<Arc<str>>,
     command_names: Vec<Arc<str>>,
-    /// Per state: (cell, position in the cell).
-    state_cells: Vec<(usize, usize)>,
+    /// Per cell: (state, position in the cell) of every state it holds.
+    cell_states: Vec<Vec<(usize, usize)>>,
     values: Vec<f64>,
     ages: Vec<Duration>,
     stamps: Vec<u64>,
@@ -316,12 +316,18 @@ impl<M: MasterApi> Cycle<M> {
             layout.state_topics.iter().map(|t| t.picks.len()),
             layout.commands.len(),
         ));
-        let mut state_cells = vec![(0, 0); layout.states.len()];
-        for (t, topic) in layout.state_topics.iter().enumerate() {
-            for (pos, &(_, _, state)) in topic.picks.iter().enumerate() {
-                state_cells[state] = (t, pos);
-            }
-        }
+        let cell_states: Vec<Vec<(usize, usize)>> = layout
+            .state_topics
+            .iter()
+            .map(|topic| {
+                topic
+                    .picks
+                    .iter()
+                    .enumerate()
+                    .map(|(pos, &(_, _, state))| (state, pos))
+                    .collect()
+            })
+            .collect();
         let scratch = vec![0.0; shared.cells.iter().map(|c| c.len()).max().unwrap_or(0)];
         let mut tasks = Vec::new();
         for (t, topic) in layout.state_topics.iter().enumerate() {
@@ -360,7 +366,7 @@ impl<M: MasterApi> Cycle<M> {
             layout,
             shared,
             lifecycle: Lifecycle::Inactive,
-            state_cells,
+            cell_states,
             values: vec![0.0; n],
             ages: vec![Duration::MAX; n],
             stamps: vec![0; n],
@@ -382,6 +388,11 @@ impl<M: MasterApi> Cycle<M> {
             Lifecycle::Faulted(f) => Some(f),
             _ => None,
         }
+    }
+
+    /// The master the cycle runs on.
+    pub fn master(&self) -> &M {
+        &self.master
     }
 
     /// The nominal period (`1 / rate_hz`).
@@ -538,11 +549,9 @@ impl<M: MasterApi> Cycle<M> {
             let Some(at) = cell.read(scratch) else {
                 continue;
             };
-            for (state, &(sc, pos)) in self.state_cells.iter().enumerate() {
-                if sc == c {
-                    self.values[state] = scratch[pos];
-                    self.stamps[state] = at;
-                }
+            for &(state, pos) in &self.cell_states[c] {
+                self.values[state] = scratch[pos];
+                self.stamps[state] = at;
             }
         }
         for (i, &stamp) in self.stamps.iter().enumerate() {
