@@ -70,8 +70,7 @@ fn drives_faults_on_a_pulled_node_and_recovers() {
         // While driving straight (0.3 m/s → 0.95 rev/s), both wheels follow.
         let straight = out
             .lines()
-            .filter(|l| l.contains("(cmd +0.95 +0.95)"))
-            .last()
+            .rfind(|l| l.contains("(cmd +0.95 +0.95)"))
             .unwrap_or_else(|| panic!("no straight driving:\n{out}"));
         for wheel in ["L ", "R "] {
             let v = number_after(straight, wheel);
