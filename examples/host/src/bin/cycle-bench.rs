@@ -152,5 +152,4 @@ fn main() {
         "  batches: {} written, {} sent, {} merged",
         s.batches_written, s.batches_sent, s.batches_coalesced
     );
-    let _ = master.status();
 }
