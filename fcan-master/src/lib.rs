@@ -23,6 +23,7 @@ pub use fcan_transport as transport;
 
 pub mod api;
 pub mod cache;
+pub mod cycle;
 pub mod engine;
 pub mod json;
 pub mod json_schema;

@@ -1113,3 +1113,63 @@ async fn plan_frames_and_record_through_the_daemon() {
     assert!(feedback > 50, "{feedback}");
     assert_eq!(raw, summary["frames"].as_u64().unwrap());
 }
+
+/// The cycle API through the daemon: the same `Cycle` over a `RemoteMaster` configures
+/// against the schemas the client fetched, activates, drives a motor (its velocity
+/// follows the command), and its safe stop leaves the motor's target at the safe value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cycle_api_runs_through_the_daemon() {
+    use fcan_master::cycle::{Cycle, CycleConfig, Lifecycle};
+    let Served {
+        w,
+        server: _server,
+        m,
+        _dz,
+        ..
+    } = served().await;
+    m.param_set("motor_driver1.motor1.velocity.kp", Value::Float(0.05))
+        .await
+        .unwrap();
+    m.param_set("motor_driver1.motor1.velocity.ki", Value::Float(1.0))
+        .await
+        .unwrap();
+    // Remote timing is weaker (docs/control.md): a 200 Hz loop and the default 100 ms
+    // feedback timeout, with room for a loaded machine.
+    let config = CycleConfig::new(200.0)
+        .feedback_timeout(Duration::from_secs(2))
+        .state("m/velocity", "/motor_driver1/motor1/feedback.velocity")
+        .command(
+            "m/velocity",
+            "/motor_driver1/motor1/target{type: 1}.value",
+            0.0,
+        );
+    let mut cycle = Cycle::configure(m.clone(), config, SOON).await.unwrap();
+    cycle.activate(SOON).await.unwrap();
+    let mut tick = tokio::time::interval(cycle.period());
+    let t0 = std::time::Instant::now();
+    let mut velocity = 0.0;
+    // Until the motor runs at 1.5 rev/s (about a second on an idle machine).
+    while t0.elapsed() < SOON {
+        tick.tick().await;
+        velocity = cycle.read().unwrap().value(0);
+        cycle.write(&[1.5]).unwrap();
+        if (velocity - 1.5).abs() < 0.1 && t0.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+    }
+    assert!(
+        (velocity - 1.5).abs() < 0.1,
+        "the motor follows: {velocity}"
+    );
+    assert!(cycle.stats().batches_sent > 10, "{:?}", cycle.stats());
+    cycle.deactivate().await.unwrap();
+    assert_eq!(cycle.lifecycle(), &Lifecycle::Inactive);
+    let target = until("the safe command reaches the motor", || {
+        let t = w
+            .motor(MD1)
+            .with(|f| f.node.topic(1, 0).map(|t| t.bytes.to_vec()));
+        async move { t.filter(|b| b[1..5] == 0f32.to_le_bytes()) }
+    })
+    .await;
+    assert_eq!(target[0], 1, "velocity mode, from the constant");
+}
