@@ -271,8 +271,13 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
         }
     };
     log.abort();
+    // The logger may have been stopped between two polls: what happened since is still
+    // printed, before the summary that counts it.
     for r in running.iter() {
         r.stop();
+    }
+    print_events(&running);
+    for r in running.iter() {
         let (name, s) = r.with(|n| (n.name().to_string(), n.stats()));
         eprintln!(
             "fcan fake [{name}]: stopped; {} service calls answered, {} parameter commits, {} feedback publications mirrored",
@@ -292,17 +297,22 @@ async fn all_stopped(running: &[Running]) {
 /// What the nodes did, on stderr, as it happens (every 50 ms).
 async fn log_events(running: Arc<Vec<Running>>) {
     loop {
-        for r in running.iter() {
-            let lines: Vec<String> = r.with(|n| {
-                n.take_events()
-                    .iter()
-                    .map(|e| format!("fcan fake [{}]: {}", n.name(), n.describe(e)))
-                    .collect()
-            });
-            for l in lines {
-                eprintln!("{}", fcan_master::text::Untrusted(&l));
-            }
-        }
+        print_events(&running);
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Prints the events the nodes have recorded since the last call.
+fn print_events(running: &[Running]) {
+    for r in running {
+        let lines: Vec<String> = r.with(|n| {
+            n.take_events()
+                .iter()
+                .map(|e| format!("fcan fake [{}]: {}", n.name(), n.describe(e)))
+                .collect()
+        });
+        for l in lines {
+            eprintln!("{}", fcan_master::text::Untrusted(&l));
+        }
     }
 }
