@@ -36,7 +36,8 @@ pub enum ConfigError {
     /// configuration reassembly buffer ([`crate::CONFIG_REASSEMBLY_BYTES`]).
     ParamTooLarge,
     /// The descriptor tables contradict themselves (an index or offset out of range, more
-    /// than 255 blocks, more than 32 params in a type, a default of the wrong type).
+    /// than 255 blocks or 256 topic slots, more than 32 params in a type, a default of the
+    /// wrong type).
     BadDesc,
 }
 

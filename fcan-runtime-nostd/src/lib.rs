@@ -81,7 +81,7 @@ pub use services::SvcSlot;
 pub use storage::{Buffers, Parts, PartsRef, Storage};
 pub use topics::{TopicRead, TopicState};
 
-/// Bytes of each of the node's two configuration reassembly buffers: the longest
+/// Bytes of the node's configuration reassembly buffer: the longest
 /// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest
 /// parameter) it can take. Service requests use the service slots instead. The one
 /// constant schema validation checks parameters against (`fcan_core::limits`).

@@ -17,9 +17,8 @@ use crate::{params, sched, CONFIG_REASSEMBLY_BYTES};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::id::{is_data_id, ConfigId, Direction, IdError, NodeId, Opcode};
 use fcan_core::msg::{
-    AnnounceAck, BusMode, ConfigMessage, Counters, FaultCode, FrameDefine, NodeHeartbeat,
-    NodeState, ParamValue, ResultCode, SchemaData, SchemaRead, ServiceResponse, ServiceStatus,
-    Start,
+    AnnounceAck, BusMode, ConfigMessage, Counters, FaultCode, FrameDefine, NodeState, ParamValue,
+    ResultCode, SchemaData, SchemaRead, ServiceResponse, ServiceStatus, Start,
 };
 use fcan_core::segment::ReassemblyPool;
 
@@ -94,7 +93,10 @@ pub struct Node<B> {
     core: Core,
     buffers: B,
     rx: RxQueue,
-    pool: ReassemblyPool<2, CONFIG_REASSEMBLY_BYTES>,
+    /// One configuration transfer at a time: a master sends the segments of each message
+    /// to a node back to back (protocol §10.8), so a second buffer (422 B) only ever
+    /// served transfers that interleave, which nothing conforming sends.
+    pool: ReassemblyPool<1, CONFIG_REASSEMBLY_BYTES>,
     pool_dropped: u32,
     outq: OutQueue,
     /// [`Node::configure`] succeeded: until then `receive` and `poll` do nothing.
@@ -214,9 +216,14 @@ impl<B: Storage> Node<B> {
                 } else {
                     let mut p = self.buffers.parts();
                     match plan::lookup(&p, core.plan.m2s, id) {
-                        Some(fi) => {
-                            topics::apply_m2s(&mut p, &mut core.counters, fi, frame.data(), now_us)
-                        }
+                        Some(fi) => topics::apply_m2s(
+                            core.desc,
+                            &mut p,
+                            &mut core.counters,
+                            fi,
+                            frame.data(),
+                            now_us,
+                        ),
                         None => bump(&mut core.counters.rx_ignored),
                     }
                 }
@@ -458,7 +465,8 @@ fn wipe(p: &mut Parts<'_>) {
 /// on bus input, never on our own tables.
 fn check_desc(desc: &NodeDesc) -> Result<(), ConfigError> {
     let bad = ConfigError::BadDesc;
-    if desc.blocks.len() > 255 || desc.arrays.len() > 255 {
+    // Plan entries name a topic's state slot in one byte (`PlanEntry`).
+    if desc.blocks.len() > 255 || desc.arrays.len() > 255 || desc.topic_slots > 256 {
         return Err(bad);
     }
     for (number, b) in desc.blocks.iter().enumerate() {
@@ -595,6 +603,13 @@ fn handle_frame<const S: usize, const N: usize>(
         }
         return;
     }
+    // Only DISCOVER and the master HEARTBEAT are meant for everyone, and both are single
+    // frames: checked before reassembly, so a broadcast transfer (from nothing that
+    // conforms) never holds the node's one reassembly buffer.
+    if id.node.is_broadcast() && !matches!(id.opcode, Opcode::Discover | Opcode::Heartbeat) {
+        bump(&mut core.counters.rx_ignored);
+        return;
+    }
     let msg = match pool.push(id, data, now) {
         Ok(Some(m)) => m,
         Ok(None) => {
@@ -611,12 +626,7 @@ fn handle_frame<const S: usize, const N: usize>(
             return;
         }
     };
-    // Only DISCOVER and the master HEARTBEAT are meant for everyone.
-    if id.node.is_broadcast() && !matches!(id.opcode, Opcode::Discover | Opcode::Heartbeat) {
-        bump(&mut core.counters.rx_ignored);
-        return;
-    }
-    match ConfigMessage::decode(id.opcode, Direction::ToNode, msg) {
+    match ConfigMessage::decode_to_node(id.opcode, msg) {
         Ok(m) => {
             bump(&mut core.counters.rx_handled);
             on_message(core, p, outq, app, &id, m, now);
@@ -649,22 +659,7 @@ fn collision(
     id: &ConfigId,
     data: &[u8],
 ) {
-    // Only the first segment of an ANNOUNCE (always segmented: it is longer than a
-    // Classical frame) or a whole HEARTBEAT names the boot that sent it, and only when
-    // its leading bytes are well-formed: a foreign device on the bus may use any 29-bit
-    // identifier, and one that parses as ours must not pass for another node.
-    let boot = match (id.opcode, id.segment, id.eot) {
-        (Opcode::Discover, 0, false) if announce_head(data) => data.get(4..8),
-        (Opcode::Heartbeat, 0, true)
-            if data.len() == NodeHeartbeat::LEN
-                && ConfigMessage::decode(Opcode::Heartbeat, Direction::ToMaster, data).is_ok() =>
-        {
-            data.get(2..6)
-        }
-        _ => None,
-    }
-    .and_then(|b| b.try_into().ok())
-    .map(u32::from_le_bytes);
+    let boot = fcan_core::msg::peek_boot_id(id, data);
     if boot.is_none_or(|b| b == core.boot_id) {
         // No boot named (a foreign frame, a later segment, our own echo): proof of nothing.
         bump(&mut core.counters.rx_ignored);
@@ -678,19 +673,6 @@ fn collision(
         // We hold the id: assert it so the master sees two boot_ids and the newcomer,
         // unacknowledged, hears us and faults.
         core.heartbeat(outq);
-    }
-}
-
-/// Whether `data` starts like an ANNOUNCE's first segment: a full Classical segment with
-/// this protocol version, a valid state and only known capability bits.
-fn announce_head(data: &[u8]) -> bool {
-    match data {
-        [protocol, state, caps, _, _, _, _, _] => {
-            *protocol == fcan_core::PROTOCOL_VERSION
-                && NodeState::try_from(*state).is_ok()
-                && *caps & !fcan_core::msg::caps::KNOWN == 0
-        }
-        _ => false,
     }
 }
 

@@ -78,7 +78,7 @@ impl OutMsg {
         msg: &ConfigMessage<'_>,
     ) -> Option<OutMsg> {
         let mut data = [0u8; INLINE];
-        let len = msg.encode(&mut data).ok()?;
+        let len = msg.encode_to_master(&mut data).ok()?;
         Some(Self::new(
             id,
             mtu,
@@ -259,7 +259,7 @@ fn build(m: &OutMsg, src: &Sources<'_, '_>) -> Option<(Frame, bool)> {
                 counts: counts.get(..n)?,
             });
             let mut buf = [0u8; Announce::FIXED_LEN + 255];
-            let len = msg.encode(&mut buf).ok()?;
+            let len = msg.encode_to_master(&mut buf).ok()?;
             seg(buf.get(..len)?, &[])
         }
     }

@@ -12,50 +12,71 @@ use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
 use fcan_core::presence::{needs_mask, PresenceBits};
 
-/// `stage_base` of an entry whose topic has no staging area (s2m, or single-frame m2s).
-pub(crate) const NO_STAGE: u32 = u32::MAX;
-
-/// One copy entry, resolved to arena offsets at FRAME_DEFINE so the hot path only adds
-/// and copies. Opaque outside the runtime.
+/// One copy entry as it came on the wire, checked at FRAME_DEFINE: 6 bytes, where a
+/// form resolved to arena offsets took 16 (96 entries: 576 B instead of 1,536 B on the
+/// eight-motor node). The offsets are looked up in the node's descriptor when the entry
+/// is used ([`PlanEntry::place`]: two indexed table reads). Opaque outside the runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanEntry {
-    /// Offset of the topic's value in the topic arena.
-    pub(crate) topic_base: u32,
-    /// Offset of the topic's staging bytes in the staging arena, or [`NO_STAGE`].
-    pub(crate) stage_base: u32,
     /// Offset within the topic value.
     pub(crate) src: u16,
-    /// The topic's packed size.
-    pub(crate) topic_size: u16,
-    /// The topic's state slot.
-    pub(crate) slot: u16,
+    /// The topic's state slot (`BlockDesc::topic_slot` + topic index): at most 256
+    /// slots per node, which `Node::configure` checks.
+    pub(crate) slot: u8,
+    /// The topic's block; the topic's index in it is `slot - topic_slot`.
+    pub(crate) block: u8,
     /// Bytes copied.
     pub(crate) len: u8,
     /// Offset within the frame payload.
     pub(crate) dst: u8,
 }
 
+/// Where an entry's topic lives, from the descriptor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    /// Offset of the topic's value in the topic arena.
+    pub topic_base: usize,
+    /// Offset of the topic's staging bytes in the staging arena (m2s groups only).
+    pub stage_base: Option<usize>,
+    /// The topic's packed size.
+    pub size: usize,
+}
+
 impl PlanEntry {
     /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
     /// of your own (a PC node sizing its tables at run time).
     pub const EMPTY: PlanEntry = PlanEntry {
-        topic_base: 0,
-        stage_base: NO_STAGE,
         src: 0,
-        topic_size: 0,
         slot: 0,
+        block: 0,
         len: 0,
         dst: 0,
     };
 
-    /// Where the entry's bytes live in the topic arena.
-    pub(crate) fn topic_abs(&self) -> usize {
-        (self.topic_base as usize).saturating_add(self.src as usize)
+    /// The entry's topic slot, as the per-topic state table and presence bits use it.
+    pub(crate) fn slot(&self) -> u16 {
+        self.slot as u16
     }
 
-    /// Where the entry's bytes live in the staging arena.
-    pub(crate) fn stage_abs(&self) -> usize {
-        (self.stage_base as usize).saturating_add(self.src as usize)
+    /// Where the entry's topic lives (`None` only for an entry not checked against this
+    /// descriptor, which the plan never holds).
+    pub(crate) fn place(&self, desc: &NodeDesc) -> Option<Place> {
+        let (bd, td) = desc.block(self.block)?;
+        let t = td
+            .topics
+            .get((self.slot as u16).checked_sub(bd.topic_slot)? as usize)?;
+        let stage_base = (t.dir == DataDirection::M2s && t.stage_offset != u16::MAX)
+            .then(|| bd.stage_offset as usize + t.stage_offset as usize);
+        Some(Place {
+            topic_base: bd.topic_offset as usize + t.offset as usize,
+            stage_base,
+            size: t.size as usize,
+        })
+    }
+
+    /// Where the entry's bytes live in the topic arena.
+    pub(crate) fn topic_abs(&self, desc: &NodeDesc) -> Option<usize> {
+        Some(self.place(desc)?.topic_base + self.src as usize)
     }
 }
 
@@ -171,27 +192,22 @@ fn check_entry(
         return Err(bad);
     }
     *occupied |= bits;
-    let stage_base = if h.dir == DataDirection::M2s && topic.stage_offset != u16::MAX {
-        bd.stage_offset as u32 + topic.stage_offset as u32
-    } else {
-        NO_STAGE
-    };
     if h.group_parts > 1 {
         // A group carries one topic, and an m2s group needs somewhere to stage it.
         let first = d.entries.get(0).ok_or(bad)?;
         if first.block != e.block || first.topic != e.topic {
             return Err(bad);
         }
-        if h.dir == DataDirection::M2s && stage_base == NO_STAGE {
+        if h.dir == DataDirection::M2s && topic.stage_offset == u16::MAX {
             return Err(bad);
         }
     }
+    // `Node::configure` refuses a descriptor with more than 256 topic slots.
+    let slot = u8::try_from(bd.topic_slot.saturating_add(e.topic as u16)).map_err(|_| bad)?;
     Ok(PlanEntry {
-        topic_base: bd.topic_offset as u32 + topic.offset as u32,
-        stage_base,
         src: e.src_offset,
-        topic_size: topic.size,
-        slot: bd.topic_slot.saturating_add(e.topic as u16),
+        slot,
+        block: e.block,
         len: e.len,
         dst: e.dst_offset,
     })
@@ -254,11 +270,11 @@ pub(crate) fn define(
     let mut shared = false;
     for i in 0..n {
         let e = check_entry(desc, wired, d, i, &mut occupied)?;
-        if h.masked && bits.bit(e.slot).is_none() {
+        if h.masked && bits.bit(e.slot()).is_none() {
             // More topics than the mask has bits.
             return Err((ResultCode::BadEntry, i as u16));
         }
-        shared |= *first_slot.get_or_insert(e.slot) != e.slot;
+        shared |= *first_slot.get_or_insert(e.slot()) != e.slot();
     }
     // A frame shared by topics sent per publication must say which it delivers, and only
     // such a frame has a mask (which also keeps masks off sequenced groups).
@@ -299,7 +315,7 @@ pub(crate) fn define(
 
 /// The topic slot every entry of frame `f` names (groups carry one topic), if any.
 fn group_slot(p: &Parts<'_>, f: &PlanFrame) -> Option<u16> {
-    p.entries.get(f.entries())?.first().map(|e| e.slot)
+    p.entries.get(f.entries())?.first().map(|e| e.slot())
 }
 
 /// START's check: exactly `frame_count` frames, and every group complete with its parts

@@ -39,7 +39,10 @@ fn send(
     tx: &mut impl Transmit,
 ) -> Result<(), TxRefused> {
     let mut buf = [0u8; 64];
-    let (Some(len), Some(f)) = (build_s2m(p, fi, seq, &mut buf), p.frames.get(fi as usize)) else {
+    let (Some(len), Some(f)) = (
+        build_s2m(core.desc, p, fi, seq, &mut buf),
+        p.frames.get(fi as usize),
+    ) else {
         return Ok(());
     };
     let Some(data) = buf.get(..len) else {
@@ -166,7 +169,7 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
         let mut pending = 0u8;
         let mut bits = PresenceBits::new();
         for e in p.entries.get(f.entries()).unwrap_or(&[]) {
-            let bit = bits.bit(e.slot).map_or(0, |b| 1u8 << b);
+            let bit = bits.bit(e.slot()).map_or(0, |b| 1u8 << b);
             if p.topics.get(e.slot as usize).is_some_and(|t| t.unsent) {
                 unsent = true;
                 pending |= bit;
@@ -220,7 +223,7 @@ pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
             continue;
         }
         let es = p.entries.get(f.entries()).unwrap_or(&[]);
-        if !es.iter().any(|e| e.slot == slot) {
+        if !es.iter().any(|e| e.slot() == slot) {
             continue;
         }
         let bit = bit_of_slot(es, slot);

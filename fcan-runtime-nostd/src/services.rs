@@ -14,7 +14,7 @@ use crate::storage::Parts;
 use crate::topics::copy;
 use crate::wired::Wired;
 use fcan_core::frame::{CLASSIC_MAX_LEN, FD_MAX_LEN};
-use fcan_core::id::{ConfigId, Direction, Opcode};
+use fcan_core::id::{ConfigId, Opcode};
 use fcan_core::msg::{ConfigMessage, Counters, ServiceStatus};
 use fcan_core::segment::TRANSFER_TIMEOUT_US;
 use fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US;
@@ -221,7 +221,7 @@ pub(crate) fn on_frame(
         return SvcAction::None;
     }
     let Ok(ConfigMessage::ServiceRequest(req)) =
-        ConfigMessage::decode(Opcode::Service, Direction::ToNode, data)
+        ConfigMessage::decode_to_node(Opcode::Service, data)
     else {
         bump(&mut counters.rx_malformed);
         return SvcAction::None;

@@ -3,7 +3,8 @@
 //! frames are built from it.
 
 use crate::counters::bump;
-use crate::plan::{PlanEntry, PlanFrame, NO_STAGE};
+use crate::desc::NodeDesc;
+use crate::plan::{PlanEntry, PlanFrame};
 use crate::storage::Parts;
 use fcan_core::msg::Counters;
 use fcan_core::presence::PresenceBits;
@@ -87,7 +88,7 @@ pub(crate) fn copy(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usiz
 pub(crate) fn all_bits(entries: &[PlanEntry]) -> u8 {
     let mut bits = PresenceBits::new();
     for e in entries {
-        bits.bit(e.slot);
+        bits.bit(e.slot());
     }
     bits.all()
 }
@@ -97,8 +98,8 @@ pub(crate) fn all_bits(entries: &[PlanEntry]) -> u8 {
 pub(crate) fn bit_of_slot(entries: &[PlanEntry], slot: u16) -> u8 {
     let mut bits = PresenceBits::new();
     for e in entries {
-        let b = bits.bit(e.slot);
-        if e.slot == slot {
+        let b = bits.bit(e.slot());
+        if e.slot() == slot {
             return b.map_or(0, |b| 1 << b);
         }
     }
@@ -107,6 +108,7 @@ pub(crate) fn bit_of_slot(entries: &[PlanEntry], slot: u16) -> u8 {
 
 /// Applies one m2s data frame (already matched to plan frame `fi`) to the topics.
 pub(crate) fn apply_m2s(
+    desc: &NodeDesc,
     p: &mut Parts<'_>,
     counters: &mut Counters,
     fi: u16,
@@ -143,11 +145,13 @@ pub(crate) fn apply_m2s(
         let mut bits = PresenceBits::new();
         let mut bumped = 0u8;
         for e in entries.iter() {
-            let bit = bits.bit(e.slot).map_or(0, |b| 1u8 << b);
+            let bit = bits.bit(e.slot()).map_or(0, |b| 1u8 << b);
             if mask & bit == 0 {
                 continue;
             }
-            copy(p.topic, e.topic_abs(), data, e.dst as usize, e.len as usize);
+            if let Some(at) = e.topic_abs(desc) {
+                copy(p.topic, at, data, e.dst as usize, e.len as usize);
+            }
             // The generation goes up once per topic per frame.
             if bumped & bit == 0 {
                 bumped |= bit;
@@ -160,12 +164,13 @@ pub(crate) fn apply_m2s(
         bump(&mut counters.rx_handled);
         return;
     }
-    apply_group_part(p, counters, fi, &f, data, now);
+    apply_group_part(desc, p, counters, fi, &f, data, now);
 }
 
 /// One part of a sequenced multi-frame group: staged until the last part arrives in
 /// order with the same sequence byte, then copied to the live value in one go.
 fn apply_group_part(
+    desc: &NodeDesc,
     p: &mut Parts<'_>,
     counters: &mut Counters,
     fi: u16,
@@ -185,6 +190,13 @@ fn apply_group_part(
         bump(&mut counters.rx_malformed);
         return;
     };
+    // Validation guarantees an m2s group's topic has a staging area.
+    let Some(place) = first.place(desc) else {
+        return;
+    };
+    let Some(stage_base) = place.stage_base else {
+        return;
+    };
     let Some(ts) = p.topics.get_mut(first.slot as usize) else {
         return;
     };
@@ -195,13 +207,7 @@ fn apply_group_part(
             bump(&mut counters.reassembly_dropped);
         }
         // Start from the live value so bytes the group does not carry stay as they are.
-        copy(
-            p.stage,
-            first.stage_base as usize,
-            p.topic,
-            first.topic_base as usize,
-            first.topic_size as usize,
-        );
+        copy(p.stage, stage_base, p.topic, place.topic_base, place.size);
         ts.staging = true;
         ts.stage_seq = seq;
         ts.stage_head = head;
@@ -220,23 +226,16 @@ fn apply_group_part(
         }
         return;
     }
+    // Every entry of a group is of the one topic.
     for e in entries.iter() {
-        if e.stage_base == NO_STAGE {
-            continue;
-        }
-        copy(p.stage, e.stage_abs(), data, e.dst as usize, e.len as usize);
+        let at = stage_base.saturating_add(e.src as usize);
+        copy(p.stage, at, data, e.dst as usize, e.len as usize);
     }
     ts.stage_next = f.group_index.saturating_add(1);
     bump(&mut counters.rx_handled);
     if ts.stage_next >= f.group_parts {
         ts.staging = false;
-        copy(
-            p.topic,
-            first.topic_base as usize,
-            p.stage,
-            first.stage_base as usize,
-            first.topic_size as usize,
-        );
+        copy(p.topic, place.topic_base, p.stage, stage_base, place.size);
         ts.generation = ts.generation.wrapping_add(1).max(1);
         ts.received_at_us = now;
     }
@@ -246,7 +245,13 @@ fn apply_group_part(
 /// presence mask of the topics published since it was last sent (when masked), and the
 /// copy entries of the topics it delivers from the live topic values; the bytes of a
 /// masked frame's other topics stay zero. Returns the meaningful length.
-pub(crate) fn build_s2m(p: &Parts<'_>, fi: u16, seq: u8, buf: &mut [u8; 64]) -> Option<usize> {
+pub(crate) fn build_s2m(
+    desc: &NodeDesc,
+    p: &Parts<'_>,
+    fi: u16,
+    seq: u8,
+    buf: &mut [u8; 64],
+) -> Option<usize> {
     let f = p.frames.get(fi as usize)?;
     *buf = [0; 64];
     let entries = p.entries.get(f.entries())?;
@@ -261,9 +266,9 @@ pub(crate) fn build_s2m(p: &Parts<'_>, fi: u16, seq: u8, buf: &mut [u8; 64]) -> 
     for e in entries.iter() {
         // An unmasked frame sends every entry (a periodic one may have more than eight
         // topics, which have no bit).
-        let delivered = !f.masked || bits.bit(e.slot).is_some_and(|b| mask & (1 << b) != 0);
-        if delivered {
-            copy(buf, e.dst as usize, p.topic, e.topic_abs(), e.len as usize);
+        let delivered = !f.masked || bits.bit(e.slot()).is_some_and(|b| mask & (1 << b) != 0);
+        if let (true, Some(at)) = (delivered, e.topic_abs(desc)) {
+            copy(buf, e.dst as usize, p.topic, at, e.len as usize);
         }
     }
     Some(f.len as usize)

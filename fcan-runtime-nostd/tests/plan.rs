@@ -681,3 +681,55 @@ fn fd_without_brs_mode() {
     let f = rig.data_with_id(0x200)[0].1;
     assert!(f.is_fd() && !f.is_brs());
 }
+
+/// The node reassembles one configuration transfer at a time (protocol §10.8): a second
+/// transfer that starts in the middle of the first is dropped and counted, the first
+/// completes, and the second goes through when sent again. A broadcast transfer never
+/// takes the buffer.
+#[test]
+fn one_configuration_transfer_at_a_time() {
+    let mut rig = provisioned();
+    let entries = [entry(0, T_CMD, 0, 5, 0)];
+    let define = |index: u8, id: u16| FrameDefine {
+        header: header(index, id, M2S, 5),
+        entries: Entries::List(&entries),
+    };
+    // FRAME_DEFINE is 12 + 6 bytes: 3 segments on Classical CAN.
+    let first = rig.frames_for(node_id(), &ConfigMessage::FrameDefine(define(0, 0x120)), 1);
+    let second = rig.frames_for(node_id(), &ConfigMessage::FrameDefine(define(0, 0x121)), 2);
+    assert!(first.len() > 1 && second.len() > 1);
+    let dropped = rig.node.counters().reassembly_dropped;
+
+    // A broadcast start first: ignored, holds nothing.
+    let bcast = rig.frames_for(
+        fcan_core::id::NodeId::BROADCAST,
+        &ConfigMessage::FrameDefine(define(0, 0x122)),
+        3,
+    );
+    let ignored = rig.node.counters().rx_ignored;
+    rig.inject(bcast[0]);
+    assert!(rig.node.counters().rx_ignored > ignored);
+
+    rig.inject(first[0]);
+    for f in &second {
+        rig.inject(*f);
+    }
+    for f in &first[1..] {
+        rig.inject(*f);
+    }
+    let replies = rig.take();
+    assert_eq!(replies.len(), 1, "{replies:#?}");
+    let r = replies[0].result();
+    assert!(r.is_ack());
+    assert_eq!(replies[0].id.transfer, 1);
+    assert!(rig.node.counters().reassembly_dropped > dropped);
+
+    // Sent again on its own, the second transfer is taken (index 0 again starts a fresh
+    // plan of one frame).
+    for f in &second {
+        rig.inject(*f);
+    }
+    let m = rig.one();
+    assert_eq!(m.id.transfer, 2);
+    assert!(m.result().is_ack());
+}

@@ -82,6 +82,22 @@ impl<'a> Announce<'a> {
     /// Size without the counts.
     pub const FIXED_LEN: usize = 20;
 
+    /// The boot id in an ANNOUNCE's first segment (a full Classical frame: protocol,
+    /// state, caps, count, boot id), if those leading bytes are well-formed: this
+    /// protocol version, a valid state, only known capability bits.
+    pub(crate) fn peek_boot_id(head: &[u8]) -> Option<u32> {
+        if head.len() != CLASSIC_MAX_LEN {
+            return None;
+        }
+        let r = &mut Reader::new(head);
+        let protocol = r.u8().ok()?;
+        let state = NodeState::try_from(r.u8().ok()?).ok();
+        let caps = r.u8().ok()?;
+        let _count = r.u8().ok()?;
+        let known = protocol == crate::PROTOCOL_VERSION && state.is_some();
+        (known && caps & !caps::KNOWN == 0).then_some(r.u32().ok()?)
+    }
+
     /// Offset of the capability byte: after `protocol` and `state`, as [`Self::encode`]
     /// writes them (a property test in `tests/prop_msg.rs` holds the two together).
     const CAPS_OFFSET: usize = 2;

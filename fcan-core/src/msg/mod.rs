@@ -81,6 +81,9 @@ pub enum EncodeError {
     TooLong,
     /// A field holds a value its bits cannot carry.
     BadField,
+    /// [`ConfigMessage::encode_to_master`] or [`ConfigMessage::encode_to_node`] was
+    /// given a message of the other direction.
+    WrongDirection,
 }
 
 impl From<OutOfSpace> for EncodeError {
@@ -95,6 +98,7 @@ impl core::fmt::Display for EncodeError {
             EncodeError::OutOfSpace => f.write_str("output buffer too small"),
             EncodeError::TooLong => f.write_str("variable part too long"),
             EncodeError::BadField => f.write_str("field value out of its bit range"),
+            EncodeError::WrongDirection => f.write_str("message of the other direction"),
         }
     }
 }
@@ -172,54 +176,128 @@ impl<'a> ConfigMessage<'a> {
 
     /// Encodes the payload into `buf`; returns its length.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        match self.direction() {
+            Direction::ToNode => self.encode_to_node(buf),
+            Direction::ToMaster => self.encode_to_master(buf),
+        }
+    }
+
+    /// [`ConfigMessage::encode`] for a node→master message, the only kind a node sends:
+    /// a node that calls this links none of the master→node encoders (on the example
+    /// firmware, hundreds of bytes of flash).
+    pub fn encode_to_master(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        let mut w = Writer::new(buf);
+        use ConfigMessage::*;
+        match self {
+            NodeHeartbeat(m) => m.encode(&mut w)?,
+            ServiceResponse(m) => m.encode(&mut w)?,
+            ParamValue(m) => m.encode(&mut w)?,
+            Result(m) => m.encode(&mut w)?,
+            Announce(m) => m.encode(&mut w)?,
+            Stats(m) => m.encode(&mut w)?,
+            SchemaData(m) => m.encode(&mut w)?,
+            _ => return Err(EncodeError::WrongDirection),
+        }
+        Ok(w.position())
+    }
+
+    /// [`ConfigMessage::encode`] for a master→node message.
+    pub fn encode_to_node(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
         let mut w = Writer::new(buf);
         use ConfigMessage::*;
         match self {
             MasterHeartbeat(m) => m.encode(&mut w)?,
-            NodeHeartbeat(m) => m.encode(&mut w)?,
             Start(m) => m.encode(&mut w)?,
             ServiceRequest(m) => m.encode(&mut w)?,
-            ServiceResponse(m) => m.encode(&mut w)?,
             ParamSet(m) => m.encode(&mut w)?,
             ParamGet(m) => m.encode(&mut w)?,
-            ParamValue(m) => m.encode(&mut w)?,
-            Result(m) => m.encode(&mut w)?,
             FrameDefine(m) => m.encode(&mut w)?,
             AnnounceAck(m) => m.encode(&mut w)?,
             Discover(m) => m.encode(&mut w)?,
-            Announce(m) => m.encode(&mut w)?,
             StatsRead => {}
-            Stats(m) => m.encode(&mut w)?,
             SchemaRead(m) => m.encode(&mut w)?,
-            SchemaData(m) => m.encode(&mut w)?,
+            _ => return Err(EncodeError::WrongDirection),
         }
         Ok(w.position())
     }
 
     /// Decodes a complete (reassembled) payload.
     pub fn decode(opcode: Opcode, dir: Direction, payload: &'a [u8]) -> Result<Self, DecodeError> {
+        match dir {
+            Direction::ToNode => Self::decode_to_node(opcode, payload),
+            Direction::ToMaster => Self::decode_to_master(opcode, payload),
+        }
+    }
+
+    /// [`ConfigMessage::decode`] of a master→node message, the only kind a node takes: a
+    /// node that calls this links none of the node→master decoders.
+    pub fn decode_to_node(opcode: Opcode, payload: &'a [u8]) -> Result<Self, DecodeError> {
         let r = &mut Reader::new(payload);
-        use Direction::{ToMaster as M, ToNode as N};
-        Ok(match (opcode, dir) {
-            (Opcode::Heartbeat, N) => Self::MasterHeartbeat(MasterHeartbeat::decode(r)?),
-            (Opcode::Heartbeat, M) => Self::NodeHeartbeat(NodeHeartbeat::decode(r)?),
-            (Opcode::Start, N) => Self::Start(Start::decode(r)?),
-            (Opcode::Service, N) => Self::ServiceRequest(ServiceRequest::decode(r)?),
-            (Opcode::Service, M) => Self::ServiceResponse(ServiceResponse::decode(r)?),
-            (Opcode::ParamSet, N) => Self::ParamSet(ParamSet::decode(r)?),
-            (Opcode::ParamGet, N) => Self::ParamGet(ParamGet::decode(r)?),
-            (Opcode::ParamGet, M) => Self::ParamValue(ParamValue::decode(r)?),
-            (Opcode::Result, M) => Self::Result(CommandResult::decode(r)?),
-            (Opcode::FrameDefine, N) => Self::FrameDefine(FrameDefine::decode(r)?),
-            (Opcode::AnnounceAck, N) => Self::AnnounceAck(AnnounceAck::decode(r)?),
-            (Opcode::Discover, N) => Self::Discover(Discover::decode(r)?),
-            (Opcode::Discover, M) => Self::Announce(Announce::decode(r)?),
-            (Opcode::Stats, N) => Self::StatsRead,
-            (Opcode::Stats, M) => Self::Stats(Counters::decode(r)?),
-            (Opcode::Schema, N) => Self::SchemaRead(SchemaRead::decode(r)?),
-            (Opcode::Schema, M) => Self::SchemaData(SchemaData::decode(r)?),
-            (Opcode::Start | Opcode::ParamSet | Opcode::FrameDefine | Opcode::AnnounceAck, M)
-            | (Opcode::Result, N) => return Err(DecodeError::WrongDirection),
+        Ok(match opcode {
+            Opcode::Heartbeat => Self::MasterHeartbeat(MasterHeartbeat::decode(r)?),
+            Opcode::Start => Self::Start(Start::decode(r)?),
+            Opcode::Service => Self::ServiceRequest(ServiceRequest::decode(r)?),
+            Opcode::ParamSet => Self::ParamSet(ParamSet::decode(r)?),
+            Opcode::ParamGet => Self::ParamGet(ParamGet::decode(r)?),
+            Opcode::FrameDefine => Self::FrameDefine(FrameDefine::decode(r)?),
+            Opcode::AnnounceAck => Self::AnnounceAck(AnnounceAck::decode(r)?),
+            Opcode::Discover => Self::Discover(Discover::decode(r)?),
+            Opcode::Stats => Self::StatsRead,
+            Opcode::Schema => Self::SchemaRead(SchemaRead::decode(r)?),
+            Opcode::Result => return Err(DecodeError::WrongDirection),
         })
+    }
+
+    /// [`ConfigMessage::decode`] of a node→master message.
+    pub fn decode_to_master(opcode: Opcode, payload: &'a [u8]) -> Result<Self, DecodeError> {
+        let r = &mut Reader::new(payload);
+        Ok(match opcode {
+            Opcode::Heartbeat => Self::NodeHeartbeat(NodeHeartbeat::decode(r)?),
+            Opcode::Service => Self::ServiceResponse(ServiceResponse::decode(r)?),
+            Opcode::ParamGet => Self::ParamValue(ParamValue::decode(r)?),
+            Opcode::Result => Self::Result(CommandResult::decode(r)?),
+            Opcode::Discover => Self::Announce(Announce::decode(r)?),
+            Opcode::Stats => Self::Stats(Counters::decode(r)?),
+            Opcode::Schema => Self::SchemaData(SchemaData::decode(r)?),
+            Opcode::Start | Opcode::ParamSet | Opcode::FrameDefine | Opcode::AnnounceAck => {
+                return Err(DecodeError::WrongDirection)
+            }
+        })
+    }
+}
+
+/// The boot id a node→master frame names, read from the frame alone (no reassembly): the
+/// first segment of an ANNOUNCE (always segmented: it is longer than a Classical frame)
+/// or a whole node HEARTBEAT, and only when its leading bytes are well-formed. `None` for
+/// any other frame: a foreign device on the bus may use any 29-bit identifier, and one
+/// that parses as a configuration frame must not pass for a node.
+///
+/// How a node tells another node with its id (a collision) from its own frames heard
+/// back.
+///
+/// ```
+/// use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
+/// use fcan_core::msg::{peek_boot_id, ConfigMessage, FaultCode, NodeHeartbeat, NodeState};
+/// let hb = ConfigMessage::NodeHeartbeat(NodeHeartbeat {
+///     state: NodeState::Running, fault: FaultCode::None, boot_id: 0xB007, errors: 0,
+/// });
+/// let mut buf = [0u8; 8];
+/// let n = hb.encode(&mut buf).unwrap();
+/// let id = ConfigId::single(Opcode::Heartbeat, Direction::ToMaster, NodeId::new(3).unwrap(), 0);
+/// assert_eq!(peek_boot_id(&id, &buf[..n]), Some(0xB007));
+/// assert_eq!(peek_boot_id(&id, &buf[..n - 1]), None);
+/// ```
+pub fn peek_boot_id(id: &crate::id::ConfigId, data: &[u8]) -> Option<u32> {
+    if id.dir != Direction::ToMaster || id.segment != 0 {
+        return None;
+    }
+    match (id.opcode, id.eot) {
+        (Opcode::Discover, false) => Announce::peek_boot_id(data),
+        (Opcode::Heartbeat, true) if data.len() == NodeHeartbeat::LEN => {
+            NodeHeartbeat::decode(&mut Reader::new(data))
+                .ok()
+                .map(|h| h.boot_id)
+        }
+        _ => None,
     }
 }
