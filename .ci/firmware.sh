@@ -15,6 +15,14 @@ step "toolchain"
 rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi
 rustup component add llvm-tools >/dev/null
 
+step "the firmware crates build with their rust-version (1.85)"
+# What a firmware author on an older toolchain gets: a dependency bump that needs a newer
+# Rust fails here, not on their machine. Host check: the language and library features
+# are the same for every target.
+rustup toolchain install 1.85 --profile minimal
+env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-core --no-default-features
+env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd
+
 step "fcan-core and fcan-runtime-nostd for microcontrollers (no alloc)"
 for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   cargo build -p fcan-core --no-default-features --target "$t"

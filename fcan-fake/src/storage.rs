@@ -17,7 +17,7 @@ pub struct VecStorage {
     param_changed: Vec<u32>,
     topics: Vec<TopicState>,
     frames: Vec<PlanFrame>,
-    m2s_index: Vec<u16>,
+    m2s_index: Vec<u8>,
     entries: Vec<PlanEntry>,
     svc: Vec<SvcSlot>,
     svc_buf: Vec<u8>,

@@ -237,6 +237,11 @@ impl<B: Storage> Node<B> {
                     };
                     if !wanted {
                         bump(&mut core.counters.rx_ignored);
+                    } else if self.rx.is_empty() && inner_segment(core, &id) {
+                        // Nothing queued before it, so taking it now keeps the order: a
+                        // long transfer (a FRAME_DEFINE is up to 50 Classical frames)
+                        // takes no queue slot, only its last segment waits for `poll`.
+                        let _ = reassemble(core, &mut self.pool, id, frame.data(), now_us);
                     } else if !self.rx.push(raw, frame.data()) {
                         bump(&mut core.rx_overflow);
                         bump(&mut core.counters.rx_ignored);
@@ -280,10 +285,9 @@ impl<B: Storage> Node<B> {
             if outq.free() == 0 || core.state == NodeState::Fault {
                 break;
             }
-            let Some(f) = rx.peek().copied() else {
+            let Some(f) = rx.pop() else {
                 break;
             };
-            rx.pop();
             handle_frame(core, &mut p, pool, outq, app, f.raw_id, f.payload(), now_us);
         }
         let dropped = pool.dropped();
@@ -610,21 +614,8 @@ fn handle_frame<const S: usize, const N: usize>(
         bump(&mut core.counters.rx_ignored);
         return;
     }
-    let msg = match pool.push(id, data, now) {
-        Ok(Some(m)) => m,
-        Ok(None) => {
-            bump(&mut core.counters.rx_handled);
-            return;
-        }
-        Err(fcan_core::segment::ReassemblyError::NoSlot) => {
-            bump(&mut core.counters.reassembly_dropped);
-            return;
-        }
-        Err(_) => {
-            // Gaps, overflows and short segments are counted by the pool.
-            bump(&mut core.counters.rx_malformed);
-            return;
-        }
+    let Some(msg) = reassemble(core, pool, id, data, now) else {
+        return;
     };
     match ConfigMessage::decode_to_node(id.opcode, msg) {
         Ok(m) => {
@@ -673,6 +664,44 @@ fn collision(
         // We hold the id: assert it so the master sees two boot_ids and the newcomer,
         // unacknowledged, hears us and faults.
         core.heartbeat(outq);
+    }
+}
+
+/// Whether `id` is a segment before the last of a master→node transfer for this node
+/// that the node takes now (not listening; services have their own reassembly): one that
+/// needs neither a reply nor the application, only [`reassemble`].
+fn inner_segment(core: &Core, id: &ConfigId) -> bool {
+    id.dir == Direction::ToNode
+        && !id.eot
+        && id.opcode != Opcode::Service
+        && !id.node.is_broadcast()
+        && !core.listening
+}
+
+/// One frame of a configuration transfer into the reassembly buffer: the whole message
+/// once its last segment is in. Every failure is counted.
+fn reassemble<'p, const S: usize, const N: usize>(
+    core: &mut Core,
+    pool: &'p mut ReassemblyPool<S, N>,
+    id: ConfigId,
+    data: &'p [u8],
+    now: u32,
+) -> Option<&'p [u8]> {
+    match pool.push(id, data, now) {
+        Ok(Some(m)) => Some(m),
+        Ok(None) => {
+            bump(&mut core.counters.rx_handled);
+            None
+        }
+        Err(fcan_core::segment::ReassemblyError::NoSlot) => {
+            bump(&mut core.counters.reassembly_dropped);
+            None
+        }
+        Err(_) => {
+            // Gaps, overflows and short segments are counted by the pool.
+            bump(&mut core.counters.rx_malformed);
+            None
+        }
     }
 }
 
@@ -829,7 +858,7 @@ fn reset_plan(core: &mut Core, p: &mut Parts<'_>) {
     core.plan = PlanCounts::EMPTY;
     core.resume = None;
     for t in p.topics.iter_mut() {
-        t.staging = false;
+        t.stop_staging();
     }
 }
 
@@ -864,7 +893,7 @@ fn on_start(
             }
             core.plan.m2s = plan::build_index(p, &core.plan);
             for t in p.topics.iter_mut() {
-                t.staging = false;
+                t.stop_staging();
             }
             sched::start(core, p, now);
             core.watchdog_us = s.master_timeout_ms as u32 * 1000;
@@ -906,7 +935,7 @@ fn on_define(
                 core.state = NodeState::Provisioned;
                 core.resume = None;
                 for t in p.topics.iter_mut() {
-                    t.staging = false;
+                    t.stop_staging();
                 }
                 app.event(Event::PlanReset);
             }

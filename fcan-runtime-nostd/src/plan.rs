@@ -373,7 +373,8 @@ pub(crate) fn build_index(p: &mut Parts<'_>, plan: &PlanCounts) -> u16 {
             }
             at -= 1;
         }
-        if let Some(slot) = p.m2s_index.get_mut(at) {
+        // A plan has at most 256 frames: FRAME_DEFINE's index is a byte.
+        if let (Some(slot), Ok(fi)) = (p.m2s_index.get_mut(at), u8::try_from(fi)) {
             *slot = fi;
         }
         n += 1;
@@ -387,5 +388,5 @@ pub(crate) fn lookup(p: &Parts<'_>, m2s: u16, id: u16) -> Option<u16> {
     let pos = index
         .binary_search_by_key(&id, |&fi| p.frames.get(fi as usize).map_or(0, |f| f.std_id))
         .ok()?;
-    index.get(pos).copied()
+    index.get(pos).map(|&fi| fi as u16)
 }

@@ -6,22 +6,21 @@ use fcan_core::frame::FD_MAX_LEN;
 /// Configuration-plane frames the receive queue holds between polls; more are dropped
 /// and counted ([`crate::Node::rx_overflows`]).
 ///
-/// Sized for the burst between two polls, not for one message: a master sends the
-/// segments of a configuration message back to back (on Classical CAN, 8 bytes a
-/// segment, a FRAME_DEFINE of 12 + 6 bytes per copy entry is 3–7 segments for a few
-/// entries and up to 50 for the longest [`crate::CONFIG_REASSEMBLY_BYTES`] takes); a
-/// board's main loop typically drains its controller's receive FIFO into `receive` and
-/// then polls once; and `poll` handles at most one queued frame per free place in the
-/// outgoing queue. About seven 8-byte extended frames fit in a millisecond at 1 Mbit/s,
-/// so 16 slots give a 1 ms poll loop a margin of two. Eight slots (−552 B of RAM) were
-/// considered and not taken: the host end-to-end harness polls after every frame, so no
-/// test shows that eight are enough on a real bus.
+/// Sized in messages, not frames: the segments before the last of a master→node
+/// transfer are reassembled in `receive` itself when nothing waits before them (that is
+/// only copying), so a long transfer (a FRAME_DEFINE of up to 50 Classical segments)
+/// takes one slot, its last segment. Single-frame requests, service frames and frames
+/// that arrive while others wait take one slot each. A master has one provisioning step
+/// or request in flight per node, so eight slots hold what a few masters' requests,
+/// heartbeats and retries put between two polls; and since at most eight 8-byte extended
+/// frames end within a millisecond at 1 Mbit/s, a main loop that polls every millisecond
+/// never loses a frame even to a burst of single frames (`tests/rx_depth.rs` proves both
+/// at line rate). Sixteen slots (+576 B of RAM) were used before segments were taken in
+/// `receive`.
 ///
 /// A slot holds only what a configuration frame needs (the raw extended identifier, the
-/// length and 64 payload bytes: 72 bytes with alignment), not a whole `Frame`. Storing
-/// the three as parallel arrays would save 48 bytes of RAM; measured on the eight-motor
-/// firmware it cost 64–144 bytes of flash, so it was not kept.
-pub const RX_QUEUE_LEN: usize = 16;
+/// length and 64 payload bytes: 72 bytes with alignment), not a whole `Frame`.
+pub const RX_QUEUE_LEN: usize = 8;
 
 /// One queued frame: the raw extended identifier and its payload.
 #[derive(Clone, Copy, Debug)]
@@ -44,11 +43,14 @@ impl RxFrame {
     }
 }
 
-/// A fixed ring of [`RX_QUEUE_LEN`] frames.
+/// A ring of [`RX_QUEUE_LEN`] frames, written here rather than taken from `heapless`:
+/// measured on the eight-motor firmware, `heapless::Deque` (0.8) cost 140 bytes of flash
+/// and 8 of RAM more than this ring (its by-value `push_back`/`pop_front` of 72-byte
+/// frames), with the flash target not yet met.
 pub(crate) struct RxQueue {
     frames: [RxFrame; RX_QUEUE_LEN],
-    head: usize,
-    len: usize,
+    head: u8,
+    len: u8,
 }
 
 impl RxQueue {
@@ -62,11 +64,12 @@ impl RxQueue {
 
     /// Appends a copy of the frame; false when full.
     pub(crate) fn push(&mut self, raw_id: u32, data: &[u8]) -> bool {
-        if self.len >= RX_QUEUE_LEN {
-            return false;
-        }
-        let at = (self.head + self.len) % RX_QUEUE_LEN;
-        let Some(slot) = self.frames.get_mut(at) else {
+        let at = (self.head as usize + self.len as usize) % RX_QUEUE_LEN;
+        let Some(slot) = self
+            .frames
+            .get_mut(at)
+            .filter(|_| (self.len as usize) < RX_QUEUE_LEN)
+        else {
             return false;
         };
         let n = data.len().min(FD_MAX_LEN);
@@ -79,20 +82,20 @@ impl RxQueue {
         true
     }
 
-    /// The oldest frame, left in place.
-    pub(crate) fn peek(&self) -> Option<&RxFrame> {
-        if self.len == 0 {
-            return None;
-        }
-        self.frames.get(self.head)
+    /// Takes the oldest frame.
+    pub(crate) fn pop(&mut self) -> Option<RxFrame> {
+        let f = self
+            .frames
+            .get(self.head as usize)
+            .filter(|_| self.len > 0)?;
+        self.head = ((self.head as usize + 1) % RX_QUEUE_LEN) as u8;
+        self.len -= 1;
+        Some(*f)
     }
 
-    /// Removes the oldest frame.
-    pub(crate) fn pop(&mut self) {
-        if self.len > 0 {
-            self.head = (self.head + 1) % RX_QUEUE_LEN;
-            self.len -= 1;
-        }
+    /// Whether no frame waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Drops everything.

@@ -27,7 +27,7 @@ pub struct Parts<'a> {
     /// The frame plan.
     pub frames: &'a mut [PlanFrame],
     /// Indices of the m2s plan frames sorted by standard ID (built at START).
-    pub m2s_index: &'a mut [u16],
+    pub m2s_index: &'a mut [u8],
     /// The copy entries of every frame, back to back in plan order.
     pub entries: &'a mut [PlanEntry],
     /// Service slots.
@@ -108,7 +108,7 @@ pub struct Buffers<
     param_changed: [u32; BLOCKS],
     topics: [TopicState; TOPIC_SLOTS],
     frames: [PlanFrame; FRAMES],
-    m2s_index: [u16; FRAMES],
+    m2s_index: [u8; FRAMES],
     entries: [PlanEntry; ENTRIES],
     svc: [SvcSlot; SVC_SLOTS],
     svc_buf: [[u8; SVC_BUF]; SVC_SLOTS],

@@ -21,14 +21,15 @@ pub struct TopicState {
     pub(crate) received_at_us: u32,
     /// s2m: published and not sent yet (held until START).
     pub(crate) unsent: bool,
-    /// m2s groups: a group is being staged.
-    pub(crate) staging: bool,
     /// Sequence byte of the group being staged.
     pub(crate) stage_seq: u8,
     /// Next part expected.
     pub(crate) stage_next: u8,
-    /// Plan index of the staged group's first frame.
-    pub(crate) stage_head: u16,
+    /// m2s groups: 1 + the plan index of the staged group's first frame, 0 when no group
+    /// is being staged. A plan has at most 256 frames (FRAME_DEFINE's index is a byte)
+    /// and a group head has a part after it, so the head is at most 254. One byte and
+    /// no flag: 12 bytes a topic, and all-zero when idle.
+    pub(crate) staged: u8,
 }
 
 impl TopicState {
@@ -38,11 +39,15 @@ impl TopicState {
         generation: 0,
         received_at_us: 0,
         unsent: false,
-        staging: false,
         stage_seq: 0,
         stage_next: 0,
-        stage_head: 0,
+        staged: 0,
     };
+
+    /// No group is being staged any more.
+    pub(crate) fn stop_staging(&mut self) {
+        self.staged = 0;
+    }
 }
 
 /// A read-only view of a topic's current value. Returned by [`crate::Node::topic`].
@@ -200,30 +205,27 @@ fn apply_group_part(
     let Some(ts) = p.topics.get_mut(first.slot as usize) else {
         return;
     };
-    let head = fi.saturating_sub(f.group_index as u16);
+    // 1 + the head's index (see `TopicState::staged`); 0 for a plan that cannot be.
+    let staged =
+        u8::try_from(fi.saturating_sub(f.group_index as u16).saturating_add(1)).unwrap_or(0);
     if f.group_index == 0 {
-        if ts.staging {
+        if ts.staged != 0 {
             // A new publication overtook an unfinished one.
             bump(&mut counters.reassembly_dropped);
         }
         // Start from the live value so bytes the group does not carry stay as they are.
         copy(p.stage, stage_base, p.topic, place.topic_base, place.size);
-        ts.staging = true;
+        ts.staged = staged;
         ts.stage_seq = seq;
-        ts.stage_head = head;
         ts.stage_next = 0;
-    } else if !ts.staging
+    } else if ts.staged == 0
         || ts.stage_seq != seq
         || ts.stage_next != f.group_index
-        || ts.stage_head != head
+        || ts.staged != staged
     {
         // Out of order, a lost part, or a part of another publication: drop the group.
-        if ts.staging {
-            ts.staging = false;
-            bump(&mut counters.reassembly_dropped);
-        } else {
-            bump(&mut counters.reassembly_dropped);
-        }
+        ts.stop_staging();
+        bump(&mut counters.reassembly_dropped);
         return;
     }
     // Every entry of a group is of the one topic.
@@ -234,7 +236,7 @@ fn apply_group_part(
     ts.stage_next = f.group_index.saturating_add(1);
     bump(&mut counters.rx_handled);
     if ts.stage_next >= f.group_parts {
-        ts.staging = false;
+        ts.stop_staging();
         copy(p.topic, place.topic_base, p.stage, stage_base, place.size);
         ts.generation = ts.generation.wrapping_add(1).max(1);
         ts.received_at_us = now;

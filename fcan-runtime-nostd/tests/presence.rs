@@ -285,4 +285,6 @@ fn the_mask_costs_no_plan_ram() {
     // 6-byte wire form.
     assert_eq!(core::mem::size_of::<PlanFrame>(), 20);
     assert_eq!(core::mem::size_of::<PlanEntry>(), 6);
+    // The staging progress of a topic is three bytes beside the flag: 12 bytes a topic.
+    assert_eq!(core::mem::size_of::<TopicState>(), 12);
 }

@@ -9,6 +9,7 @@ use fcan_core::frame::CanId;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::Opcode;
 use fcan_core::msg::*;
+use fcan_runtime_nostd::RX_QUEUE_LEN;
 
 #[test]
 fn refusing_every_other_frame_loses_and_reorders_nothing() {
@@ -56,9 +57,10 @@ fn queued_messages_keep_their_order_under_refusal() {
     let mut rig = Rig::new(false);
     rig.boot_and_ack(BusMode::Classic);
     rig.bus.refuse_alternate = true;
-    // A burst of requests whose answers are multi-frame and single-frame mixed.
+    // A burst of requests whose answers are multi-frame and single-frame mixed, as many
+    // as the receive queue holds between two polls.
     let mut expect = Vec::new();
-    for i in 0..6u8 {
+    for i in 0..(RX_QUEUE_LEN / 2) as u8 {
         let t = rig.next_transfer();
         for f in rig.frames_for(
             node_id(),
