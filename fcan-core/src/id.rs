@@ -175,6 +175,8 @@ const MARKER: u32 = 1 << 28;
 
 impl ConfigId {
     /// A single-frame (segment 0, end of transfer) identifier.
+    // Out of line: a node builds its reply identifiers in many places (~90 B of flash).
+    #[inline(never)]
     pub const fn single(opcode: Opcode, dir: Direction, node: NodeId, transfer: u8) -> ConfigId {
         ConfigId {
             opcode,

@@ -2,7 +2,9 @@
 
 use fcan_core::msg::Counters;
 
-/// Adds one, saturating at `u32::MAX`.
+/// Adds one, saturating at `u32::MAX`. Out of line: called from some sixty places, where
+/// inlined copies cost ~230 B of flash and a call costs nothing that matters.
+#[inline(never)]
 pub(crate) fn bump(c: &mut u32) {
     *c = c.saturating_add(1);
 }

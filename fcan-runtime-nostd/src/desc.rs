@@ -187,6 +187,8 @@ impl NodeDesc {
     }
 
     /// A block and its type, or `None` for a block number the node does not have.
+    // Out of line: the data path and the plan checks call it from many places (~110 B).
+    #[inline(never)]
     pub fn block(&self, block: u8) -> Option<(&'static BlockDesc, &'static TypeDesc)> {
         let b = self.blocks.get(block as usize)?;
         let t = self.types.get(b.type_index as usize)?;

@@ -80,6 +80,8 @@ impl OutMsg {
     };
 
     /// A message of `body` under `id` (segment fields are set per frame).
+    // Out of line: see `topics::copy`.
+    #[inline(never)]
     pub(crate) fn new(id: ConfigId, mtu: Mtu, brs: bool, body: Body) -> OutMsg {
         OutMsg {
             id,
@@ -91,6 +93,8 @@ impl OutMsg {
     }
 
     /// A message stored encoded; `None` when it does not fit inline.
+    // Out of line: see `topics::copy`.
+    #[inline(never)]
     pub(crate) fn inline(
         id: ConfigId,
         mtu: Mtu,
@@ -142,6 +146,9 @@ impl OutQueue {
     }
 
     /// Appends; false (nothing queued) when full.
+    // Out of line: inlined at each of a dozen reply sites, with its copy of a 65-byte
+    // message, it cost ~470 B of flash, for a call that is not on the data path.
+    #[inline(never)]
     pub(crate) fn push(&mut self, m: OutMsg) -> bool {
         let at = (self.head as usize + self.len as usize) % OUT_QUEUE_LEN;
         let Some(slot) = self
@@ -225,15 +232,20 @@ impl OutQueue {
     }
 }
 
+/// Frame `m.next` of the message `head` + `body`, and whether it is the last. Out of line:
+/// inlined into each kind of body it cost ~600 B of flash.
+#[inline(never)]
+fn segment(m: &OutMsg, head: &[u8], body: &[u8]) -> Option<(Frame, bool)> {
+    let k = m.next as usize;
+    let s = Segmenter::new(m.id, m.mtu, head, body).ok()?;
+    let f = s.frame(k)?;
+    let f = if m.brs { f } else { f.without_brs() };
+    Some((f, k + 1 >= s.segment_count()))
+}
+
 /// Frame `m.next` of a message, and whether it is the last.
 fn build(m: &OutMsg, src: &Sources<'_, '_>) -> Option<(Frame, bool)> {
-    let k = m.next as usize;
-    let seg = |head: &[u8], body: &[u8]| -> Option<(Frame, bool)> {
-        let s = Segmenter::new(m.id, m.mtu, head, body).ok()?;
-        let f = s.frame(k)?;
-        let f = if m.brs { f } else { f.without_brs() };
-        Some((f, k + 1 >= s.segment_count()))
-    };
+    let seg = |head: &[u8], body: &[u8]| segment(m, head, body);
     match m.body {
         Body::Inline { len, data } => seg(data.get(..len as usize)?, &[]),
         Body::Schema { offset, len } => {

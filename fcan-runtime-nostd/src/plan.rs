@@ -154,6 +154,8 @@ pub(crate) type Nak = (ResultCode, u16);
 
 /// Checks one copy entry and resolves it. `occupied` collects the frame bytes already
 /// claimed by earlier entries (a frame is at most 64 bytes, so one bit each).
+// Out of line: see `topics::copy`.
+#[inline(never)]
 fn check_entry(
     desc: &NodeDesc,
     wired: &Wired,

@@ -78,6 +78,11 @@ impl TopicRead<'_> {
 
 /// Copies `len` bytes from `src[from..]` to `dst[to..]`; false when either range is out
 /// of bounds (nothing copied).
+// Out of line, like `OutQueue::push` and `segment`: LLVM's inlining at opt-level "s"
+// copies small helpers into every caller; these four together (`OutMsg::new`,
+// `OutMsg::inline`, `check_entry`, `topics::copy`) measured 280 B of flash on the
+// eight-motor firmware (docs/performance.md, "Firmware size").
+#[inline(never)]
 pub(crate) fn copy(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usize) -> bool {
     let (Some(s), Some(d)) = (
         src.get(from..from.saturating_add(len)),
