@@ -70,6 +70,8 @@ impl Storage for VecStorage {
             topic: &self.topic,
             params: &self.params,
             topics: &self.topics,
+            frames: &self.frames,
+            svc: &self.svc,
         }
     }
 }

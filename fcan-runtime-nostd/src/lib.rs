@@ -67,6 +67,7 @@ mod services;
 mod state;
 mod storage;
 mod topics;
+mod wake;
 mod wired;
 
 pub use api::*;

@@ -319,6 +319,40 @@ impl<B: Storage> Node<B> {
         }
     }
 
+    /// When the node next needs [`Node::poll`], on the wrapping microsecond clock: the
+    /// earliest of its timers (listen window, ANNOUNCE back-off, heartbeat, master
+    /// watchdog, periodic frames, service timeouts), or `now_us` itself when work waits
+    /// (a queued frame or message, a published topic, a parameter commit, a service
+    /// handler to run). `None` when nothing is scheduled: only a received frame or a call
+    /// of the application can give the node work then (and it is unconfigured or in
+    /// FAULT). Like smoltcp's `Interface::poll_at`.
+    ///
+    /// A firmware that sleeps between polls calls this after each `poll`, sets a timer
+    /// for the answer, and also wakes on its CAN controller's receive and
+    /// transmit-complete interrupts: after [`Node::receive`] or [`Node::publish`] the
+    /// deadline may be earlier, and a frame the driver refused is offered again only at
+    /// the next poll. A configuration transfer left unfinished is dropped at the next
+    /// poll after its timeout rather than at a deadline of its own (it only frees the
+    /// reassembly buffer, which a new transfer also reclaims).
+    ///
+    /// ```
+    /// # use fcan_runtime_nostd::*;
+    /// # fn sleep_until(_deadline_us: u32) {}
+    /// # fn step<B: Storage>(node: &mut Node<B>, now: u32, tx: &mut impl Transmit, app: &mut impl Dispatch) {
+    /// node.poll(now, tx, app);
+    /// if let Some(deadline) = node.poll_at(now) {
+    ///     sleep_until(deadline); // or until a CAN interrupt, whichever comes first
+    /// }
+    /// # }
+    /// ```
+    pub fn poll_at(&self, now_us: u32) -> Option<u32> {
+        if !self.configured {
+            return None;
+        }
+        let work = !self.rx.is_empty() || self.outq.free() < crate::OUT_QUEUE_LEN;
+        crate::wake::poll_at(&self.core, &self.buffers.parts_ref(), work, now_us)
+    }
+
     /// The current value of a topic of a wired block (m2s: as last received, whole;
     /// s2m: as last published).
     pub fn topic(&self, block: u8, topic: u8) -> Option<TopicRead<'_>> {

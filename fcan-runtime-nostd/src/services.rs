@@ -330,6 +330,20 @@ pub(crate) fn expire(p: &mut Parts<'_>, counters: &mut Counters, now: u32) {
     }
 }
 
+/// When slot `s` next needs a poll: `Some(None)` now (a handler to run or a reply to
+/// send), `Some(Some(t))` at `t` (the first instant [`expire`] times it out), `None`
+/// never.
+pub(crate) fn due(s: &SvcSlot) -> Option<Option<u32>> {
+    match s.state {
+        SlotState::Ready | SlotState::Completed | SlotState::Expired => Some(None),
+        SlotState::Receiving => Some(Some(s.last_us.wrapping_add(TRANSFER_TIMEOUT_US + 1))),
+        SlotState::Deferred => Some(Some(
+            s.last_us.wrapping_add(DEFERRED_SERVICE_TIMEOUT_US + 1),
+        )),
+        SlotState::Free | SlotState::Responding => None,
+    }
+}
+
 /// The handler deferred slot `i`'s call at `now`.
 pub(crate) fn defer(p: &mut Parts<'_>, i: usize, now: u32) {
     if let Some(s) = p.svc.get_mut(i) {

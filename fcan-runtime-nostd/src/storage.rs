@@ -46,6 +46,10 @@ pub struct PartsRef<'a> {
     pub params: &'a [u8],
     /// Per-topic state.
     pub topics: &'a [TopicState],
+    /// The frame plan.
+    pub frames: &'a [PlanFrame],
+    /// Service slots.
+    pub svc: &'a [SvcSlot],
 }
 
 /// Where a [`crate::Node`] keeps its RAM. Implemented by [`Buffers`] (and by `&mut`
@@ -226,6 +230,8 @@ impl<
             topic: &self.topic,
             params: &self.params,
             topics: &self.topics,
+            frames: &self.frames,
+            svc: &self.svc,
         }
     }
 }

@@ -1,0 +1,90 @@
+//! When the node next needs a [`crate::Node::poll`]: the earliest of its deadlines, so
+//! a firmware that sleeps (an RTIC or embassy task, a `wfi` loop) wakes only when the
+//! node has work, as smoltcp's `Interface::poll_at` does.
+
+use crate::services;
+use crate::state::Core;
+use crate::storage::PartsRef;
+use fcan_core::msg::NodeState;
+use fcan_core::timing::NODE_HEARTBEAT_PERIOD_US;
+
+/// The earliest deadline so far, on the wrapping clock (deadlines already passed count
+/// as `now`).
+struct Earliest {
+    now: u32,
+    at: Option<u32>,
+}
+
+impl Earliest {
+    fn add(&mut self, deadline: u32) {
+        // How far ahead, as a signed distance: a deadline behind us is due now.
+        let ahead = |d: u32| (d.wrapping_sub(self.now) as i32).max(0);
+        if self.at.is_none_or(|a| ahead(deadline) < ahead(a)) {
+            self.at = Some(if ahead(deadline) == 0 {
+                self.now
+            } else {
+                deadline
+            });
+        }
+    }
+
+    fn now(&mut self) {
+        self.add(self.now);
+    }
+}
+
+/// The node's next deadline at `now`; `None` when nothing is scheduled (only a received
+/// frame or a call of the application can give it work).
+pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: u32) -> Option<u32> {
+    if core.state == NodeState::Fault {
+        return None;
+    }
+    let mut e = Earliest { now, at: None };
+    if !core.clock_started || work_queued || core.commit_pending || core.resume.is_some() {
+        e.now();
+    }
+    if core.listening {
+        e.add(core.listen_until);
+        // Nothing else runs before the window closes.
+        return e.at;
+    }
+    if core.announcing {
+        e.add(core.announce_due);
+    }
+    if core.acknowledged {
+        e.add(core.heartbeat_due);
+    }
+    if core.state == NodeState::Running {
+        if core.watchdog_us != 0 {
+            // `timers` fires once more than the timeout has passed.
+            e.add(
+                core.last_master_us
+                    .wrapping_add(core.watchdog_us)
+                    .wrapping_add(1),
+            );
+        }
+        for f in p.frames.get(..core.plan.frames as usize).unwrap_or(&[]) {
+            if !f.s2m || f.group_index != 0 {
+                continue;
+            }
+            if f.period_us > 0 {
+                e.add(f.next_due);
+            } else if f.pending != 0 {
+                e.now();
+            }
+        }
+    }
+    for s in p.svc.iter() {
+        match services::due(s) {
+            Some(None) => e.now(),
+            Some(Some(t)) => e.add(t),
+            None => {}
+        }
+    }
+    // A heartbeat is never more than a period away once acknowledged; the bound keeps a
+    // corrupted deadline from putting the node to sleep for half the clock's range.
+    if core.acknowledged {
+        e.add(now.wrapping_add(NODE_HEARTBEAT_PERIOD_US));
+    }
+    e.at
+}
