@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Size report of the eight-motor firmware (thumbv7em-none-eabihf, release: opt-level "s",
 # fat LTO, codegen-units 1, panic abort), built WITHOUT the self-test master
-# (`--no-default-features`): node + application + mailbox driver + startup.
+# (`--no-default-features`): node + application + mailbox driver + startup, the main loop
+# reading the controller. Then the same with the receive interrupt feeding the node
+# through the runtime's `Mailbox` (`--features irq-receive`), whose cost is printed.
+#
+# Fails (exit 1) when the node is above its budget: runtime + fcan-core + generated code
+# (+ heapless) over 16 KiB of flash, or the node over 4 KiB of RAM.
 #
 #   examples/firmware/size-report.sh            # print the report
 #   examples/firmware/size-report.sh --write    # and append it to docs/performance.md
@@ -20,8 +25,17 @@ size="$bin/llvm-size"
 [ -x "$size" ] || { echo "llvm-size not found in $bin (rustup component add llvm-tools)" >&2; exit 1; }
 python3 -c 'import elftools' 2>/dev/null || python3 -m pip install --quiet pyelftools
 
-cargo build --release --no-default-features
 elf="$here/target/thumbv7em-none-eabihf/release/fcan-example-firmware"
+flash_of() { grep -E '^\| flash: fcan-runtime-nostd' "$1" | cut -d'|' -f3 | tr -d ' '; }
+
+# The interrupt-fed variant first, so the ELF left behind is the measured one.
+cargo build --release --no-default-features --features irq-receive
+irq_md="$(mktemp)"
+python3 "$here/size_breakdown.py" "$elf" "$irq_md" >/dev/null
+irq_flash="$(flash_of "$irq_md")"
+rm -f "$irq_md"
+
+cargo build --release --no-default-features
 
 echo
 echo "== llvm-size -A (sections, bytes)"
@@ -32,6 +46,14 @@ echo "== llvm-size (Berkeley)"
 echo
 md="$(mktemp)"
 python3 "$here/size_breakdown.py" "$elf" "$md"
+poll_flash="$(flash_of "$md")"
+{
+  echo
+  echo "With the receive interrupt feeding the node through \`fcan_runtime_nostd::Mailbox\`"
+  echo "(\`--features irq-receive\`): runtime + fcan-core + generated code + heapless $irq_flash B"
+  echo "of flash ($((irq_flash - poll_flash)) B for the mailbox and \`Node::receive_from\`), the same RAM for the node."
+} | tee -a "$md"
+over="$(grep -E '^\| (flash: fcan-runtime-nostd \+ fcan-core \+ generated code \+ heapless \(attributed\)|static RAM: the node) ' "$md" | grep -c '| NO |' || true)"
 
 if [ "${1:-}" = "--write" ]; then
   # Replaces the generated block of the "## Firmware size" section of docs/performance.md
@@ -58,3 +80,8 @@ PY
   echo "updated $doc"
 fi
 rm -f "$md"
+if [ "$over" != "0" ]; then
+  echo "size report: the node is over its budget (16 KiB flash, 4 KiB RAM); see the table above" >&2
+  exit 1
+fi
+echo "size report: the node is within its budget (16 KiB flash, 4 KiB RAM)"

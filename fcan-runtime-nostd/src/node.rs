@@ -253,6 +253,22 @@ impl<B: Storage> Node<B> {
         }
     }
 
+    /// Takes every frame waiting in a receive [`crate::Mailbox`], each as
+    /// [`Node::receive`] would at the time it arrived: the main loop's half of a receive
+    /// path an interrupt handler fills. Call it before [`Node::poll`], and read the clock
+    /// for that poll after it: a frame stamped later than the time the node is polled at
+    /// would look as if it came from the future (ages are wrapping differences).
+    pub fn receive_from<const N: usize>(&mut self, mailbox: &mut crate::MailboxConsumer<'_, N>) {
+        // Bounded by the mailbox's size: frames the handler adds meanwhile wait for the
+        // next call rather than keep this loop going.
+        for _ in 0..N {
+            let Some(s) = mailbox.pop() else {
+                break;
+            };
+            self.receive(&s.frame, s.at_us);
+        }
+    }
+
     /// Does the node's work: handles queued configuration frames, runs service handlers
     /// and parameter commits, fires timers, sends due data frames and then queued
     /// configuration frames until `tx` refuses one. Call it often (every millisecond or

@@ -10,6 +10,9 @@
 //! If SysTick does not move (an emulator without it), the clock falls back to a virtual
 //! counter that advances `VIRTUAL_STEP_US` per call; the self-test prints which it uses.
 
+use core::cell::RefCell;
+
+use cortex_m::interrupt::{self, Mutex};
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::SYST;
 
@@ -78,4 +81,28 @@ impl Clock {
         self.rem %= TICKS_PER_US;
         self.us
     }
+}
+
+/// The one clock, shared by the main loop and the CAN receive interrupt (which stamps
+/// frames as they arrive).
+static CLOCK: Mutex<RefCell<Option<Clock>>> = Mutex::new(RefCell::new(None));
+
+/// Starts SysTick as the shared clock; returns whether it is the virtual fallback.
+pub fn install(syst: SYST) -> bool {
+    let c = Clock::new(syst);
+    let virt = c.is_virtual();
+    interrupt::free(|cs| CLOCK.borrow(cs).replace(Some(c)));
+    virt
+}
+
+/// Microseconds since [`install`], wrapping (0 before it); callable from the main loop
+/// and from interrupt handlers (a short critical section).
+pub fn now_us() -> u32 {
+    interrupt::free(|cs| {
+        CLOCK
+            .borrow(cs)
+            .borrow_mut()
+            .as_mut()
+            .map_or(0, Clock::now_us)
+    })
 }

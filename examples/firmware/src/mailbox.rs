@@ -1,23 +1,39 @@
 //! The "CAN controller": a receive and a transmit mailbox ring in static RAM, in the
 //! layout of a controller's message RAM (identifier word, control word, 64 data bytes).
 //!
-//! The MPS2 board has no CAN controller. On a real board an ISR (or the controller's own
-//! DMA, as with FDCAN message RAM) fills [`RX`] and drains [`TX`]; here the self-test
-//! master plays the bus (feature `selftest`), and in the size build nothing in the
+//! The MPS2 board has no CAN controller. On a real board the controller (or its DMA, as
+//! with FDCAN message RAM) fills [`RX`] and raises its receive interrupt; here the
+//! self-test master plays the bus (feature `selftest`): it writes [`RX`] and pends
+//! `PendSV`, which stands in for that interrupt. In the size build nothing in the
 //! program touches the bus side at all.
+//!
+//! The receive interrupt ([`PendSV`]) moves what [`RX`] holds into the node's receive
+//! mailbox (`fcan_runtime_nostd::Mailbox`) through its producer, stamped with the
+//! time; the main loop takes the frames with `receive_from` before each poll. The
+//! handler never touches the node, and the mailbox needs no `unsafe`.
 //!
 //! Why `unsafe` and volatile: the rings are shared with "hardware", i.e. with a writer the
 //! compiler cannot see. Every access to them is a volatile read or write through a raw
 //! pointer, so LTO can neither assume the receive ring stays empty (and delete the node's
-//! receive path) nor drop the frames written to the transmit ring. Soundness: this
-//! firmware is single-threaded and enables no interrupt that touches the rings, so no two
-//! accesses ever overlap; every slot is plain integers (any bit pattern is a valid
+//! receive path) nor drop the frames written to the transmit ring. Soundness: no two
+//! accesses ever overlap: [`TX`] is touched only from the main loop; [`RX`] is written
+//! by the bus side with interrupts off and read only inside `PendSV`, the one interrupt
+//! that touches it; every slot is plain integers (any bit pattern is a valid
 //! `RawMsg`), and indices are reduced modulo `N` before use, so garbage written by the
 //! "hardware" can only produce a frame the driver rejects, never an out-of-bounds access.
 
+#[cfg(feature = "irq-receive")]
+use core::cell::RefCell;
 use core::ptr::{addr_of, addr_of_mut, read_volatile, write_volatile};
 
+use cortex_m::interrupt;
+#[cfg(feature = "irq-receive")]
+use cortex_m::interrupt::Mutex;
+#[cfg(feature = "irq-receive")]
+use cortex_m_rt::exception;
 use fcan_runtime_nostd::fcan_core::frame::{CanId, Frame, FD_MAX_LEN};
+#[cfg(feature = "irq-receive")]
+use fcan_runtime_nostd::{Mailbox, MailboxConsumer, MailboxProducer};
 use fcan_runtime_nostd::{Transmit, TxRefused};
 
 /// One message-RAM slot.
@@ -77,7 +93,7 @@ static mut RX_INVALID: u32 = 0;
 ///
 /// # Safety
 /// `ring` points to one of this module's statics and no other access to it is in progress
-/// (single-threaded, no ISR touches the rings).
+/// (see the module's soundness note).
 unsafe fn push<const N: usize>(ring: *mut Ring<N>, f: &Frame) -> bool {
     // SAFETY: the caller guarantees `ring` is valid and not accessed concurrently; every
     // place written is a plain integer field inside the static.
@@ -149,14 +165,17 @@ fn to_frame(m: &RawMsg) -> Option<Frame> {
     }
 }
 
-/// Firmware side: the next received frame, skipping (and counting) invalid slots.
+/// Driver side (the receive interrupt, or the main loop without `irq-receive`): the
+/// next received frame, skipping (and counting) invalid slots.
 pub fn rx_pop() -> Option<Frame> {
     loop {
-        // SAFETY: `RX` is only reached through this module's functions, from one thread.
+        // SAFETY: called only from `PendSV` (with `irq-receive`) or only from the main
+        // loop (without); the one writer of `RX` (`rx_push`) runs with interrupts off, so
+        // it never overlaps this.
         let m = unsafe { pop(addr_of_mut!(RX))? };
         match to_frame(&m) {
             Some(f) => return Some(f),
-            // SAFETY: as above; a plain counter.
+            // SAFETY: as above; a plain counter only this handler writes.
             None => unsafe {
                 let p = addr_of_mut!(RX_INVALID);
                 write_volatile(p, read_volatile(p).wrapping_add(1));
@@ -168,15 +187,74 @@ pub fn rx_pop() -> Option<Frame> {
 /// Frames dropped by the driver as invalid.
 #[allow(dead_code)]
 pub fn rx_invalid() -> u32 {
-    // SAFETY: a plain counter read from the only thread.
-    unsafe { read_volatile(addr_of!(RX_INVALID)) }
+    // SAFETY: a plain aligned `u32` read with interrupts off, so `PendSV` (its only
+    // writer) cannot be halfway through updating it.
+    interrupt::free(|_| unsafe { read_volatile(addr_of!(RX_INVALID)) })
 }
 
-/// Bus side (self-test master): puts a frame on the node's receive ring.
+/// Bus side (self-test master): puts a frame on the node's receive ring and raises the
+/// receive interrupt, as a controller does.
 #[allow(dead_code)]
 pub fn rx_push(f: &Frame) -> bool {
-    // SAFETY: `RX` is only reached through this module's functions, from one thread.
-    unsafe { push(addr_of_mut!(RX), f) }
+    // SAFETY: `RX` is only reached through this module's functions, by one context at a
+    // time: here with interrupts off, in `PendSV` (which nothing preempts that touches
+    // `RX`), so the two never overlap.
+    let ok = interrupt::free(|_| unsafe { push(addr_of_mut!(RX), f) });
+    #[cfg(feature = "irq-receive")]
+    cortex_m::peripheral::SCB::set_pendsv();
+    ok
+}
+
+#[cfg(feature = "irq-receive")]
+/// Slots of the node's receive mailbox (one fewer frames): the frames the main loop may
+/// leave waiting while it runs the control loop; at 1 Mbit/s at most eight frames end
+/// within a millisecond.
+pub const MAILBOX_SLOTS: usize = 16;
+
+#[cfg(feature = "irq-receive")]
+/// The receive interrupt's end of the mailbox, handed over once at boot.
+static RX_PRODUCER: Mutex<RefCell<Option<MailboxProducer<'static, MAILBOX_SLOTS>>>> =
+    Mutex::new(RefCell::new(None));
+
+#[cfg(feature = "irq-receive")]
+/// Creates the receive mailbox, gives its producer to the receive interrupt and returns
+/// the consumer for the main loop; `None` if called twice.
+pub fn start_receiving() -> Option<MailboxConsumer<'static, MAILBOX_SLOTS>> {
+    let mailbox = cortex_m::singleton!(: Mailbox<MAILBOX_SLOTS> = Mailbox::new())?;
+    let (producer, consumer) = mailbox.split();
+    interrupt::free(|cs| RX_PRODUCER.borrow(cs).replace(Some(producer)));
+    Some(consumer)
+}
+
+#[cfg(feature = "irq-receive")]
+/// Frames the receive interrupt could not queue because the mailbox was full.
+#[allow(dead_code)]
+pub fn mailbox_dropped() -> u32 {
+    interrupt::free(|cs| {
+        RX_PRODUCER
+            .borrow(cs)
+            .borrow()
+            .as_ref()
+            .map_or(0, MailboxProducer::dropped)
+    })
+}
+
+#[cfg(feature = "irq-receive")]
+/// The CAN receive interrupt (PendSV stands in for it: the board has no controller):
+/// every valid frame in the controller's receive ring goes into the mailbox, stamped
+/// with the time it is taken.
+#[exception]
+fn PendSV() {
+    let now = crate::clock::now_us();
+    interrupt::free(|cs| {
+        if let Some(p) = RX_PRODUCER.borrow(cs).borrow_mut().as_mut() {
+            while let Some(f) = rx_pop() {
+                // A full mailbox drops the frame and counts it, as a controller's FIFO
+                // overrun would.
+                p.push(f, now);
+            }
+        }
+    });
 }
 
 /// Bus side (self-test master): takes the oldest frame the node transmitted.

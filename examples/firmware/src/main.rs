@@ -5,7 +5,8 @@
 //!   up in static RAM; it is initialised by a constant (`MotorDriver::unconfigured`) and
 //!   configured in place at boot, so it is never built on the stack.
 //! - Frames come from and go to the mailbox rings of [`mailbox`] (a CAN controller's
-//!   message RAM stand-in; the board has no CAN controller).
+//!   message RAM stand-in; the board has no CAN controller). Received frames reach the
+//!   node from an interrupt handler through a `fcan_runtime_nostd::Mailbox`.
 //! - Time is SysTick ([`clock`]).
 //! - Feature `selftest` (default): a master on the same chip drives the node over the
 //!   in-RAM loopback bus through discovery, schema download, planning, START, commands and
@@ -14,7 +15,7 @@
 //!   motor duties written to PWM compare registers (stand-ins in RAM).
 //!
 //! `unsafe` is used only here, in the firmware binary, and every block says why it is
-//! sound: the static node ([`boot`]), the mailbox rings ([`mailbox`]), the PWM
+//! sound: the static node ([`boot`]), the controller's rings ([`mailbox`]), the PWM
 //! registers, and (self-test) stack painting.
 #![no_std]
 #![no_main]
@@ -94,14 +95,24 @@ fn main() -> ! {
     let Some(p) = cortex_m::Peripherals::take() else {
         halt()
     };
-    let mut clock = clock::Clock::new(p.SYST);
+    clock::install(p.SYST);
     let Some(fw) = boot(boot_id()) else { halt() };
+    #[cfg(feature = "irq-receive")]
+    let Some(mut inbox) = mailbox::start_receiving() else {
+        halt()
+    };
     let mut tx = mailbox::TxMailbox;
     loop {
-        let now = clock.now_us();
+        // The frames the receive interrupt queued, or (without `irq-receive`) what the
+        // controller holds, read here.
+        #[cfg(feature = "irq-receive")]
+        fw.receive_from(&mut inbox);
+        #[cfg(not(feature = "irq-receive"))]
         while let Some(frame) = mailbox::rx_pop() {
-            fw.receive(&frame, now);
+            fw.receive(&frame, clock::now_us());
         }
+        // Read after taking the frames: none was stamped later than the time polled at.
+        let now = clock::now_us();
         fw.poll(now, &mut tx);
         for i in 0..MOTORS {
             if let Some(a) = fw.axis(i) {
@@ -121,7 +132,7 @@ fn main() -> ! {
     let Some(p) = cortex_m::Peripherals::take() else {
         halt()
     };
-    let clock = clock::Clock::new(p.SYST);
+    let virtual_clock = clock::install(p.SYST);
     let id = boot_id();
     let Some(fw) = boot(id) else {
         hprintln!("FAIL: node did not boot");
@@ -133,7 +144,12 @@ fn main() -> ! {
         "  stack used by boot (MotorDriver::configure in place in its static): {} B",
         boot_stack
     );
-    match selftest::run(fw, clock) {
+    let Some(inbox) = mailbox::start_receiving() else {
+        hprintln!("FAIL: no receive mailbox");
+        exit(EXIT_FAILURE);
+        halt()
+    };
+    match selftest::run(fw, inbox, virtual_clock) {
         Ok(()) => {
             hprintln!("fcan firmware self-test: PASS");
             exit(EXIT_SUCCESS);

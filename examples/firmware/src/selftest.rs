@@ -28,8 +28,9 @@ use fcan_runtime_nostd::fcan_core::msg::{
 };
 use fcan_runtime_nostd::fcan_core::segment::{ReassemblyPool, Segmenter};
 
-use crate::clock::Clock;
+use crate::mailbox::MAILBOX_SLOTS;
 use crate::mailbox::{self, TxMailbox};
+use fcan_runtime_nostd::MailboxConsumer;
 
 type Res<T = ()> = Result<T, &'static str>;
 
@@ -83,6 +84,8 @@ struct Master {
     next_transfer: u8,
     heartbeats: bool,
     next_heartbeat: u32,
+    /// When the last master heartbeat was sent.
+    last_heartbeat: u32,
     target: Option<motor::Target>,
     next_target: u32,
 }
@@ -108,6 +111,7 @@ impl Master {
             next_transfer: 0,
             heartbeats: false,
             next_heartbeat: 0,
+            last_heartbeat: 0,
             target: None,
             next_target: 0,
         }
@@ -136,6 +140,7 @@ impl Master {
     fn periodic(&mut self, now: u32) -> Res {
         if self.heartbeats && reached(now, self.next_heartbeat) {
             self.next_heartbeat = now.wrapping_add(100_000);
+            self.last_heartbeat = now;
             let hb = ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: SESSION });
             self.send(NodeId::BROADCAST, &hb)?;
         }
@@ -243,7 +248,7 @@ fn reached(now: u32, deadline: u32) -> bool {
 /// The node, the master and the loopback bus between them.
 struct Bench<'a> {
     fw: &'a mut MotorDriver,
-    clock: Clock,
+    inbox: MailboxConsumer<'static, MAILBOX_SLOTS>,
     m: Master,
     now: u32,
     tx: TxMailbox,
@@ -253,11 +258,11 @@ struct Bench<'a> {
 impl Bench<'_> {
     /// One iteration of the firmware main loop, plus the master's turn.
     fn step(&mut self) -> Res {
-        self.now = self.clock.now_us();
-        self.m.periodic(self.now)?;
-        while let Some(f) = mailbox::rx_pop() {
-            self.fw.receive(&f, self.now);
-        }
+        // The bus side first (its frames reach the mailbox through the interrupt), then
+        // the firmware loop as in `main`: the frames, then the clock, then the poll.
+        self.m.periodic(crate::clock::now_us())?;
+        self.fw.receive_from(&mut self.inbox);
+        self.now = crate::clock::now_us();
         self.fw.poll(self.now, &mut self.tx);
         while let Some(f) = mailbox::tx_pop() {
             self.m.on_frame(&f, self.now);
@@ -324,11 +329,15 @@ impl Bench<'_> {
 }
 
 /// Runs the self-test against the booted node.
-pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
+pub fn run(
+    fw: &mut MotorDriver,
+    inbox: MailboxConsumer<'static, MAILBOX_SLOTS>,
+    virtual_clock: bool,
+) -> Res {
     hprintln!("fcan firmware self-test: eight-motor node on MPS2-AN386 (Cortex-M4F)");
     hprintln!(
         "  clock: {}",
-        if clock.is_virtual() {
+        if virtual_clock {
             "virtual (SysTick does not run): 50 us per loop"
         } else {
             "SysTick, 25 MHz core clock (QEMU: host time)"
@@ -345,7 +354,7 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
     let boot_id = fw.node.boot_id();
     let mut b = Bench {
         fw,
-        clock,
+        inbox,
         m: Master::new(node),
         now: 0,
         tx: TxMailbox,
@@ -592,7 +601,9 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
 
     // 8. Master lost: heartbeats stop, targets keep coming.
     b.m.heartbeats = false;
-    let stopped_at = b.now;
+    // The node's watchdog runs from the last heartbeat it heard, up to a heartbeat period
+    // before this point.
+    let stopped_at = b.m.last_heartbeat;
     b.m.seen.announce = None;
     b.until("master-lost: SUSPENDED announce", 2_000_000, |m, fw| {
         fw.app.events.master_lost == 1
@@ -601,7 +612,7 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
     let lost_after = b.now.wrapping_sub(stopped_at) / 1000;
     let v_lost = b.fw.axis(0).map(|a| a.velocity).unwrap_or(f32::NAN);
     hprintln!(
-        "[{:5} ms] heartbeats stopped: Event::MasterLost after {} ms (timeout {} ms), node announces Suspended",
+        "[{:5} ms] heartbeats stopped: Event::MasterLost {} ms after the last one (timeout {} ms), node announces Suspended",
         b.ms(),
         lost_after,
         MASTER_TIMEOUT_MS
@@ -659,12 +670,13 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
         c.tx_frames, c.tx_refused, c.naks_sent, c.master_lost
     );
     hprintln!(
-        "  master: {} announces, {} feedback groups, {} group drops, {} unexpected frames; driver: {} invalid slots; {} loop iterations",
+        "  master: {} announces, {} feedback groups, {} group drops, {} unexpected frames; driver: {} invalid slots; receive interrupt: {} frames refused by a full mailbox; {} loop iterations",
         b.m.seen.announces,
         b.m.seen.feedback_count,
         b.m.seen.group_drops,
         b.m.seen.unexpected,
         mailbox::rx_invalid(),
+        mailbox::mailbox_dropped(),
         b.steps
     );
     if c.rx_malformed != 0
@@ -672,6 +684,7 @@ pub fn run(fw: &mut MotorDriver, clock: Clock) -> Res {
         || b.m.seen.group_drops != 0
         || b.m.seen.unexpected != 0
         || mailbox::rx_invalid() != 0
+        || mailbox::mailbox_dropped() != 0
     {
         return Err("unexpected drops");
     }

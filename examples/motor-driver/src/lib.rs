@@ -254,6 +254,14 @@ impl MotorDriver {
         self.node.receive(frame, now_us);
     }
 
+    /// Every frame an interrupt handler left in the receive mailbox.
+    pub fn receive_from<const N: usize>(
+        &mut self,
+        mailbox: &mut fcan_runtime_nostd::MailboxConsumer<'_, N>,
+    ) {
+        self.node.receive_from(mailbox);
+    }
+
     /// Runs the control loop when due, then the node (which sends what is due through
     /// `tx`). Call often (every 100 µs–1 ms).
     pub fn poll(&mut self, now_us: u32, tx: &mut impl Transmit) {
