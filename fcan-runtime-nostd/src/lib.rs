@@ -11,8 +11,14 @@
 //!     while let Some(frame) = can.receive_frame() { node.receive(&frame, clock.now_us()); }
 //!     node.poll(clock.now_us(), &mut can, &mut app);
 //!     if let Some(cmd) = node.topic(MOTOR0, CMD) { /* check cmd.generation, cmd.age_us(now) */ }
+//!     // Optional: sleep until the node's next deadline or a CAN interrupt.
+//!     if let Some(t) = node.poll_at(clock.now_us()) { sleep_until(t); }
 //! }
 //! ```
+//!
+//! Or the CAN receive interrupt pushes frames into a [`Mailbox`] through its
+//! [`MailboxProducer`] (no `&mut Node` in the handler, no lock), and the loop calls
+//! [`Node::receive_from`] with the [`MailboxConsumer`] instead of [`Node::receive`].
 //!
 //! What the node does, end to end:
 //! - boot: listens silently for `LISTEN_WINDOW_US` + jitter from `boot_id`; an ANNOUNCE

@@ -15,7 +15,7 @@ use fcan_core::presence::{needs_mask, PresenceBits};
 /// One copy entry as it came on the wire, checked at FRAME_DEFINE: 6 bytes, where a
 /// form resolved to arena offsets took 16 (96 entries: 576 B instead of 1,536 B on the
 /// eight-motor node). The offsets are looked up in the node's descriptor when the entry
-/// is used ([`PlanEntry::place`]: two indexed table reads). Opaque outside the runtime.
+/// is used (`PlanEntry::place`: two indexed table reads). Opaque outside the runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanEntry {
     /// Offset within the topic value.
