@@ -13,6 +13,7 @@ extern crate std;
 pub const PROTOCOL_VERSION: u8 = 2;
 
 pub mod frame;
+pub mod group;
 pub mod hash;
 pub mod id;
 pub mod limits;

@@ -170,7 +170,7 @@ fn tables(
         });
     }
     let l = &schema.limits;
-    Ok(NodeDesc {
+    let desc = NodeDesc {
         blob: leak(blob.to_vec()),
         hash: SchemaDigest::of(blob).prefix(),
         limits: LimitsDesc {
@@ -188,5 +188,10 @@ fn tables(
         topic_slots: arena.topic_slots,
         max_request: arena.max_request,
         max_response: arena.max_response,
-    })
+    };
+    // The runtime trusts its descriptor (`Node::configure` does not check it): one built
+    // at run time is checked here, as codegen's tests check the generated ones.
+    desc.check()
+        .map_err(|e| DescError::TooLarge(format!("the runtime's tables: {e}")))?;
+    Ok(desc)
 }

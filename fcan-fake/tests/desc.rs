@@ -49,3 +49,14 @@ fn a_blob_that_does_not_decode_is_refused() {
     let err = node_desc(&[0xff, 0xff, 0xff]).unwrap_err();
     assert!(err.to_string().contains("schema blob"), "{err}");
 }
+
+/// `Node::configure` trusts its descriptor; the generated ones pass `NodeDesc::check`.
+#[test]
+fn the_generated_tables_are_consistent() {
+    for desc in [
+        &fcan_example_motor_driver::gen::DESC,
+        &fcan_example_io_board::gen::DESC,
+    ] {
+        assert_eq!(desc.check(), Ok(()));
+    }
+}

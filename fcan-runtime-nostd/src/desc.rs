@@ -2,6 +2,7 @@
 //! flash. The runtime reads sizes, offsets, bounds and defaults from here and never
 //! derives a layout itself: codegen computed every number with `fcan_core::numbering`.
 
+use crate::error::ConfigError;
 use fcan_core::hash::HashPrefix;
 use fcan_core::msg::DataDirection;
 use fcan_core::types::{Scalar, ScalarType};
@@ -193,5 +194,59 @@ impl NodeDesc {
         let b = self.blocks.get(block as usize)?;
         let t = self.types.get(b.type_index as usize)?;
         Some((b, t))
+    }
+}
+
+impl NodeDesc {
+    /// Checks the tables against each other (every index and offset in range, at most
+    /// 255 blocks and 256 topic slots, at most 32 parameters a type, every parameter
+    /// small enough for a PARAM_SET), so that later lookups can only miss on bus input,
+    /// never on the node's own tables.
+    ///
+    /// [`crate::Node::configure`] does not call it: a descriptor the code generator
+    /// emits is consistent by construction (its tests check this function on every
+    /// generated descriptor), and leaving the check out of the firmware saves ~300 bytes
+    /// of flash. A descriptor built any other way (a PC-side fake node builds one from a
+    /// blob) is checked here before use. An inconsistent descriptor cannot make the node
+    /// panic or touch memory out of bounds (every lookup is checked); it only makes it
+    /// misbehave.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let desc = self;
+        let bad = ConfigError::BadDesc;
+        // Plan entries name a topic's state slot in one byte (`PlanEntry`).
+        if desc.blocks.len() > 255 || desc.arrays.len() > 255 || desc.topic_slots > 256 {
+            return Err(bad);
+        }
+        for b in desc.blocks.iter() {
+            let td = desc.types.get(b.type_index as usize).ok_or(bad)?;
+            let arr = desc.arrays.get(b.array as usize).ok_or(bad)?;
+            if b.index >= arr.max_count || td.params.len() > 32 {
+                return Err(bad);
+            }
+            for t in td.topics.iter() {
+                let end = b.topic_offset as usize + t.offset as usize + t.size as usize;
+                if end > desc.topic_bytes {
+                    return Err(ConfigError::BadDesc);
+                }
+                if t.dir == fcan_core::msg::DataDirection::M2s && t.stage_offset != u16::MAX {
+                    let end = b.stage_offset as usize + t.stage_offset as usize + t.size as usize;
+                    if end > desc.stage_bytes {
+                        return Err(bad);
+                    }
+                }
+            }
+            if b.topic_slot as usize + td.topics.len() > desc.topic_slots {
+                return Err(bad);
+            }
+            for pd in td.params.iter() {
+                if b.param_offset as usize + pd.offset as usize + pd.size() > desc.param_bytes {
+                    return Err(bad);
+                }
+                if !fcan_core::limits::param_fits(pd.size()) {
+                    return Err(ConfigError::ParamTooLarge);
+                }
+            }
+        }
+        Ok(())
     }
 }

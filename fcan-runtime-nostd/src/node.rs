@@ -145,7 +145,8 @@ impl<B: Storage> Node<B> {
     }
 
     /// Configures the node in place, as a fresh boot: checks the buffers are large
-    /// enough and the descriptor is consistent, clears every buffer, queue, counter and
+    /// enough for the descriptor (whose own consistency is [`NodeDesc::check`]'s job,
+    /// done where the descriptor is made), clears every buffer, queue, counter and
     /// timer, writes every parameter's default, wires the instances of `config.counts`,
     /// and starts in `Unprovisioned`; the listen window opens at the next
     /// `receive`/`poll`.
@@ -162,7 +163,6 @@ impl<B: Storage> Node<B> {
         self.pool_dropped = 0;
         self.outq.clear();
 
-        check_desc(desc)?;
         if config.counts.len() != desc.arrays.len() {
             return Err(ConfigError::CountsLength);
         }
@@ -513,48 +513,6 @@ fn wipe(p: &mut Parts<'_>) {
     p.entries.fill(PlanEntry::EMPTY);
     p.svc.fill(SvcSlot::EMPTY);
     p.svc_buf.fill(0);
-}
-
-/// Checks the descriptor's tables against each other, so later lookups can only miss
-/// on bus input, never on our own tables.
-fn check_desc(desc: &NodeDesc) -> Result<(), ConfigError> {
-    let bad = ConfigError::BadDesc;
-    // Plan entries name a topic's state slot in one byte (`PlanEntry`).
-    if desc.blocks.len() > 255 || desc.arrays.len() > 255 || desc.topic_slots > 256 {
-        return Err(bad);
-    }
-    for (number, b) in desc.blocks.iter().enumerate() {
-        let td = desc.types.get(b.type_index as usize).ok_or(bad)?;
-        let arr = desc.arrays.get(b.array as usize).ok_or(bad)?;
-        if b.index >= arr.max_count || td.params.len() > 32 {
-            return Err(bad);
-        }
-        let _ = number;
-        for t in td.topics.iter() {
-            let end = b.topic_offset as usize + t.offset as usize + t.size as usize;
-            if end > desc.topic_bytes {
-                return Err(ConfigError::BadDesc);
-            }
-            if t.dir == fcan_core::msg::DataDirection::M2s && t.stage_offset != u16::MAX {
-                let end = b.stage_offset as usize + t.stage_offset as usize + t.size as usize;
-                if end > desc.stage_bytes {
-                    return Err(bad);
-                }
-            }
-        }
-        if b.topic_slot as usize + td.topics.len() > desc.topic_slots {
-            return Err(bad);
-        }
-        for pd in td.params.iter() {
-            if b.param_offset as usize + pd.offset as usize + pd.size() > desc.param_bytes {
-                return Err(bad);
-            }
-            if !fcan_core::limits::param_fits(pd.size()) {
-                return Err(ConfigError::ParamTooLarge);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Checks the buffers are at least what the descriptor needs.

@@ -6,6 +6,7 @@ use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::plan::{PlanEntry, PlanFrame};
 use crate::storage::Parts;
+use fcan_core::group::{stage_part, GroupProgress, PartOutcome};
 use fcan_core::msg::Counters;
 use fcan_core::presence::PresenceBits;
 
@@ -21,15 +22,9 @@ pub struct TopicState {
     pub(crate) received_at_us: u32,
     /// s2m: published and not sent yet (held until START).
     pub(crate) unsent: bool,
-    /// Sequence byte of the group being staged.
-    pub(crate) stage_seq: u8,
-    /// Next part expected.
-    pub(crate) stage_next: u8,
-    /// m2s groups: 1 + the plan index of the staged group's first frame, 0 when no group
-    /// is being staged. A plan has at most 256 frames (FRAME_DEFINE's index is a byte)
-    /// and a group head has a part after it, so the head is at most 254. One byte and
-    /// no flag: 12 bytes a topic, and all-zero when idle.
-    pub(crate) staged: u8,
+    /// m2s groups: the assembly of a publication in several frames (three bytes, so 12
+    /// bytes a topic; all-zero when idle).
+    pub(crate) group: GroupProgress,
 }
 
 impl TopicState {
@@ -39,14 +34,12 @@ impl TopicState {
         generation: 0,
         received_at_us: 0,
         unsent: false,
-        stage_seq: 0,
-        stage_next: 0,
-        staged: 0,
+        group: GroupProgress::IDLE,
     };
 
     /// No group is being staged any more.
     pub(crate) fn stop_staging(&mut self) {
-        self.staged = 0;
+        self.group.stop();
     }
 }
 
@@ -178,7 +171,8 @@ pub(crate) fn apply_m2s(
 }
 
 /// One part of a sequenced multi-frame group: staged until the last part arrives in
-/// order with the same sequence byte, then copied to the live value in one go.
+/// order with the same sequence byte, then copied to the live value in one go
+/// (`fcan_core::group`, the assembler the master uses too).
 fn apply_group_part(
     desc: &NodeDesc,
     p: &mut Parts<'_>,
@@ -210,38 +204,34 @@ fn apply_group_part(
     let Some(ts) = p.topics.get_mut(first.slot as usize) else {
         return;
     };
-    // 1 + the head's index (see `TopicState::staged`); 0 for a plan that cannot be.
-    let staged =
-        u8::try_from(fi.saturating_sub(f.group_index as u16).saturating_add(1)).unwrap_or(0);
-    if f.group_index == 0 {
-        if ts.staged != 0 {
-            // A new publication overtook an unfinished one.
-            bump(&mut counters.reassembly_dropped);
+    let head = fi.saturating_sub(f.group_index as u16);
+    let outcome = ts.group.part(head, f.group_index, f.group_parts, seq);
+    match outcome {
+        PartOutcome::Started { overtaken } => {
+            if overtaken {
+                // A new publication overtook an unfinished one.
+                bump(&mut counters.reassembly_dropped);
+            }
+            // Start from the live value so bytes the group does not carry stay as they
+            // are.
+            copy(p.stage, stage_base, p.topic, place.topic_base, place.size);
         }
-        // Start from the live value so bytes the group does not carry stay as they are.
-        copy(p.stage, stage_base, p.topic, place.topic_base, place.size);
-        ts.staged = staged;
-        ts.stage_seq = seq;
-        ts.stage_next = 0;
-    } else if ts.staged == 0
-        || ts.stage_seq != seq
-        || ts.stage_next != f.group_index
-        || ts.staged != staged
-    {
-        // Out of order, a lost part, or a part of another publication: drop the group.
-        ts.stop_staging();
-        bump(&mut counters.reassembly_dropped);
+        PartOutcome::Broken { .. } => {
+            // Out of order, a lost part, or a part of another publication.
+            bump(&mut counters.reassembly_dropped);
+            return;
+        }
+        _ => {}
+    }
+    let Some(stage) = p
+        .stage
+        .get_mut(stage_base..stage_base.saturating_add(place.size))
+    else {
         return;
-    }
-    // Every entry of a group is of the one topic.
-    for e in entries.iter() {
-        let at = stage_base.saturating_add(e.src as usize);
-        copy(p.stage, at, data, e.dst as usize, e.len as usize);
-    }
-    ts.stage_next = f.group_index.saturating_add(1);
+    };
+    stage_part(stage, data, entries.iter().map(|e| (e.src, e.dst, e.len)));
     bump(&mut counters.rx_handled);
-    if ts.stage_next >= f.group_parts {
-        ts.stop_staging();
+    if matches!(outcome, PartOutcome::Complete) {
         copy(p.topic, place.topic_base, p.stage, stage_base, place.size);
         ts.generation = ts.generation.wrapping_add(1).max(1);
         ts.received_at_us = now;

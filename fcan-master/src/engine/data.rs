@@ -2,6 +2,7 @@
 //! s2m frames into topic samples, sequenced groups whole or not at all.
 
 use super::*;
+use fcan_core::group::{stage_part, PartOutcome};
 use fcan_core::msg::CopyEntry;
 use fcan_core::presence::PresenceBits;
 
@@ -290,48 +291,38 @@ pub(crate) fn unpack_data_frame(
         }
         return Unpacked::Done;
     }
-    // A sequenced group: whole or nothing.
+    // A sequenced group: whole or nothing, assembled as the node assembles one
+    // (`fcan_core::group`): parts in order with one sequence byte, each entry copied to
+    // its source offset in a staged copy that starts from the live value.
     let Some(e) = frame.entries.first().copied() else {
         return Unpacked::Malformed;
     };
-    let key = (node, e.block, e.topic);
-    let seq = data[0];
-    let (d, l) = (e.dst_offset as usize, e.len as usize);
-    let Some(piece) = data.get(d..d + l) else {
+    let Some(&seq) = data.first() else {
         return Unpacked::Malformed;
     };
-    if h.group_index == 0 {
-        staging.insert(
-            key,
-            Staging {
-                seq,
-                next: 1,
-                bytes: piece.to_vec(),
-            },
-        );
-    } else {
-        match staging.get_mut(&key) {
-            Some(st) if st.seq == seq && st.next == h.group_index => {
-                st.bytes.extend_from_slice(piece);
-                st.next += 1;
-            }
-            _ => {
-                staging.remove(&key);
-                return Unpacked::GroupBroken;
-            }
-        }
+    let Some(live) = topics.get_mut(&(e.block, e.topic)) else {
+        return Unpacked::Malformed;
+    };
+    let st = staging.entry((node, e.block, e.topic)).or_default();
+    let head = u16::from(h.index).saturating_sub(u16::from(h.group_index));
+    let outcome = st.progress.part(head, h.group_index, h.group_parts, seq);
+    match outcome {
+        PartOutcome::Started { .. } => st.bytes.clone_from(live),
+        PartOutcome::Broken { .. } => return Unpacked::GroupBroken,
+        _ => {}
     }
-    if h.group_index + 1 < h.group_parts {
+    let pieces = frame
+        .entries
+        .iter()
+        .map(|e| (e.src_offset, e.dst_offset, e.len));
+    if !stage_part(&mut st.bytes, data, pieces) {
+        st.progress.stop();
+        return Unpacked::Malformed;
+    }
+    if !matches!(outcome, PartOutcome::Complete) {
         return Unpacked::Partial;
     }
-    let Some(st) = staging.remove(&key) else {
-        return Unpacked::GroupBroken;
-    };
-    if let Some(buf) = topics.get_mut(&(e.block, e.topic)) {
-        if buf.len() == st.bytes.len() {
-            buf.copy_from_slice(&st.bytes);
-            deliver(e.block, e.topic, buf);
-        }
-    }
+    live.copy_from_slice(&st.bytes);
+    deliver(e.block, e.topic, live);
     Unpacked::Done
 }

@@ -275,11 +275,11 @@ struct Route {
     frame: u16,
 }
 
-/// A multi-frame publication being assembled: (sequence, next part, bytes so far).
-#[derive(Clone, Debug)]
+/// A multi-frame publication being assembled: where the group stands
+/// (`fcan_core::group`, the node's assembler too) and the staged copy of the topic.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Staging {
-    seq: u8,
-    next: u8,
+    progress: fcan_core::group::GroupProgress,
     bytes: Vec<u8>,
 }
 
