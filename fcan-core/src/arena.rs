@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use crate::frame::Mtu;
 use crate::ir::Schema;
-use crate::msg::{DataDirection, ServiceRequest, ServiceResponse};
+use crate::msg::DataDirection;
 use crate::numbering::{topic_frames, Numbering};
 
 /// A topic needs no staging area: its staging offset in [`TypeArena::topics`].
@@ -185,16 +185,12 @@ impl Arena {
             po += tt.param_bytes;
             slot += tt.topics.len();
         }
-        let svc_buf = [
+        let svc_buf = crate::limits::service_slot_bytes(
             schema.limits.service_buffer as usize,
-            8,
-            max_request + ServiceRequest::HEADER_LEN,
-            max_response + ServiceResponse::HEADER_LEN,
+            max_request,
+            max_response,
             max_pair,
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(8);
+        );
         Arena {
             types,
             blocks,

@@ -151,13 +151,28 @@ pub struct NodeDesc {
 
 impl NodeDesc {
     /// The smallest service slot buffer (`SVC_BUF` of [`crate::Buffers`]) this node
-    /// accepts: the largest `request_size + response_size` of any one service. A slot
-    /// keeps the request while the handler writes the response next to it, and keeps the
-    /// response until its last frame is on the bus.
+    /// accepts: `fcan_core::limits::service_slot_bytes`, the rule the code generator
+    /// sizes the buffers by (the schema's `service_buffer`, one Classical frame, the
+    /// largest request and response with their headers, and the largest request +
+    /// response of one service, since a slot keeps the request while the handler writes
+    /// the response next to it). `0` for a node without services.
     ///
     /// `const`, so generated code can size the buffers from the static descriptor:
     /// `const SVC_BUF: usize = NODE.required_service_buffer();`
     pub const fn required_service_buffer(&self) -> usize {
+        if !self.has_services() {
+            return 0;
+        }
+        fcan_core::limits::service_slot_bytes(
+            self.limits.service_buffer as usize,
+            self.max_request,
+            self.max_response,
+            self.largest_service_pair(),
+        )
+    }
+
+    /// The largest `request_size + response_size` of any one service.
+    const fn largest_service_pair(&self) -> usize {
         let mut best = 0;
         let mut types = self.types;
         // Slice patterns instead of indexing: const-compatible and cannot panic.

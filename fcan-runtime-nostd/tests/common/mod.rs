@@ -165,7 +165,7 @@ pub static DESC: NodeDesc = NodeDesc {
     max_response: 4,
 };
 
-pub type TestBuffers = Buffers<135, 60, 25, 5, 20, 8, 16, 2, 11>;
+pub type TestBuffers = Buffers<135, 60, 25, 5, 20, 8, 16, 2, 16>;
 pub type TestNode = Node<TestBuffers>;
 
 pub const NODE: u8 = 5;
