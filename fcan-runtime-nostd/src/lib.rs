@@ -60,6 +60,7 @@ pub use fcan_core;
 
 pub mod api;
 mod can;
+mod config_plane;
 mod counters;
 pub mod desc;
 mod error;
@@ -73,6 +74,7 @@ mod sched;
 mod services;
 mod state;
 mod storage;
+mod tables;
 mod topics;
 mod wake;
 mod wired;
@@ -84,11 +86,10 @@ pub use error::{CompleteError, ConfigError, PublishError};
 pub use mailbox::{Mailbox, MailboxConsumer, MailboxProducer, Stamped};
 pub use node::{Node, NodeConfig};
 pub use outq::OUT_QUEUE_LEN;
-pub use plan::{PlanEntry, PlanFrame};
 pub use rxq::RX_QUEUE_LEN;
-pub use services::SvcSlot;
 pub use storage::{Buffers, Parts, PartsRef, Storage};
-pub use topics::{TopicRead, TopicState};
+pub use tables::{PlanEntry, PlanFrame, SvcSlot, TopicState};
+pub use topics::TopicRead;
 
 /// Bytes of the node's configuration reassembly buffer: the longest
 /// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest

@@ -9,8 +9,9 @@
 use crate::api::{Transmit, TxRefused};
 use crate::counters::bump;
 use crate::desc::NodeDesc;
-use crate::services::{self, SlotState};
+use crate::services;
 use crate::storage::Parts;
+use crate::tables::SlotState;
 use crate::wired::Wired;
 use fcan_core::frame::{Frame, Mtu};
 use fcan_core::hash::HashPrefix;

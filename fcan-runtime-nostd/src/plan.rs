@@ -7,29 +7,11 @@
 
 use crate::desc::NodeDesc;
 use crate::storage::Parts;
+use crate::tables::{PlanEntry, PlanFrame};
 use crate::wired::Wired;
 use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
 use fcan_core::presence::{needs_mask, PresenceBits};
-
-/// One copy entry as it came on the wire, checked at FRAME_DEFINE: 6 bytes, where a
-/// form resolved to arena offsets took 16 (96 entries: 576 B instead of 1,536 B on the
-/// eight-motor node). The offsets are looked up in the node's descriptor when the entry
-/// is used (`PlanEntry::place`: two indexed table reads). Opaque outside the runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlanEntry {
-    /// Offset within the topic value.
-    pub(crate) src: u16,
-    /// The topic's state slot (`BlockDesc::topic_slot` + topic index): at most 256
-    /// slots per node, which `Node::configure` checks.
-    pub(crate) slot: u8,
-    /// The topic's block; the topic's index in it is `slot - topic_slot`.
-    pub(crate) block: u8,
-    /// Bytes copied.
-    pub(crate) len: u8,
-    /// Offset within the frame payload.
-    pub(crate) dst: u8,
-}
 
 /// Where an entry's topic lives, from the descriptor.
 #[derive(Clone, Copy, Debug)]
@@ -43,16 +25,6 @@ pub(crate) struct Place {
 }
 
 impl PlanEntry {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
-    /// of your own (a PC node sizing its tables at run time).
-    pub const EMPTY: PlanEntry = PlanEntry {
-        src: 0,
-        slot: 0,
-        block: 0,
-        len: 0,
-        dst: 0,
-    };
-
     /// The entry's topic slot, as the per-topic state table and presence bits use it.
     pub(crate) fn slot(&self) -> u16 {
         self.slot as u16
@@ -77,55 +49,6 @@ impl PlanEntry {
     /// Where the entry's bytes live in the topic arena.
     pub(crate) fn topic_abs(&self, desc: &NodeDesc) -> Option<usize> {
         Some(self.place(desc)?.topic_base + self.src as usize)
-    }
-}
-
-/// One data frame of the plan. Opaque outside the runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlanFrame {
-    pub(crate) std_id: u16,
-    pub(crate) s2m: bool,
-    pub(crate) sequenced: bool,
-    /// Byte 0 is a presence mask (`fcan_core::presence`).
-    pub(crate) masked: bool,
-    pub(crate) len: u8,
-    pub(crate) group_parts: u8,
-    pub(crate) group_index: u8,
-    pub(crate) period_us: u32,
-    pub(crate) first_entry: u16,
-    /// At most 255 (FRAME_DEFINE counts entries in a byte); a `u8` keeps the frame at
-    /// 20 bytes of RAM.
-    pub(crate) entry_count: u8,
-    /// s2m periodic: when the frame (group) is next due.
-    pub(crate) next_due: u32,
-    /// s2m on-commit: the presence bits (`fcan_core::presence`) of the topics published
-    /// since the frame was last sent; non-zero = due. An unmasked frame has one topic,
-    /// bit 0.
-    pub(crate) pending: u8,
-}
-
-impl PlanFrame {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
-    /// of your own (a PC node sizing its tables at run time).
-    pub const EMPTY: PlanFrame = PlanFrame {
-        std_id: 0,
-        s2m: false,
-        sequenced: false,
-        masked: false,
-        len: 0,
-        group_parts: 1,
-        group_index: 0,
-        period_us: 0,
-        first_entry: 0,
-        entry_count: 0,
-        next_due: 0,
-        pending: 0,
-    };
-
-    /// The range of this frame's entries in the entry table.
-    pub(crate) fn entries(&self) -> core::ops::Range<usize> {
-        let start = self.first_entry as usize;
-        start..start.saturating_add(self.entry_count as usize)
     }
 }
 

@@ -8,27 +8,14 @@
 
 use crate::api::{Transmit, TxRefused};
 use crate::counters::bump;
-use crate::plan::PlanFrame;
-use crate::state::Core;
+use crate::state::{Core, Resume};
 use crate::storage::Parts;
+use crate::tables::PlanFrame;
 use crate::topics::{bit_of_slot, build_s2m};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::msg::BusMode;
 use fcan_core::presence::PresenceBits;
 use fcan_core::timing::reached;
-
-/// A group partly sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Resume {
-    /// Plan index of the group's first frame.
-    pub head: u16,
-    /// Next part to send.
-    pub part: u8,
-    /// The group's sequence byte.
-    pub seq: u8,
-    /// False once a topic of the group was published since part 0 went out.
-    pub valid: bool,
-}
 
 /// Sends one plan frame.
 fn send(

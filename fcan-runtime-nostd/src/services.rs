@@ -11,6 +11,7 @@ use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::error::CompleteError;
 use crate::storage::Parts;
+use crate::tables::{SlotState, SvcSlot};
 use crate::topics::copy;
 use crate::wired::Wired;
 use fcan_core::frame::{CLASSIC_MAX_LEN, FD_MAX_LEN};
@@ -18,65 +19,6 @@ use fcan_core::id::{ConfigId, Opcode};
 use fcan_core::msg::{ConfigMessage, Counters, ServiceStatus};
 use fcan_core::segment::TRANSFER_TIMEOUT_US;
 use fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US;
-
-/// Where a slot is in a call's life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SlotState {
-    /// Unused.
-    Free,
-    /// Segments of a request are arriving.
-    Receiving,
-    /// The request is complete; the handler runs at the next poll.
-    Ready,
-    /// The handler answered ACCEPTED; waiting for `complete`.
-    Deferred,
-    /// `complete` delivered the response; it goes out at the next poll.
-    Completed,
-    /// The OK response is queued and being sent from the slot.
-    Responding,
-    /// A deferred call was not completed in time; EXPIRED goes out at the next poll.
-    Expired,
-}
-
-/// One service slot. Opaque outside the runtime.
-#[derive(Clone, Copy, Debug)]
-pub struct SvcSlot {
-    pub(crate) state: SlotState,
-    pub(crate) transfer: u8,
-    pub(crate) block: u8,
-    pub(crate) service: u8,
-    next_seg: u8,
-    seg_len: u8,
-    /// Body bytes received so far (padding included), saturating.
-    received: u16,
-    /// Receiving: last segment; Deferred: acceptance or the master's last repeat.
-    last_us: u32,
-    /// Calls this slot has taken (wrapping): part of the deferred token.
-    pub(crate) generation: u32,
-    pub(crate) req_size: u16,
-    pub(crate) resp_size: u16,
-    /// Length of the response body written after the request.
-    pub(crate) resp_len: u16,
-}
-
-impl SvcSlot {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
-    /// of your own (a PC node sizing its tables at run time).
-    pub const EMPTY: SvcSlot = SvcSlot {
-        state: SlotState::Free,
-        transfer: 0,
-        block: 0,
-        service: 0,
-        next_seg: 0,
-        seg_len: 0,
-        received: 0,
-        last_us: 0,
-        req_size: 0,
-        resp_size: 0,
-        resp_len: 0,
-        generation: 0,
-    };
-}
 
 /// What the caller must send for a request frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,6 @@ use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::outq::{Body, OutMsg, OutQueue};
 use crate::plan::PlanCounts;
-use crate::sched::Resume;
 use crate::wired::Wired;
 use fcan_core::frame::Mtu;
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
@@ -19,6 +18,19 @@ use fcan_core::timing::{
     reached, ANNOUNCE_BACKOFF_MAX_US, ANNOUNCE_BACKOFF_MIN_US, LISTEN_JITTER_US, LISTEN_WINDOW_US,
     NODE_HEARTBEAT_PERIOD_US,
 };
+
+/// A group partly sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// Plan index of the group's first frame.
+    pub head: u16,
+    /// Next part to send.
+    pub part: u8,
+    /// The group's sequence byte.
+    pub seq: u8,
+    /// False once a topic of the group was published since part 0 went out.
+    pub valid: bool,
+}
 
 /// Everything of the node that is not a buffer: identity, state machine, timers,
 /// counters and the plan's bookkeeping.

@@ -5,9 +5,9 @@
 //! arrays as slices through the [`Storage`] trait, so only this thin layer is
 //! monomorphised over the nine sizes and the engine is compiled once per node type.
 
-use crate::plan::{PlanEntry, PlanFrame};
-use crate::services::SvcSlot;
-use crate::topics::TopicState;
+use crate::desc::NodeDesc;
+use crate::error::ConfigError;
+use crate::tables::{PlanEntry, PlanFrame, SvcSlot, TopicState};
 
 /// Every buffer of the node, borrowed mutably. Produced by [`Storage::parts`].
 ///
@@ -234,4 +234,56 @@ impl<
             svc: &self.svc,
         }
     }
+}
+
+/// Clears every buffer to what `Buffers::new` holds (parameters are written next).
+pub(crate) fn wipe(p: &mut Parts<'_>) {
+    p.topic.fill(0);
+    p.stage.fill(0);
+    p.params.fill(0);
+    p.param_changed.fill(0);
+    p.topics.fill(TopicState::EMPTY);
+    p.frames.fill(PlanFrame::EMPTY);
+    p.m2s_index.fill(0);
+    p.entries.fill(PlanEntry::EMPTY);
+    p.svc.fill(SvcSlot::EMPTY);
+    p.svc_buf.fill(0);
+}
+
+/// Checks the buffers are at least what the descriptor needs.
+pub(crate) fn check_sizes(desc: &NodeDesc, p: &Parts<'_>) -> Result<(), ConfigError> {
+    if p.topic.len() < desc.topic_bytes {
+        return Err(ConfigError::TopicBytes);
+    }
+    if p.stage.len() < desc.stage_bytes {
+        return Err(ConfigError::StageBytes);
+    }
+    if p.params.len() < desc.param_bytes {
+        return Err(ConfigError::ParamBytes);
+    }
+    if p.param_changed.len() < desc.blocks.len() {
+        return Err(ConfigError::Blocks);
+    }
+    if p.topics.len() < desc.topic_slots {
+        return Err(ConfigError::TopicSlots);
+    }
+    if p.frames.len() < desc.limits.max_frames as usize
+        || p.m2s_index.len() < p.frames.len().min(desc.limits.max_frames as usize)
+    {
+        return Err(ConfigError::Frames);
+    }
+    if p.entries.len() < desc.limits.max_copy_entries as usize {
+        return Err(ConfigError::Entries);
+    }
+    if desc.has_services() {
+        if p.svc.len() < (desc.limits.service_reassembly as usize).max(1) {
+            return Err(ConfigError::ServiceSlots);
+        }
+        if p.svc_buf_len < desc.required_service_buffer()
+            || p.svc_buf.len() < p.svc_buf_len.saturating_mul(p.svc.len())
+        {
+            return Err(ConfigError::ServiceBuffer);
+        }
+    }
+    Ok(())
 }

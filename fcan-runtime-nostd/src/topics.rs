@@ -4,44 +4,11 @@
 
 use crate::counters::bump;
 use crate::desc::NodeDesc;
-use crate::plan::{PlanEntry, PlanFrame};
 use crate::storage::Parts;
-use fcan_core::group::{stage_part, GroupProgress, PartOutcome};
+use crate::tables::{PlanEntry, PlanFrame};
+use fcan_core::group::{stage_part, PartOutcome};
 use fcan_core::msg::Counters;
 use fcan_core::presence::PresenceBits;
-
-/// Per-topic state: the generation counter and age of m2s values, the "published but not
-/// sent" flag of s2m values, and the progress of a multi-frame group being staged.
-/// Opaque outside the runtime.
-#[derive(Clone, Copy, Debug)]
-pub struct TopicState {
-    /// Bumped once per complete update (m2s: a frame or a whole group applied; s2m: a
-    /// publish). 0 = never written.
-    pub(crate) generation: u32,
-    /// When the current value arrived (m2s) or was published (s2m).
-    pub(crate) received_at_us: u32,
-    /// s2m: published and not sent yet (held until START).
-    pub(crate) unsent: bool,
-    /// m2s groups: the assembly of a publication in several frames (three bytes, so 12
-    /// bytes a topic; all-zero when idle).
-    pub(crate) group: GroupProgress,
-}
-
-impl TopicState {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
-    /// of your own (a PC node sizing its tables at run time).
-    pub const EMPTY: TopicState = TopicState {
-        generation: 0,
-        received_at_us: 0,
-        unsent: false,
-        group: GroupProgress::IDLE,
-    };
-
-    /// No group is being staged any more.
-    pub(crate) fn stop_staging(&mut self) {
-        self.group.stop();
-    }
-}
 
 /// A read-only view of a topic's current value. Returned by [`crate::Node::topic`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
