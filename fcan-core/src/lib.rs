@@ -12,6 +12,7 @@ extern crate std;
 /// schema's `protocol:` key must have.
 pub const PROTOCOL_VERSION: u8 = 2;
 
+pub mod dataframe;
 pub mod frame;
 pub mod group;
 pub mod hash;

@@ -25,6 +25,15 @@ pub(crate) struct Place {
 }
 
 impl PlanEntry {
+    /// An entry naming topic slot `slot` of block `block` (for [`PlanEntry::place`]).
+    pub(crate) fn of_topic(slot: u8, block: u8) -> PlanEntry {
+        PlanEntry {
+            slot,
+            block,
+            ..PlanEntry::EMPTY
+        }
+    }
+
     /// The entry's topic slot, as the per-topic state table and presence bits use it.
     pub(crate) fn slot(&self) -> u16 {
         self.slot as u16

@@ -6,6 +6,7 @@ use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::storage::Parts;
 use crate::tables::{PlanEntry, PlanFrame};
+use fcan_core::dataframe::{self, Piece};
 use fcan_core::group::{stage_part, PartOutcome};
 use fcan_core::msg::Counters;
 use fcan_core::presence::PresenceBits;
@@ -217,23 +218,28 @@ pub(crate) fn build_s2m(
     buf: &mut [u8; 64],
 ) -> Option<usize> {
     let f = p.frames.get(fi as usize)?;
-    *buf = [0; 64];
     let entries = p.entries.get(f.entries())?;
-    let mut mask = u8::MAX;
+    let pending = f.pending & all_bits(entries);
+    let pieces = entries.iter().map(|e| Piece {
+        // One topic, one key: its slot, with its block for the lookup.
+        topic: u16::from_le_bytes([e.slot, e.block]),
+        src: e.src,
+        dst: e.dst,
+        len: e.len,
+    });
+    // An unmasked frame sends every entry (a periodic one may have more than eight
+    // topics, which have no bit); a masked one the topics published since it last went.
+    let delivered = |_, bit: Option<u8>| !f.masked || bit.is_some_and(|b| pending & (1 << b) != 0);
+    let value = |key: u16| {
+        let [slot, block] = key.to_le_bytes();
+        let place = PlanEntry::of_topic(slot, block).place(desc)?;
+        p.topic.get(place.topic_base..place.topic_base + place.size)
+    };
+    let mask = dataframe::build(buf, pieces, delivered, value);
     if f.masked {
-        mask = f.pending & all_bits(entries);
         *buf.first_mut()? = mask;
     } else if f.sequenced {
         *buf.first_mut()? = seq;
-    }
-    let mut bits = PresenceBits::new();
-    for e in entries.iter() {
-        // An unmasked frame sends every entry (a periodic one may have more than eight
-        // topics, which have no bit).
-        let delivered = !f.masked || bits.bit(e.slot()).is_some_and(|b| mask & (1 << b) != 0);
-        if let (true, Some(at)) = (delivered, e.topic_abs(desc)) {
-            copy(buf, e.dst as usize, p.topic, at, e.len as usize);
-        }
     }
     Some(f.len as usize)
 }

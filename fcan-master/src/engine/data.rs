@@ -2,6 +2,7 @@
 //! s2m frames into topic samples, sequenced groups whole or not at all.
 
 use super::*;
+use fcan_core::dataframe::{self, Piece};
 use fcan_core::group::{stage_part, PartOutcome};
 use fcan_core::msg::CopyEntry;
 use fcan_core::presence::PresenceBits;
@@ -140,25 +141,21 @@ impl Engine {
                 if f.header.dir != DataDirection::M2s || !f.entries.iter().any(is_published) {
                     continue;
                 }
+                // The builder the node uses for its s2m frames: the published topics'
+                // entries, and the mask of their presence bits.
                 let mut payload = vec![0u8; f.header.len as usize];
-                let mut bits = PresenceBits::new();
-                let mut mask = 0u8;
-                for e in &f.entries {
-                    let bit = bits.bit((e.block, e.topic));
-                    if !is_published(e) {
-                        continue;
-                    }
-                    if let Some(b) = bit {
-                        mask |= 1 << b;
-                    }
-                    let Some(src) = rec.topics.get(&(e.block, e.topic)) else {
-                        continue;
-                    };
-                    let (s, d, l) = (e.src_offset as usize, e.dst_offset as usize, e.len as usize);
-                    if let (Some(dst), Some(src)) = (payload.get_mut(d..d + l), src.get(s..s + l)) {
-                        dst.copy_from_slice(src);
-                    }
-                }
+                let pieces = f.entries.iter().map(|e| Piece {
+                    topic: (e.block, e.topic),
+                    src: e.src_offset,
+                    dst: e.dst_offset,
+                    len: e.len,
+                });
+                let mask = dataframe::build(
+                    &mut payload,
+                    pieces,
+                    |(block, topic), _| published.contains(&(node, block, topic)),
+                    |key| rec.topics.get(&key).map(Vec::as_slice),
+                );
                 if f.header.masked {
                     payload[0] = mask;
                 } else if f.header.sequenced {
