@@ -67,3 +67,76 @@ pub fn build<'v, K: Copy + PartialEq + Default>(
     }
     mask
 }
+
+/// What the receiver of a FRAME_DEFINE knows of the topic a copy entry names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryTopic {
+    /// Its direction.
+    pub dir: crate::msg::DataDirection,
+    /// Its packed size.
+    pub size: u16,
+    /// Whether the node keeps a staging copy of it (an m2s topic over 8 bytes), which an
+    /// m2s group needs.
+    pub staged: bool,
+}
+
+/// Whether copy entry `e` of a frame with header `h` is valid (protocol §4.1): the
+/// topic flows the frame's way, the entry copies at least one byte, within the topic
+/// and within the frame, not into byte 0 of a sequenced or masked frame, not over bytes
+/// an earlier entry of the frame claimed (`occupied`, one bit per frame byte, updated
+/// when valid), and a group's entries all name the topic of its first entry (`first`),
+/// which, for an m2s group, the node stages. The one rule of the node (which NAKs an
+/// entry that breaks it) and of the master's planner (which never plans one).
+///
+/// ```
+/// use fcan_core::dataframe::{entry_fits, EntryTopic};
+/// use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
+/// let h = FrameHeader { index: 0, std_id: 0x120, dir: DataDirection::M2s, sequenced: false,
+///     masked: false, len: 8, group_parts: 1, group_index: 0, period_us: 0 };
+/// let topic = EntryTopic { dir: DataDirection::M2s, size: 5, staged: false };
+/// let e = CopyEntry { block: 0, topic: 0, src_offset: 0, len: 5, dst_offset: 0 };
+/// let mut occupied = 0;
+/// assert!(entry_fits(&h, &e, topic, &e, &mut occupied));
+/// // The same bytes again overlap.
+/// assert!(!entry_fits(&h, &e, topic, &e, &mut occupied));
+/// ```
+pub fn entry_fits(
+    h: &crate::msg::FrameHeader,
+    e: &crate::msg::CopyEntry,
+    topic: EntryTopic,
+    first: &crate::msg::CopyEntry,
+    occupied: &mut u64,
+) -> bool {
+    if topic.dir != h.dir || e.len == 0 {
+        return false;
+    }
+    let src_end = (e.src_offset as usize).saturating_add(e.len as usize);
+    let dst_end = (e.dst_offset as usize).saturating_add(e.len as usize);
+    if src_end > topic.size as usize || dst_end > h.len as usize || dst_end > 64 {
+        return false;
+    }
+    // Byte 0 of a sequenced frame is its sequence number, of a masked one its mask.
+    if (h.sequenced || h.masked) && e.dst_offset == 0 {
+        return false;
+    }
+    // dst_end <= 64, so the shift stays within the word.
+    let bits = if e.len >= 64 {
+        u64::MAX
+    } else {
+        ((1u64 << e.len) - 1) << e.dst_offset
+    };
+    if *occupied & bits != 0 {
+        return false;
+    }
+    if h.group_parts > 1 {
+        // A group carries one topic, and an m2s group needs somewhere to stage it.
+        if first.block != e.block || first.topic != e.topic {
+            return false;
+        }
+        if h.dir == crate::msg::DataDirection::M2s && !topic.staged {
+            return false;
+        }
+    }
+    *occupied |= bits;
+    true
+}

@@ -9,6 +9,7 @@ use crate::desc::NodeDesc;
 use crate::storage::Parts;
 use crate::tables::{PlanEntry, PlanFrame};
 use crate::wired::Wired;
+use fcan_core::dataframe::{entry_fits, EntryTopic};
 use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
 use fcan_core::presence::{needs_mask, PresenceBits};
@@ -104,37 +105,14 @@ fn check_entry(
         return Err((ResultCode::NotWired, detail));
     }
     let topic = td.topics.get(e.topic as usize).ok_or(bad)?;
-    if topic.dir != h.dir || e.len == 0 {
-        return Err(bad);
-    }
-    let src_end = (e.src_offset as usize).saturating_add(e.len as usize);
-    let dst_end = (e.dst_offset as usize).saturating_add(e.len as usize);
-    if src_end > topic.size as usize || dst_end > h.len as usize {
-        return Err(bad);
-    }
-    // Byte 0 of a sequenced frame is its sequence number, of a masked one its mask.
-    if (h.sequenced || h.masked) && e.dst_offset == 0 {
-        return Err(bad);
-    }
-    // dst_end <= len <= 64, so the shift stays within the word.
-    let bits = if e.len >= 64 {
-        u64::MAX
-    } else {
-        ((1u64 << e.len) - 1) << e.dst_offset
+    let facts = EntryTopic {
+        dir: topic.dir,
+        size: topic.size,
+        staged: topic.stage_offset != u16::MAX,
     };
-    if *occupied & bits != 0 {
+    let first = d.entries.get(0).ok_or(bad)?;
+    if !entry_fits(h, &e, facts, &first, occupied) {
         return Err(bad);
-    }
-    *occupied |= bits;
-    if h.group_parts > 1 {
-        // A group carries one topic, and an m2s group needs somewhere to stage it.
-        let first = d.entries.get(0).ok_or(bad)?;
-        if first.block != e.block || first.topic != e.topic {
-            return Err(bad);
-        }
-        if h.dir == DataDirection::M2s && topic.stage_offset == u16::MAX {
-            return Err(bad);
-        }
     }
     // `Node::configure` refuses a descriptor with more than 256 topic slots.
     let slot = u8::try_from(bd.topic_slot.saturating_add(e.topic as u16)).map_err(|_| bad)?;
