@@ -411,8 +411,8 @@ impl Fw {
     }
     fn topic(&self, block: u8, topic: u8) -> Option<Vec<u8>> {
         let t = match self {
-            Fw::Motor(m) => m.node.topic(block, topic),
-            Fw::Io(b) => b.node.topic(block, topic),
+            Fw::Motor(m) => m.node.raw().topic(block, topic),
+            Fw::Io(b) => b.node.raw().topic(block, topic),
         };
         t.map(|t| t.bytes.to_vec())
     }

@@ -354,7 +354,7 @@ async fn a_dropped_node_latches_a_fault_and_a_bounded_safe_stop(mtu: Mtu) {
     // motor_driver1 got the safe command: its target is 0.
     let target = w
         .motor(MD1)
-        .with(|f| f.node.topic(0, 0).map(|t| t.bytes.to_vec()));
+        .with(|f| f.node.raw().topic(0, 0).map(|t| t.bytes.to_vec()));
     assert_eq!(
         target.map(|b| b[1..5].to_vec()),
         Some(0f32.to_le_bytes().to_vec())

@@ -47,8 +47,9 @@ async fn cold_then_warm(mtu: Mtu) {
         .map(|id| {
             w.motors
                 .get(id)
-                .map(|m| m.with(|f| f.node.desc().blob.len()))
-                .unwrap_or_else(|| w.io(*id).with(|f| f.node.desc().blob.len())) as u64
+                .map(|m| m.with(|f| f.node.raw().desc().blob.len()))
+                .unwrap_or_else(|| w.io(*id).with(|f| f.node.raw().desc().blob.len()))
+                as u64
         })
         .sum();
     assert!(

@@ -124,7 +124,7 @@ impl<T: Transport> Transport for Tamper<T> {
 async fn bad_blob_is_reread_not_trusted(mtu: Mtu) {
     let mut w = World::new(mtu);
     w.add_io(IO3);
-    let blob = w.io(IO3).with(|f| f.node.desc().blob);
+    let blob = w.io(IO3).with(|f| f.node.raw().desc().blob);
     let m = w
         .start_master_on(Tamper {
             inner: w.endpoint(),

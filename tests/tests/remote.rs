@@ -1167,7 +1167,7 @@ async fn the_cycle_api_runs_through_the_daemon() {
     let target = until("the safe command reaches the motor", || {
         let t = w
             .motor(MD1)
-            .with(|f| f.node.topic(1, 0).map(|t| t.bytes.to_vec()));
+            .with(|f| f.node.raw().topic(1, 0).map(|t| t.bytes.to_vec()));
         async move { t.filter(|b| b[1..5] == 0f32.to_le_bytes()) }
     })
     .await;
