@@ -6,7 +6,6 @@ use crate::services;
 use crate::state::Core;
 use crate::storage::PartsRef;
 use fcan_core::msg::NodeState;
-use fcan_core::timing::NODE_HEARTBEAT_PERIOD_US;
 
 /// The earliest deadline so far, on the wrapping clock (deadlines already passed count
 /// as `now`).
@@ -80,11 +79,6 @@ pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: u32
             Some(Some(t)) => e.add(t),
             None => {}
         }
-    }
-    // A heartbeat is never more than a period away once acknowledged; the bound keeps a
-    // corrupted deadline from putting the node to sleep for half the clock's range.
-    if core.acknowledged {
-        e.add(now.wrapping_add(NODE_HEARTBEAT_PERIOD_US));
     }
     e.at
 }
