@@ -435,6 +435,10 @@ out(f"| flash: the same + all anonymous constants + core/compiler-builtins + una
 out(f"| flash: whole image except the blob (also application, driver, startup, vector table) | {no_blob} | — | — |")
 if node_ram is not None:
     out(f"| static RAM: the node (`gen::Node` = runtime + schema-sized `Buffers`) | {node_ram} | 4096 | {'yes' if node_ram <= 4096 else 'NO'} |")
+# The unconfigured node is all zero bytes, so its `static` is in .bss: no initialiser
+# image in flash, nothing copied at boot.
+driver_data = sum(size for size, name, sec in ram if "DRIVER" in name and sec == ".data")
+out(f"| flash: the node's initialiser image (`.data`; 0 = the node static is in `.bss`) | {driver_data} | 0 | {'yes' if driver_data == 0 else 'NO'} |")
 out(f"| static RAM: whole image (node, application, mailbox rings) | {static_ram} | — | — |")
 
 text = "\n".join(lines) + "\n"

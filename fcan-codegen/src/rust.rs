@@ -35,6 +35,9 @@ const NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
 /// Item names the generated code uses inside each type module.
 const MODULE_RESERVED: &[&str] = &[
     "Handler",
+    "Context",
+    "Param",
+    "ParamType",
     "Handle",
     "Deferred",
     "Received",
@@ -62,13 +65,25 @@ const MODULE_RESERVED: &[&str] = &[
     "Self",
 ];
 /// Methods of a generated handle.
-const HANDLE_RESERVED: &[&str] = &["params", "block", "instance", "is_wired", "raw"];
+const HANDLE_RESERVED: &[&str] = &[
+    "params", "param", "block", "instance", "is_wired", "now_us", "cx",
+];
 /// Methods of the generated `Node`.
 const NODE_RESERVED: &[&str] = &[
     "new",
+    "unconfigured",
+    "configure",
     "receive",
+    "receive_from",
     "poll",
+    "poll_at",
     "complete",
+    "fault",
+    "node_id",
+    "boot_id",
+    "bus_mode",
+    "is_configured",
+    "rx_overflows",
     "raw",
     "raw_mut",
     "deref",
@@ -239,7 +254,6 @@ struct ServiceCtx {
     name: String,
     konst: String,
     method: String,
-    completer: String,
     request: MsgCtx,
     response: MsgCtx,
     desc: String,
@@ -249,7 +263,6 @@ struct ServiceCtx {
 struct ParamCtx {
     index: usize,
     mask: String,
-    read_opt: String,
     name: String,
     ident: String,
     konst: String,
@@ -313,7 +326,6 @@ struct Ctx {
     topic_slots: usize,
     max_request: usize,
     max_response: usize,
-    complete_buf: usize,
     buffers: String,
 }
 
@@ -464,13 +476,18 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
             "Deferred",
             "Received",
             "Message",
+            "Reply",
+            "Controller",
+            "Schema",
+            "Counts",
+            "Config",
+            "instance_of",
             "ARRAY_COUNT",
             "MAX_COUNTS",
             "NODE_NAME",
             "PROTOCOL",
             "INSTANCE_OF_BLOCK",
             "AppDispatch",
-            "finish",
         ],
         "the generated code",
     );
@@ -620,18 +637,9 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
                 None => value_expr(&p.default),
                 Some(n) => format!("[{}; {n}]", value_expr(&p.default)),
             };
-            let m = p.ty.name();
-            let read_opt = match p.len {
-                None => format!("Reader::new(node.param(block, {konst})?).{m}().ok()?"),
-                Some(n) => format!(
-                    "{{\n    let mut r = Reader::new(node.param(block, {konst})?);\n    let mut a = [{}; {n}];\n    for v in a.iter_mut() {{\n        *v = r.{m}().ok()?;\n    }}\n    a\n}}",
-                    zero(p.ty)
-                ),
-            };
             params.push(ParamCtx {
                 index: pi,
                 mask: if pi == 0 { "1".into() } else { format!("1 << {pi}") },
-                read_opt,
                 name: p.name.clone(),
                 ident: field.ident,
                 bit,
@@ -728,8 +736,6 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
             consts.add(loaded, &mut diags, &konst, &from, &path);
             let method = ident(&sv.name);
             handler.add(loaded, &mut diags, &method, &from, &path);
-            let completer = format!("complete_{}", flat_name(&sv.name));
-            methods.add(loaded, &mut diags, &completer, &from, &path);
             check_fields(
                 loaded,
                 &mut diags,
@@ -755,7 +761,6 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
                 name: sv.name.clone(),
                 konst,
                 method,
-                completer,
                 request: msg_ctx(
                     format!("{base}Request"),
                     format!("Request of service `{}` ({req} bytes).", sv.name),
@@ -877,7 +882,6 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
         topic_slots: tables.topic_slots,
         max_request: tables.max_request,
         max_response: tables.max_response,
-        complete_buf: tables.max_response.max(1),
         buffers,
     };
     let mut env = minijinja::Environment::new();

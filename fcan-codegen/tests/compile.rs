@@ -95,13 +95,13 @@ fn app_impl(module: &str, schema: &Schema) -> String {
             let base = pascal(&sv.name);
             let _ = writeln!(
                 s,
-                "        fn {}(&mut self, instance: u8, request: {m}::{base}Request, token: Deferred<{m}::{base}Response>) -> Reply<{m}::{base}Response> {{\n            let _ = (instance, request, token);\n            self.calls += 1;\n            Reply::Ok(Default::default())\n        }}",
+                "        fn {}(&mut self, handle: {m}::Handle<'_>, request: {m}::{base}Request, token: Deferred<{m}::{base}Response>) -> Reply<{m}::{base}Response> {{\n            let _ = (handle.instance(), request, token);\n            self.calls += 1;\n            Reply::Ok(Default::default())\n        }}",
                 ident(&sv.name)
             );
         }
         let _ = writeln!(
             s,
-            "        fn on_params_changed(&mut self, _instance: u8, _changed: u32) {{\n            self.changes += 1;\n        }}"
+            "        fn on_params_changed(&mut self, _handle: {m}::Handle<'_>, _changed: u32) {{\n            self.changes += 1;\n        }}"
         );
         let _ = writeln!(s, "    }}");
     }
@@ -155,7 +155,7 @@ fn agree_test(module: &str, schema: &Schema) -> String {
         for (i, p) in t.params.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "    assert_eq!({m}::PARAM_{} as usize, {i});\n    assert_eq!({ps}::{}_BIT, fcan_core::numbering::changed_bit({i}));",
+                "    assert_eq!({m}::PARAM_{0}.index() as usize, {i});\n    assert_eq!({ps}::{1}_BIT, fcan_core::numbering::changed_bit({i}));\n    assert_eq!({m}::PARAM_{0}.bit(), {ps}::{1}_BIT);",
                 upper(&p.name),
                 upper(&p.name)
             );
@@ -173,7 +173,7 @@ fn agree_test(module: &str, schema: &Schema) -> String {
     // Boot a node and read every instance's params back.
     let _ = writeln!(
         s,
-        "    let mut node = g::Node::new(fcan_core::id::NodeId::new(5).unwrap(), 0x1234_5678, &g::MAX_COUNTS, true).expect(\"node boots\");"
+        "    let config = g::Config {{ node_id: fcan_core::id::NodeId::new(5).unwrap(), boot_id: 0x1234_5678, counts: g::Counts::MAX, controller: fcan_runtime_nostd::Controller::Fd }};\n    assert_eq!(g::Counts::MAX.to_array(), g::MAX_COUNTS);\n    let mut node = g::Node::new(config).expect(\"node boots\");"
     );
     for (ai, a) in schema.instances.iter().enumerate() {
         let method = {
@@ -200,7 +200,7 @@ fn agree_test(module: &str, schema: &Schema) -> String {
     }
     let _ = writeln!(
         s,
-        "    static UNCONFIGURED: g::Node = g::Node::unconfigured();\n    assert!(!UNCONFIGURED.is_configured());\n    let mut late = g::Node::unconfigured();\n    late.configure(fcan_core::id::NodeId::new(5).unwrap(), 0x1234_5678, &g::MAX_COUNTS, true).expect(\"configures in place\");\n    assert!(late.is_configured());\n    assert_eq!(late.state(), node.state());\n    assert_eq!(late.counters(), node.counters());\n"
+        "    static UNCONFIGURED: g::Node = g::Node::unconfigured();\n    assert!(!UNCONFIGURED.is_configured());\n    let mut late = g::Node::unconfigured();\n    late.configure(config).expect(\"configures in place\");\n    assert!(late.is_configured());\n    assert_eq!(late.state(), node.state());\n    assert_eq!(late.counters(), node.counters());\n"
     );
     let _ = writeln!(
         s,
@@ -335,21 +335,22 @@ pub struct Board {
 impl digital_out::Handler for Board {
     fn set(
         &mut self,
-        instance: u8,
+        out: digital_out::Handle<'_>,
         request: digital_out::SetRequest,
         token: Deferred<digital_out::SetResponse>,
     ) -> Reply<digital_out::SetResponse> {
         if self.pending.is_some() {
             return Reply::Busy;
         }
-        let _ = request.on;
-        self.pending = Some((instance, token));
+        let _ = (request.on, out.param(digital_out::PARAM_MIN_ON_MS));
+        self.pending = Some((out.instance(), token));
         Reply::Accepted
     }
 
-    fn on_params_changed(&mut self, _instance: u8, changed: u32) {
-        if changed & digital_out::DigitalOutParams::MIN_ON_MS_BIT != 0 {
+    fn on_params_changed(&mut self, mut out: digital_out::Handle<'_>, changed: u32) {
+        if changed & digital_out::PARAM_MIN_ON_MS.bit() != 0 {
             self.safe = false;
+            let _ = out.publish_state(&digital_out::State { on: false, fault: false });
         }
     }
 }
@@ -359,7 +360,7 @@ impl digital_in::Handler for Board {}
 impl analog::Handler for Board {
     fn configure(
         &mut self,
-        _instance: u8,
+        _sensor: analog::Handle<'_>,
         request: analog::ConfigureRequest,
         _token: Deferred<analog::ConfigureResponse>,
     ) -> Reply<analog::ConfigureResponse> {
@@ -370,7 +371,7 @@ impl analog::Handler for Board {
 
     fn calibrate(
         &mut self,
-        _instance: u8,
+        _sensor: analog::Handle<'_>,
         _request: analog::CalibrateRequest,
         _token: Deferred<analog::CalibrateResponse>,
     ) -> Reply<analog::CalibrateResponse> {
@@ -390,8 +391,8 @@ impl App for Board {
 pub fn step(node: &mut Node, board: &mut Board, now_us: u32, tx: &mut impl fcan_runtime_nostd::Transmit) {
     node.poll(now_us, tx, board);
     if let Some((i, token)) = board.pending.take() {
+        let _ = node.complete(token, &digital_out::SetResponse { success: true, settle_ms: 3 });
         if let Some(mut out) = node.out(i) {
-            let _ = out.complete_set(token, &digital_out::SetResponse { success: true, settle_ms: 3 });
             let _ = out.publish_state(&digital_out::State { on: true, fault: false });
         }
     }
@@ -498,7 +499,7 @@ pub struct A;
 impl g::motor::Handler for A {
     fn reset_encoder(
         &mut self,
-        _instance: u8,
+        _motor: g::motor::Handle<'_>,
         _request: g::motor::ResetEncoderRequest,
         _token: g::Deferred<g::motor::ResetEncoderResponse>,
     ) -> Reply<g::motor::ResetEncoderResponse> {

@@ -153,6 +153,18 @@ pub struct TransferKey {
     pub transfer: u8,
 }
 
+impl TransferKey {
+    /// The key in one word, for storage whose empty value must be all zero.
+    fn packed(self) -> u32 {
+        u32::from_le_bytes([
+            self.opcode as u8,
+            self.dir as u8,
+            self.node.get(),
+            self.transfer,
+        ])
+    }
+}
+
 impl From<ConfigId> for TransferKey {
     fn from(id: ConfigId) -> Self {
         TransferKey {
@@ -195,7 +207,10 @@ impl core::fmt::Display for ReassemblyError {
 /// One reassembly buffer of `N` bytes.
 #[derive(Clone, Debug)]
 struct Slot<const N: usize> {
-    key: Option<TransferKey>,
+    /// The transfer held ([`TransferKey::packed`]): an `Option<TransferKey>` would put
+    /// its `None` in a niche (a 2), and an empty pool would not be all-zero bytes (a
+    /// node's `static` would then need an initialiser image in flash).
+    key: Option<u32>,
     next: u8,
     /// Length of every non-final segment of this transfer (its first segment's).
     seg_len: usize,
@@ -301,7 +316,7 @@ impl<const SLOTS: usize, const N: usize> ReassemblyPool<SLOTS, N> {
     /// Abandons any transfer in progress for `key`.
     pub fn cancel(&mut self, key: TransferKey) {
         for s in self.slots.iter_mut() {
-            if s.key == Some(key) {
+            if s.key == Some(key.packed()) {
                 s.key = None;
             }
         }
@@ -330,13 +345,13 @@ impl<const SLOTS: usize, const N: usize> ReassemblyPool<SLOTS, N> {
             let s = &mut self.slots[slot];
             let res = Self::append(s, data, now_us);
             if res.is_ok() {
-                s.key = Some(key);
+                s.key = Some(key.packed());
                 s.next = 1;
                 s.seg_len = data.len();
             }
             return res.map(|_| None);
         }
-        let Some(i) = self.slots.iter().position(|s| s.key == Some(key)) else {
+        let Some(i) = self.slots.iter().position(|s| s.key == Some(key.packed())) else {
             return Err(ReassemblyError::Gap);
         };
         let s = &mut self.slots[i];
@@ -368,7 +383,7 @@ impl<const SLOTS: usize, const N: usize> ReassemblyPool<SLOTS, N> {
 
     fn cancel_counted(&mut self, key: TransferKey) {
         for s in self.slots.iter_mut() {
-            if s.key == Some(key) {
+            if s.key == Some(key.packed()) {
                 s.key = None;
                 self.dropped = self.dropped.saturating_add(1);
             }

@@ -36,7 +36,8 @@ use fcan_core::frame::Frame;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_runtime_nostd::{
-    ConfigError, Dispatch, Event, Node, NodeConfig, NodeDesc, ServiceCall, ServiceOutcome, Transmit,
+    ConfigError, Context, Controller, Dispatch, Event, Node, NodeConfig, NodeDesc, ServiceCall,
+    ServiceOutcome, Transmit,
 };
 
 /// How one fake node boots.
@@ -124,7 +125,12 @@ impl App {
 }
 
 impl Dispatch for App {
-    fn service(&mut self, call: ServiceCall<'_>, response: &mut [u8]) -> ServiceOutcome {
+    fn service(
+        &mut self,
+        _cx: &mut Context<'_>,
+        call: ServiceCall<'_>,
+        response: &mut [u8],
+    ) -> ServiceOutcome {
         // The runtime hands only valid, wired blocks and service indices; the response
         // buffer is at least the response size.
         let size = self
@@ -144,7 +150,7 @@ impl Dispatch for App {
         ServiceOutcome::Done(size)
     }
 
-    fn params_changed(&mut self, block: u8, changed: u32) {
+    fn params_changed(&mut self, _cx: &mut Context<'_>, block: u8, changed: u32) {
         self.stats.param_commits += 1;
         self.note(FakeEvent::ParamsChanged { block, changed });
     }
@@ -196,7 +202,11 @@ impl FakeNode {
                 node_id: config.node_id,
                 boot_id: config.boot_id,
                 counts: &counts,
-                fd_capable: config.fd_capable,
+                controller: if config.fd_capable {
+                    Controller::Fd
+                } else {
+                    Controller::Classic
+                },
             },
         )
         .map_err(|e| match e {

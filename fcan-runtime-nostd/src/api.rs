@@ -1,6 +1,7 @@
 //! What the runtime and the application (through generated code) exchange: service calls
 //! and their outcomes, deferred-reply tokens, events, and the transmit interface.
 
+use crate::context::Context;
 use fcan_core::frame::Frame;
 
 /// The driver would not take a frame now (mailboxes or queue full). The runtime keeps the
@@ -77,6 +78,16 @@ pub enum ServiceOutcome {
     BadRequest,
 }
 
+/// What the CAN controller (with its driver) can send and receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Controller {
+    /// Classical CAN only: the node never sends an FD frame and refuses (NAK
+    /// `Unsupported`) an ANNOUNCE_ACK that asks for an FD bus mode.
+    Classic,
+    /// CAN FD (and Classical CAN): the node offers FD and bit-rate switching.
+    Fd,
+}
+
 /// Things the application must know about, delivered through [`Dispatch::event`] from
 /// `poll`. Safety-relevant: the application decides its safe state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,14 +107,22 @@ pub enum Event {
 
 /// The application side of `poll`: generated code implements it over the user's typed
 /// handler traits, so a missing handler is a compile error.
+///
+/// Handlers get the node's [`Context`]: they read topics and parameters and publish as
+/// the main loop does, while `poll` holds the node.
 pub trait Dispatch {
     /// Runs a service handler. Write the packed response into `response` (which is at
     /// least the service's response size) and return `Done(len)`, or another outcome.
-    fn service(&mut self, call: ServiceCall<'_>, response: &mut [u8]) -> ServiceOutcome;
+    fn service(
+        &mut self,
+        cx: &mut Context<'_>,
+        call: ServiceCall<'_>,
+        response: &mut [u8],
+    ) -> ServiceOutcome;
 
     /// A batch of parameter writes ended (PARAM_SET with the commit bit); `changed` has
     /// bit `i` set for every param `i` of `block` written since the last commit.
-    fn params_changed(&mut self, block: u8, changed: u32);
+    fn params_changed(&mut self, cx: &mut Context<'_>, block: u8, changed: u32);
 
     /// Something the application must react to.
     fn event(&mut self, event: Event);

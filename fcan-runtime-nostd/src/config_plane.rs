@@ -5,7 +5,9 @@
 //! application's side; this is the master's.
 
 use crate::api::{Dispatch, Event, ServiceCall, ServiceOutcome};
+use crate::context::Context;
 use crate::counters::bump;
+use crate::desc::NodeDesc;
 use crate::outq::{Body, OutMsg, OutQueue};
 use crate::plan::{self, PlanCounts};
 use crate::services::{self, Ctx, SvcAction};
@@ -23,6 +25,7 @@ use fcan_core::segment::ReassemblyPool;
 /// One configuration-plane frame from the receive queue.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn handle_frame<const S: usize, const N: usize>(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &mut Parts<'_>,
     pool: &mut ReassemblyPool<S, N>,
@@ -57,7 +60,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
             return;
         }
         let cx = Ctx {
-            desc: core.desc,
+            desc,
             wired: &core.wired,
             serving: matches!(core.state, NodeState::Provisioned | NodeState::Running),
             slots: core.svc_slots,
@@ -95,7 +98,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
     match ConfigMessage::decode_to_node(id.opcode, msg) {
         Ok(m) => {
             bump(&mut core.counters.rx_handled);
-            on_message(core, p, outq, app, &id, m, now);
+            on_message(desc, core, p, outq, app, &id, m, now);
         }
         Err(_) => {
             bump(&mut core.counters.rx_malformed);
@@ -181,7 +184,9 @@ pub(crate) fn reassemble<'p, const S: usize, const N: usize>(
 }
 
 /// A complete, decoded master→node message.
+#[allow(clippy::too_many_arguments)]
 fn on_message(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &mut Parts<'_>,
     outq: &mut OutQueue,
@@ -208,13 +213,13 @@ fn on_message(
         }
         ConfigMessage::AnnounceAck(a) => on_ack(core, p, outq, app, id, a, now),
         ConfigMessage::Start(s) => on_start(core, p, outq, app, id, s, now),
-        ConfigMessage::FrameDefine(d) => on_define(core, p, outq, app, id, &d),
+        ConfigMessage::FrameDefine(d) => on_define(desc, core, p, outq, app, id, &d),
         ConfigMessage::ParamSet(m) => {
             if !core.acknowledged {
                 core.result(outq, id, ResultCode::BadState, 0);
                 return;
             }
-            let r = params::set(core.desc, &core.wired, p, &m);
+            let r = params::set(desc, &core.wired, p, &m);
             if m.commit {
                 core.commit_pending = true;
             }
@@ -228,7 +233,7 @@ fn on_message(
                 core.result(outq, id, ResultCode::BadState, 0);
                 return;
             }
-            match params::get_range(core.desc, &core.wired, g.block, g.param) {
+            match params::get_range(desc, &core.wired, g.block, g.param) {
                 Ok(r) => {
                     let (mtu, brs) = core.tx_mode();
                     let rid = core.reply_id(Opcode::ParamGet, id);
@@ -260,14 +265,20 @@ fn on_message(
             let counters = core.counters;
             core.reply(outq, rid, &ConfigMessage::Stats(counters));
         }
-        ConfigMessage::SchemaRead(r) => on_schema_read(core, outq, id, r),
+        ConfigMessage::SchemaRead(r) => on_schema_read(desc, core, outq, id, r),
         // Node→master messages never decode from a master→node frame.
         _ => {}
     }
 }
 
-fn on_schema_read(core: &mut Core, outq: &mut OutQueue, id: &ConfigId, r: SchemaRead) {
-    let blob_len = core.desc.blob.len();
+fn on_schema_read(
+    desc: &'static NodeDesc,
+    core: &mut Core,
+    outq: &mut OutQueue,
+    id: &ConfigId,
+    r: SchemaRead,
+) {
+    let blob_len = desc.blob.len();
     let offset = (r.offset as usize).min(blob_len);
     let (mtu, brs) = core.tx_mode();
     let n = (r.len as usize)
@@ -331,7 +342,7 @@ fn on_ack(
 
 fn reset_plan(core: &mut Core, p: &mut Parts<'_>) {
     core.plan = PlanCounts::EMPTY;
-    core.resume = None;
+    core.resume.clear();
     for t in p.topics.iter_mut() {
         t.stop_staging();
     }
@@ -385,6 +396,7 @@ fn on_start(
 }
 
 fn on_define(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &mut Parts<'_>,
     outq: &mut OutQueue,
@@ -404,11 +416,11 @@ fn on_define(
         return;
     }
     let mtu = core.mode.mtu().payload();
-    match plan::define(core.desc, &core.wired, p, &mut core.plan, mtu, d) {
+    match plan::define(desc, &core.wired, p, &mut core.plan, mtu, d) {
         Ok(()) => {
             if index == 0 && core.state != NodeState::Provisioned {
                 core.state = NodeState::Provisioned;
-                core.resume = None;
+                core.resume.clear();
                 for t in p.topics.iter_mut() {
                     t.stop_staging();
                 }
@@ -423,6 +435,7 @@ fn on_define(
 /// Runs handlers of complete requests and queues the responses of completed deferred
 /// calls, one per free place in the outgoing queue.
 pub(crate) fn run_services(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &mut Parts<'_>,
     outq: &mut OutQueue,
@@ -450,8 +463,11 @@ pub(crate) fn run_services(
         match s.state {
             SlotState::Ready => {
                 let token = services::token(&s, i);
-                let Some((req, resp)) = services::regions(p, i) else {
-                    if let Some(s) = p.svc.get_mut(i) {
+                let (mut cx, rest) = Context::split(desc, core, p.reborrow());
+                let Some((req, resp)) =
+                    services::regions_of(rest.svc, rest.svc_buf, rest.svc_buf_len, i)
+                else {
+                    if let Some(s) = rest.svc.get_mut(i) {
                         s.state = SlotState::Free;
                     }
                     continue;
@@ -463,7 +479,7 @@ pub(crate) fn run_services(
                     token,
                 };
                 let resp_cap = resp.len();
-                let outcome = app.service(call, resp);
+                let outcome = app.service(&mut cx, call, resp);
                 let status = match outcome {
                     ServiceOutcome::Done(n) if n <= resp_cap => {
                         if let Some(slot) = p.svc.get_mut(i) {

@@ -120,6 +120,25 @@ pub struct LimitsDesc {
     pub service_reassembly: u8,
 }
 
+/// Where a [`crate::Node`] finds its [`NodeDesc`].
+///
+/// Generated code implements it for a zero-sized type that names the schema's `static`
+/// descriptor, so the node stores no pointer: an unconfigured node is all zero bytes
+/// and a `static` of it goes to `.bss` (no initialiser image in flash), and the
+/// descriptor's address is a constant in the code. A descriptor built at run time (a
+/// simulated node reading a blob) is passed as `&'static NodeDesc`, which implements
+/// the trait too.
+pub trait Descriptor {
+    /// The descriptor.
+    fn desc(&self) -> &'static NodeDesc;
+}
+
+impl Descriptor for &'static NodeDesc {
+    fn desc(&self) -> &'static NodeDesc {
+        self
+    }
+}
+
 /// Everything the runtime knows about its node's schema.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NodeDesc {

@@ -61,6 +61,7 @@ pub use fcan_core;
 pub mod api;
 mod can;
 mod config_plane;
+mod context;
 mod counters;
 pub mod desc;
 mod error;
@@ -76,11 +77,13 @@ mod state;
 mod storage;
 mod tables;
 mod topics;
+mod typed;
 mod wake;
 mod wired;
 
 pub use api::*;
 pub use can::{from_embedded, to_embedded, ClassicCan};
+pub use context::Context;
 pub use desc::*;
 pub use error::{CompleteError, ConfigError, PublishError};
 pub use mailbox::{Mailbox, MailboxConsumer, MailboxProducer, Stamped};
@@ -90,6 +93,7 @@ pub use rxq::RX_QUEUE_LEN;
 pub use storage::{Buffers, Parts, PartsRef, Storage};
 pub use tables::{PlanEntry, PlanFrame, SvcSlot, TopicState};
 pub use topics::TopicRead;
+pub use typed::{finish, Deferred, Message, Param, ParamType, Received};
 
 /// Bytes of the node's configuration reassembly buffer: the longest
 /// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest

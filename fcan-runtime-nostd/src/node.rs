@@ -1,10 +1,11 @@
 //! The node: the application-facing API and the glue between the receive queue, the
 //! message handlers, the timers, the scheduler and the outgoing queue.
 
-use crate::api::{Dispatch, Transmit};
+use crate::api::{Controller, Dispatch, Transmit};
 use crate::config_plane::{handle_frame, inner_segment, reassemble, run_services};
+use crate::context::Context;
 use crate::counters::bump;
-use crate::desc::NodeDesc;
+use crate::desc::{Descriptor, NodeDesc};
 use crate::error::{CompleteError, ConfigError, PublishError};
 use crate::outq::{OutQueue, Sources};
 use crate::plan::{self};
@@ -13,6 +14,7 @@ use crate::services::{self};
 use crate::state::Core;
 use crate::storage::{check_sizes, wipe, Storage};
 use crate::topics::{self, TopicRead};
+use crate::typed::{Deferred, Message};
 use crate::wired::Wired;
 use crate::{params, sched, CONFIG_REASSEMBLY_BYTES};
 use fcan_core::frame::{CanId, Frame};
@@ -30,10 +32,8 @@ pub struct NodeConfig<'a> {
     pub boot_id: u32,
     /// Instances wired on this board, one per instance array, each ≤ its `max_count`.
     pub counts: &'a [u8],
-    /// Whether the CAN controller and its driver can send and receive CAN FD frames. A
-    /// node with `false` never sends an FD frame and NAKs (`Unsupported`) an
-    /// ANNOUNCE_ACK that asks for an FD bus mode.
-    pub fd_capable: bool,
+    /// What the CAN controller and its driver can send and receive.
+    pub controller: Controller,
 }
 
 /// An fcan node, driven by [`Node::receive`] and [`Node::poll`].
@@ -68,8 +68,10 @@ pub struct NodeConfig<'a> {
 ///
 /// struct App;
 /// impl Dispatch for App {
-///     fn service(&mut self, _: ServiceCall<'_>, _: &mut [u8]) -> ServiceOutcome { ServiceOutcome::Failed }
-///     fn params_changed(&mut self, _: u8, _: u32) {}
+///     fn service(&mut self, _: &mut Context<'_>, _: ServiceCall<'_>, _: &mut [u8]) -> ServiceOutcome {
+///         ServiceOutcome::Failed
+///     }
+///     fn params_changed(&mut self, _: &mut Context<'_>, _: u8, _: u32) {}
 ///     fn event(&mut self, _: Event) {}
 /// }
 /// struct Bus(Vec<Frame>);
@@ -77,7 +79,8 @@ pub struct NodeConfig<'a> {
 ///     fn transmit(&mut self, f: &Frame) -> Result<(), TxRefused> { self.0.push(*f); Ok(()) }
 /// }
 ///
-/// let config = NodeConfig { node_id: NodeId::new(3).unwrap(), boot_id: 7, counts: &[1], fd_capable: false };
+/// let config = NodeConfig { node_id: NodeId::new(3).unwrap(), boot_id: 7, counts: &[1],
+///                           controller: Controller::Classic };
 /// let mut node = Node::new(&NODE, Buffers::<4, 0, 0, 1, 1, 2, 2, 0, 0>::new(), config).unwrap();
 /// node.publish(0, 0, &[1, 2, 3, 4]).unwrap();
 /// let mut bus = Bus(Vec::new());
@@ -87,7 +90,11 @@ pub struct NodeConfig<'a> {
 /// assert!(!bus.0.is_empty());
 /// assert_eq!(node.state(), NodeState::Unprovisioned);
 /// ```
-pub struct Node<B> {
+pub struct Node<B, D = &'static NodeDesc> {
+    /// Where the descriptor comes from: generated code passes a zero-sized type naming
+    /// its `static` (so the node holds no pointer and an unconfigured node is all zero),
+    /// a node built at run time passes the reference.
+    desc: D,
     core: Core,
     buffers: B,
     rx: RxQueue,
@@ -101,18 +108,21 @@ pub struct Node<B> {
     configured: bool,
 }
 
-impl<B> Node<B> {
+impl<B, D> Node<B, D> {
     /// A node for `desc` in `buffers`, not yet configured: `const`, so a whole node can
-    /// initialise a `static` (and live in `.bss`/`.data`, never built on the stack).
-    /// Configure it in place with [`Node::configure`] at boot.
+    /// initialise a `static` (never built on the stack). Configure it in place with
+    /// [`Node::configure`] at boot. With a zero-sized [`Descriptor`] (what generated code
+    /// uses) and zeroed buffers, the unconfigured node is all zero bytes: a `static`
+    /// of it is in `.bss` and costs no flash.
     ///
     /// Until configured the node is inert: [`Node::receive`] and [`Node::poll`] return at
     /// once without touching state or counters (a frame is dropped uncounted, nothing is
     /// sent), its state reads `Unprovisioned`, no block is wired (so `publish` answers
     /// `NotWired` and `topic`/`param` `None`), and [`Node::node_id`] is the broadcast id.
-    pub const fn unconfigured(desc: &'static NodeDesc, buffers: B) -> Self {
+    pub const fn unconfigured(desc: D, buffers: B) -> Self {
         Node {
-            core: Core::new(desc, NodeId::BROADCAST, 0, false, Wired::EMPTY, 0),
+            desc,
+            core: Core::IDLE,
             buffers,
             rx: RxQueue::new(),
             pool: ReassemblyPool::new(),
@@ -128,15 +138,11 @@ impl<B> Node<B> {
     }
 }
 
-impl<B: Storage> Node<B> {
+impl<B: Storage, D: Descriptor> Node<B, D> {
     /// A node for `desc` in `buffers`, configured by `config`: [`Node::unconfigured`]
     /// then [`Node::configure`]. Returns the node by value; to build a large node without
     /// a copy on the stack, put an unconfigured node in a `static` and configure it there.
-    pub fn new(
-        desc: &'static NodeDesc,
-        buffers: B,
-        config: NodeConfig<'_>,
-    ) -> Result<Self, ConfigError> {
+    pub fn new(desc: D, buffers: B, config: NodeConfig<'_>) -> Result<Self, ConfigError> {
         let mut node = Self::unconfigured(desc, buffers);
         node.configure(config)?;
         Ok(node)
@@ -152,10 +158,10 @@ impl<B: Storage> Node<B> {
     /// May be called again (a reboot of the node without the board). On error the node
     /// is left unconfigured (inert, as [`Node::unconfigured`] describes).
     pub fn configure(&mut self, config: NodeConfig<'_>) -> Result<(), ConfigError> {
-        let desc = self.core.desc;
+        let desc = self.desc.desc();
         self.configured = false;
         // Back to the unconfigured state first, so an error leaves nothing half set.
-        self.core = Core::new(desc, NodeId::BROADCAST, 0, false, Wired::EMPTY, 0);
+        self.core = Core::IDLE;
         self.rx.clear();
         self.pool.clear();
         self.pool_dropped = 0;
@@ -179,10 +185,9 @@ impl<B: Storage> Node<B> {
         wipe(&mut p);
         params::write_defaults(desc, &mut p)?;
         self.core = Core::new(
-            desc,
             config.node_id,
             config.boot_id,
-            config.fd_capable,
+            config.controller == Controller::Fd,
             Wired::from_counts(desc, config.counts),
             svc_slots,
         );
@@ -215,7 +220,7 @@ impl<B: Storage> Node<B> {
                     let mut p = self.buffers.parts();
                     match plan::lookup(&p, core.plan.m2s, id) {
                         Some(fi) => topics::apply_m2s(
-                            core.desc,
+                            self.desc.desc(),
                             &mut p,
                             &mut core.counters,
                             fi,
@@ -274,6 +279,7 @@ impl<B: Storage> Node<B> {
     /// nothing until the node is configured.
     pub fn poll(&mut self, now_us: u32, tx: &mut impl Transmit, app: &mut impl Dispatch) {
         let Node {
+            desc,
             core,
             buffers,
             rx,
@@ -285,6 +291,7 @@ impl<B: Storage> Node<B> {
         if !*configured {
             return;
         }
+        let desc = desc.desc();
         core.see_time(now_us);
         if core.state == NodeState::Fault {
             rx.clear();
@@ -302,7 +309,17 @@ impl<B: Storage> Node<B> {
             let Some(f) = rx.pop() else {
                 break;
             };
-            handle_frame(core, &mut p, pool, outq, app, f.raw_id, f.payload(), now_us);
+            handle_frame(
+                desc,
+                core,
+                &mut p,
+                pool,
+                outq,
+                app,
+                f.raw_id,
+                f.payload(),
+                now_us,
+            );
         }
         let dropped = pool.dropped();
         for _ in 0..dropped.wrapping_sub(*pool_dropped).min(u16::MAX as u32) {
@@ -315,17 +332,17 @@ impl<B: Storage> Node<B> {
         }
         if core.commit_pending {
             core.commit_pending = false;
-            params::commit(core.desc, &mut p, app);
+            params::commit(desc, core, &mut p, app);
         }
-        run_services(core, &mut p, outq, app);
+        run_services(desc, core, &mut p, outq, app);
         core.timers(now_us, outq, app);
 
         // Data first: standard IDs win arbitration on the bus anyway.
         let data_ok = core.state != NodeState::Running
-            || sched::transmit_due(core, &mut p, now_us, tx).is_ok();
+            || sched::transmit_due(desc, core, &mut p, now_us, tx).is_ok();
         if data_ok {
             let mut src = Sources {
-                desc: core.desc,
+                desc,
                 wired: &core.wired,
                 parts: &mut p,
             };
@@ -370,70 +387,41 @@ impl<B: Storage> Node<B> {
     /// The current value of a topic of a wired block (m2s: as last received, whole;
     /// s2m: as last published).
     pub fn topic(&self, block: u8, topic: u8) -> Option<TopicRead<'_>> {
-        if !self.core.wired.get(block) {
-            return None;
-        }
-        let (bd, td) = self.core.desc.block(block)?;
-        let t = td.topics.get(topic as usize)?;
         let p = self.buffers.parts_ref();
-        let start = bd.topic_offset as usize + t.offset as usize;
-        let bytes = p.topic.get(start..start + t.size as usize)?;
-        let st = p.topics.get(bd.topic_slot as usize + topic as usize)?;
-        Some(TopicRead {
-            bytes,
-            generation: st.generation,
-            received_at_us: st.received_at_us,
-        })
+        topics::read(
+            self.desc.desc(),
+            &self.core.wired,
+            p.topic,
+            p.topics,
+            block,
+            topic,
+        )
     }
 
     /// Sets an s2m topic's value. Periodic frames carry it at their next period;
     /// on-commit (`period_us: 0`) frames carrying it go out at the next poll while
     /// running, or at the first chance after START.
     pub fn publish(&mut self, block: u8, topic: u8, bytes: &[u8]) -> Result<(), PublishError> {
-        let core = &mut self.core;
-        let (bd, td) = core.desc.block(block).ok_or(PublishError::BadIndex)?;
-        let t = td
-            .topics
-            .get(topic as usize)
-            .ok_or(PublishError::BadIndex)?;
-        if !core.wired.get(block) {
-            return Err(PublishError::NotWired);
-        }
-        if t.dir != fcan_core::msg::DataDirection::S2m {
-            return Err(PublishError::WrongDirection);
-        }
-        if bytes.len() != t.size as usize {
-            return Err(PublishError::BadLength);
-        }
-        let mut p = self.buffers.parts();
-        let start = bd.topic_offset as usize + t.offset as usize;
-        p.topic
-            .get_mut(start..start + bytes.len())
-            .ok_or(PublishError::BadIndex)?
-            .copy_from_slice(bytes);
-        let slot = bd.topic_slot.saturating_add(topic as u16);
-        if let Some(st) = p.topics.get_mut(slot as usize) {
-            st.generation = st.generation.wrapping_add(1).max(1);
-            st.received_at_us = core.now;
-            if core.state != NodeState::Running {
-                st.unsent = true;
-            }
-        }
-        if core.state == NodeState::Running {
-            sched::published(core, &mut p, slot);
-        }
-        Ok(())
+        self.context().publish(block, topic, bytes)
     }
 
     /// A parameter's packed value (`None` for an unknown param or an unwired block).
     pub fn param(&self, block: u8, param: u8) -> Option<&[u8]> {
         params::read(
-            self.core.desc,
+            self.desc.desc(),
             &self.core.wired,
             self.buffers.parts_ref().params,
             block,
             param,
         )
+    }
+
+    /// The node's topics and parameters for the application (what service handlers get
+    /// from `poll`): read, publish, typed or packed.
+    pub fn context(&mut self) -> Context<'_> {
+        let desc = self.desc.desc();
+        let (cx, _) = Context::split(desc, &mut self.core, self.buffers.parts());
+        cx
     }
 
     /// Completes a deferred service call (its handler answered `Accepted`). The OK
@@ -445,11 +433,34 @@ impl<B: Storage> Node<B> {
         token: crate::api::DeferredToken,
         response: &[u8],
     ) -> Result<(), CompleteError> {
-        let mut p = self.buffers.parts();
+        self.complete_with(token, |out| {
+            out.get_mut(..response.len())
+                .ok_or(CompleteError::TooLong)?
+                .copy_from_slice(response);
+            Ok(response.len())
+        })
+    }
+
+    /// [`Node::complete`] with a typed response, packed straight into the call's slot.
+    pub fn complete_msg<T: Message>(
+        &mut self,
+        token: Deferred<T>,
+        response: &T,
+    ) -> Result<(), CompleteError> {
+        self.complete_with(token.token(), |out| {
+            response.encode(out).map_err(|_| CompleteError::TooLong)
+        })
+    }
+
+    fn complete_with(
+        &mut self,
+        token: crate::api::DeferredToken,
+        fill: impl FnOnce(&mut [u8]) -> Result<usize, CompleteError>,
+    ) -> Result<(), CompleteError> {
         if token.slot as usize >= self.core.svc_slots {
             return Err(CompleteError::UnknownToken);
         }
-        services::complete(&mut p, token, response)
+        services::complete(&mut self.buffers.parts(), token, fill)
     }
 
     /// The node's state.
@@ -478,9 +489,13 @@ impl<B: Storage> Node<B> {
         self.core.wired.get(block)
     }
 
-    /// This node's id.
+    /// This node's id (the broadcast id until configured).
     pub fn node_id(&self) -> NodeId {
-        self.core.node_id
+        if self.configured {
+            self.core.node_id
+        } else {
+            NodeId::BROADCAST
+        }
     }
 
     /// This boot's id.
@@ -495,6 +510,6 @@ impl<B: Storage> Node<B> {
 
     /// The descriptor the node runs.
     pub fn desc(&self) -> &'static NodeDesc {
-        self.core.desc
+        self.desc.desc()
     }
 }

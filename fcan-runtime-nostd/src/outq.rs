@@ -55,7 +55,9 @@ pub(crate) enum Body {
 /// One queued message.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OutMsg {
-    pub id: ConfigId,
+    /// The identifier, raw: a `ConfigId` has no all-zero value (no opcode is 0), and an
+    /// empty queue of all-zero slots keeps an unconfigured node in `.bss`.
+    pub id: u32,
     pub mtu: Mtu,
     pub brs: bool,
     pub body: Body,
@@ -65,12 +67,7 @@ pub(crate) struct OutMsg {
 impl OutMsg {
     /// An unused slot of the queue.
     const EMPTY: OutMsg = OutMsg {
-        id: ConfigId::single(
-            fcan_core::id::Opcode::Heartbeat,
-            fcan_core::id::Direction::ToMaster,
-            fcan_core::id::NodeId::BROADCAST,
-            0,
-        ),
+        id: 0,
         mtu: Mtu::Classic,
         brs: false,
         body: Body::Inline {
@@ -85,7 +82,7 @@ impl OutMsg {
     #[inline(never)]
     pub(crate) fn new(id: ConfigId, mtu: Mtu, brs: bool, body: Body) -> OutMsg {
         OutMsg {
-            id,
+            id: id.to_raw(),
             mtu,
             brs,
             body,
@@ -238,7 +235,7 @@ impl OutQueue {
 #[inline(never)]
 fn segment(m: &OutMsg, head: &[u8], body: &[u8]) -> Option<(Frame, bool)> {
     let k = m.next as usize;
-    let s = Segmenter::new(m.id, m.mtu, head, body).ok()?;
+    let s = Segmenter::new(ConfigId::from_raw(m.id).ok()?, m.mtu, head, body).ok()?;
     let f = s.frame(k)?;
     let f = if m.brs { f } else { f.without_brs() };
     Some((f, k + 1 >= s.segment_count()))

@@ -6,9 +6,11 @@
 //! PARAM_SET leaves the old value in place.
 
 use crate::api::Dispatch;
+use crate::context::Context;
 use crate::desc::{NodeDesc, ParamDesc};
 use crate::error::ConfigError;
 use crate::plan::Nak;
+use crate::state::Core;
 use crate::storage::Parts;
 use crate::wired::Wired;
 use fcan_core::msg::{ParamSet, ResultCode};
@@ -112,8 +114,14 @@ pub(crate) fn read<'a>(
 
 /// Calls `params_changed` for every block with params written since the last commit, and
 /// clears the marks. Bit `i` of the mask is param `i` in schema declaration order.
-pub(crate) fn commit(desc: &NodeDesc, p: &mut Parts<'_>, app: &mut impl Dispatch) {
-    for (number, mask) in p
+pub(crate) fn commit(
+    desc: &'static NodeDesc,
+    core: &mut Core,
+    p: &mut Parts<'_>,
+    app: &mut impl Dispatch,
+) {
+    let (mut cx, rest) = Context::split(desc, core, p.reborrow());
+    for (number, mask) in rest
         .param_changed
         .iter_mut()
         .take(desc.blocks.len().min(256))
@@ -121,7 +129,7 @@ pub(crate) fn commit(desc: &NodeDesc, p: &mut Parts<'_>, app: &mut impl Dispatch
     {
         let changed = core::mem::take(mask);
         if changed != 0 {
-            app.params_changed(number as u8, changed);
+            app.params_changed(&mut cx, number as u8, changed);
         }
     }
 }

@@ -8,9 +8,10 @@
 
 use crate::api::{Transmit, TxRefused};
 use crate::counters::bump;
-use crate::state::{Core, Resume};
+use crate::desc::NodeDesc;
+use crate::state::{Core, Resume, ResumeSlot};
 use crate::storage::Parts;
-use crate::tables::PlanFrame;
+use crate::tables::{PlanEntry, PlanFrame};
 use crate::topics::{bit_of_slot, build_s2m};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::msg::BusMode;
@@ -19,6 +20,7 @@ use fcan_core::timing::reached;
 
 /// Sends one plan frame.
 fn send(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &Parts<'_>,
     fi: u16,
@@ -27,7 +29,7 @@ fn send(
 ) -> Result<(), TxRefused> {
     let mut buf = [0u8; 64];
     let (Some(len), Some(f)) = (
-        build_s2m(core.desc, p, fi, seq, &mut buf),
+        build_s2m(desc, p, fi, seq, &mut buf),
         p.frames.get(fi as usize),
     ) else {
         return Ok(());
@@ -53,6 +55,7 @@ fn send(
 
 /// Sends parts `from..` of the group starting at `head`.
 fn send_group(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &Parts<'_>,
     head: u16,
@@ -65,8 +68,8 @@ fn send_group(
         .get(head as usize)
         .map_or(1, |f| f.group_parts.max(1));
     for k in from..parts {
-        if let Err(e) = send(core, p, head.saturating_add(k as u16), seq, tx) {
-            core.resume = Some(Resume {
+        if let Err(e) = send(desc, core, p, head.saturating_add(k as u16), seq, tx) {
+            core.resume.set(Resume {
                 head,
                 part: k,
                 seq,
@@ -113,6 +116,7 @@ fn next_seq(core: &mut Core) -> u8 {
 
 /// Sends every s2m frame that is due. `Err` when the driver refused a frame.
 pub(crate) fn transmit_due(
+    desc: &'static NodeDesc,
     core: &mut Core,
     p: &mut Parts<'_>,
     now: u32,
@@ -120,10 +124,10 @@ pub(crate) fn transmit_due(
 ) -> Result<(), TxRefused> {
     if let Some(r) = core.resume.take() {
         if r.valid {
-            send_group(core, p, r.head, r.part, r.seq, tx)?;
+            send_group(desc, core, p, r.head, r.part, r.seq, tx)?;
         } else {
             let seq = next_seq(core);
-            send_group(core, p, r.head, 0, seq, tx)?;
+            send_group(desc, core, p, r.head, 0, seq, tx)?;
         }
         reschedule(p, r.head, now);
     }
@@ -135,7 +139,7 @@ pub(crate) fn transmit_due(
         };
         if due(&f, now) {
             let seq = if f.sequenced { next_seq(core) } else { 0 };
-            send_group(core, p, fi, 0, seq, tx)?;
+            send_group(desc, core, p, fi, 0, seq, tx)?;
             reschedule(p, fi, now);
         }
         fi = fi.saturating_add(f.group_parts.max(1) as u16);
@@ -146,7 +150,7 @@ pub(crate) fn transmit_due(
 /// START: every periodic frame is due now, every on-commit frame whose topic was
 /// published before START goes out at the first chance.
 pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
-    core.resume = None;
+    core.resume.clear();
     for fi in 0..core.plan.frames as usize {
         let Some(f) = p.frames.get(fi).copied() else {
             break;
@@ -201,27 +205,33 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
 
 /// A topic was published while running: its on-commit frames become due and a group
 /// carrying it that is half sent must restart.
-pub(crate) fn published(core: &mut Core, p: &mut Parts<'_>, slot: u16) {
-    for fi in 0..core.plan.frames as usize {
-        let Some(f) = p.frames.get(fi).copied() else {
+pub(crate) fn published(
+    frames: &mut [PlanFrame],
+    entries: &[PlanEntry],
+    plan_frames: u16,
+    resume: &mut ResumeSlot,
+    slot: u16,
+) {
+    for fi in 0..plan_frames as usize {
+        let Some(f) = frames.get(fi).copied() else {
             break;
         };
         if !f.s2m {
             continue;
         }
-        let es = p.entries.get(f.entries()).unwrap_or(&[]);
+        let es = entries.get(f.entries()).unwrap_or(&[]);
         if !es.iter().any(|e| e.slot() == slot) {
             continue;
         }
         let bit = bit_of_slot(es, slot);
         let head = fi.saturating_sub(f.group_index as usize);
-        if let Some(h) = p.frames.get_mut(head) {
+        if let Some(h) = frames.get_mut(head) {
             if h.period_us == 0 {
                 // A masked frame delivers just the topics committed since it last went out.
                 h.pending |= bit.max(1);
             }
         }
-        if let Some(r) = core.resume.as_mut() {
+        if let Some(r) = resume.get_mut() {
             if r.head as usize == head {
                 r.valid = false;
             }

@@ -42,8 +42,20 @@ pub(crate) fn slot_buf<'a>(p: &'a mut Parts<'_>, i: usize) -> Option<&'a mut [u8
 
 /// Slot `i`'s request and response regions.
 pub(crate) fn regions<'a>(p: &'a mut Parts<'_>, i: usize) -> Option<(&'a [u8], &'a mut [u8])> {
-    let s = *p.svc.get(i)?;
-    let buf = slot_buf(p, i)?;
+    regions_of(p.svc, p.svc_buf, p.svc_buf_len, i)
+}
+
+/// [`regions`] from the service buffers alone (the application's [`crate::Context`]
+/// holds the others meanwhile).
+pub(crate) fn regions_of<'a>(
+    svc: &[SvcSlot],
+    svc_buf: &'a mut [u8],
+    len: usize,
+    i: usize,
+) -> Option<(&'a [u8], &'a mut [u8])> {
+    let s = *svc.get(i)?;
+    let start = i.checked_mul(len)?;
+    let buf = svc_buf.get_mut(start..start.checked_add(len)?)?;
     let (req, rest) = buf.split_at_mut_checked(s.req_size as usize)?;
     let resp = rest.get_mut(..s.resp_size as usize)?;
     Some((req, resp))
@@ -309,20 +321,21 @@ pub(crate) fn token(s: &SvcSlot, i: usize) -> DeferredToken {
 pub(crate) fn complete(
     p: &mut Parts<'_>,
     tok: DeferredToken,
-    response: &[u8],
+    fill: impl FnOnce(&mut [u8]) -> Result<usize, CompleteError>,
 ) -> Result<(), CompleteError> {
     let i = tok.slot as usize;
     let s = p.svc.get(i).copied().ok_or(CompleteError::UnknownToken)?;
     if s.state != SlotState::Deferred || token(&s, i) != tok {
         return Err(CompleteError::UnknownToken);
     }
-    if response.len() > s.resp_size as usize {
+    let (_, resp) = regions(p, i).ok_or(CompleteError::UnknownToken)?;
+    let cap = resp.len();
+    let n = fill(resp)?;
+    if n > cap {
         return Err(CompleteError::TooLong);
     }
-    let (_, resp) = regions(p, i).ok_or(CompleteError::UnknownToken)?;
-    copy(resp, 0, response, 0, response.len());
     if let Some(s) = p.svc.get_mut(i) {
-        s.resp_len = response.len() as u16;
+        s.resp_len = n as u16;
         s.state = SlotState::Completed;
     }
     Ok(())

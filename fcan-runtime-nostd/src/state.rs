@@ -4,7 +4,6 @@
 
 use crate::api::{Dispatch, Event};
 use crate::counters::bump;
-use crate::desc::NodeDesc;
 use crate::outq::{Body, OutMsg, OutQueue};
 use crate::plan::PlanCounts;
 use crate::wired::Wired;
@@ -20,7 +19,7 @@ use fcan_core::timing::{
 };
 
 /// A group partly sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Resume {
     /// Plan index of the group's first frame.
     pub head: u16,
@@ -32,10 +31,65 @@ pub(crate) struct Resume {
     pub valid: bool,
 }
 
+/// At most one [`Resume`]: an `Option<Resume>` whose "none" is all zero bytes (the
+/// compiler would put `None` in the `bool`'s niche as a 2, and a `static` node in
+/// `.data` with an initialiser image in flash).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResumeSlot {
+    held: bool,
+    resume: Resume,
+}
+
+impl ResumeSlot {
+    /// Nothing to resume.
+    pub(crate) const NONE: ResumeSlot = ResumeSlot {
+        held: false,
+        resume: Resume {
+            head: 0,
+            part: 0,
+            seq: 0,
+            valid: false,
+        },
+    };
+
+    /// Remembers a group cut short.
+    pub(crate) fn set(&mut self, r: Resume) {
+        *self = ResumeSlot {
+            held: true,
+            resume: r,
+        };
+    }
+
+    /// The group to resume, forgetting it.
+    pub(crate) fn take(&mut self) -> Option<Resume> {
+        let r = self.get();
+        *self = ResumeSlot::NONE;
+        r
+    }
+
+    /// The group to resume.
+    pub(crate) fn get(&self) -> Option<Resume> {
+        self.held.then_some(self.resume)
+    }
+
+    /// The group to resume, to change in place.
+    pub(crate) fn get_mut(&mut self) -> Option<&mut Resume> {
+        self.held.then_some(&mut self.resume)
+    }
+
+    /// Forgets any group.
+    pub(crate) fn clear(&mut self) {
+        *self = ResumeSlot::NONE;
+    }
+}
+
 /// Everything of the node that is not a buffer: identity, state machine, timers,
 /// counters and the plan's bookkeeping.
+///
+/// Holds no reference to the descriptor (the node's [`crate::Descriptor`] gives it), so
+/// an unconfigured core ([`Core::IDLE`]) is all zero bytes and a `static` node is in
+/// `.bss`, not a `.data` image copied from flash.
 pub(crate) struct Core {
-    pub desc: &'static NodeDesc,
     pub node_id: NodeId,
     pub boot_id: u32,
     pub fd_capable: bool,
@@ -74,7 +128,7 @@ pub(crate) struct Core {
     /// Sequence byte of the next s2m group.
     pub tx_seq: u8,
     /// A group whose parts were partly sent.
-    pub resume: Option<Resume>,
+    pub resume: ResumeSlot,
     /// A PARAM_SET with the commit bit arrived.
     pub commit_pending: bool,
     /// Transfer id of a service request already answered whose later segments are
@@ -83,10 +137,22 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// The core of an unconfigured node: every byte zero. Its node id (0) is never used:
+    /// an unconfigured node is inert and reports the broadcast id.
+    pub(crate) const IDLE: Core = Core::new(
+        match NodeId::new(0) {
+            Some(id) => id,
+            None => NodeId::BROADCAST,
+        },
+        0,
+        false,
+        Wired::EMPTY,
+        0,
+    );
+
     /// A core at boot: `Unprovisioned`, not yet listening (the window opens at the first
     /// `receive`/`poll`), every timer, counter and plan count at zero.
     pub(crate) const fn new(
-        desc: &'static NodeDesc,
         node_id: NodeId,
         boot_id: u32,
         fd_capable: bool,
@@ -94,7 +160,6 @@ impl Core {
         svc_slots: usize,
     ) -> Core {
         Core {
-            desc,
             node_id,
             boot_id,
             fd_capable,
@@ -111,7 +176,8 @@ impl Core {
             mode: BusMode::Classic,
             announcing: false,
             announce_due: 0,
-            backoff: ANNOUNCE_BACKOFF_MIN_US,
+            // Set by `start_announcing` before the first ANNOUNCE.
+            backoff: 0,
             heartbeat_due: 0,
             watchdog_us: 0,
             last_master_us: 0,
@@ -120,7 +186,7 @@ impl Core {
             rx_overflow: 0,
             plan: PlanCounts::EMPTY,
             tx_seq: 0,
-            resume: None,
+            resume: ResumeSlot::NONE,
             commit_pending: false,
             svc_discard: None,
         }
@@ -256,7 +322,7 @@ impl Core {
         self.fault = code;
         self.announcing = false;
         self.acknowledged = false;
-        self.resume = None;
+        self.resume.clear();
         q.clear();
         app.event(Event::IdCollision);
     }
@@ -281,7 +347,7 @@ impl Core {
             && now.wrapping_sub(self.last_master_us) > self.watchdog_us
         {
             self.state = NodeState::Suspended;
-            self.resume = None;
+            self.resume.clear();
             bump(&mut self.counters.master_lost);
             app.event(Event::MasterLost);
             self.start_announcing(now);

@@ -38,6 +38,25 @@ pub struct Parts<'a> {
     pub svc_buf_len: usize,
 }
 
+impl Parts<'_> {
+    /// The same buffers for a shorter borrow.
+    pub(crate) fn reborrow(&mut self) -> Parts<'_> {
+        Parts {
+            topic: &mut *self.topic,
+            stage: &mut *self.stage,
+            params: &mut *self.params,
+            param_changed: &mut *self.param_changed,
+            topics: &mut *self.topics,
+            frames: &mut *self.frames,
+            m2s_index: &mut *self.m2s_index,
+            entries: &mut *self.entries,
+            svc: &mut *self.svc,
+            svc_buf: &mut *self.svc_buf,
+            svc_buf_len: self.svc_buf_len,
+        }
+    }
+}
+
 /// Every buffer of the node, borrowed shared. Produced by [`Storage::parts_ref`].
 pub struct PartsRef<'a> {
     /// Live topic values.

@@ -69,7 +69,8 @@ impl PlanFrame {
         sequenced: false,
         masked: false,
         len: 0,
-        group_parts: 1,
+        // 0 reads as 1 (`group_parts.max(1)`); zero keeps an unused plan all-zero.
+        group_parts: 0,
         group_index: 0,
         period_us: 0,
         first_entry: 0,

@@ -5,7 +5,8 @@
 use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::storage::Parts;
-use crate::tables::{PlanEntry, PlanFrame};
+use crate::tables::{PlanEntry, PlanFrame, TopicState};
+use crate::wired::Wired;
 use fcan_core::dataframe::{self, Piece};
 use fcan_core::group::{stage_part, PartOutcome};
 use fcan_core::msg::Counters;
@@ -35,6 +36,31 @@ impl TopicRead<'_> {
     pub fn age_us(&self, now_us: u32) -> u32 {
         now_us.wrapping_sub(self.received_at_us)
     }
+}
+
+/// The current value of a topic of a wired block: what [`crate::Node::topic`] and
+/// [`crate::Context::topic`] return.
+pub(crate) fn read<'a>(
+    desc: &NodeDesc,
+    wired: &Wired,
+    arena: &'a [u8],
+    states: &[TopicState],
+    block: u8,
+    topic: u8,
+) -> Option<TopicRead<'a>> {
+    if !wired.get(block) {
+        return None;
+    }
+    let (bd, td) = desc.block(block)?;
+    let t = td.topics.get(topic as usize)?;
+    let start = bd.topic_offset as usize + t.offset as usize;
+    let bytes = arena.get(start..start + t.size as usize)?;
+    let st = states.get(bd.topic_slot as usize + topic as usize)?;
+    Some(TopicRead {
+        bytes,
+        generation: st.generation,
+        received_at_us: st.received_at_us,
+    })
 }
 
 /// Copies `len` bytes from `src[from..]` to `dst[to..]`; false when either range is out

@@ -39,7 +39,7 @@ pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: u32
         return None;
     }
     let mut e = Earliest { now, at: None };
-    if !core.clock_started || work_queued || core.commit_pending || core.resume.is_some() {
+    if !core.clock_started || work_queued || core.commit_pending || core.resume.get().is_some() {
         e.now();
     }
     if core.listening {

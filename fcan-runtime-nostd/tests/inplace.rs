@@ -17,7 +17,7 @@ fn config(boot_id: u32) -> NodeConfig<'static> {
         node_id: node_id(),
         boot_id,
         counts: &COUNTS,
-        fd_capable: false,
+        controller: Controller::Classic,
     }
 }
 
@@ -59,7 +59,11 @@ fn configured_in_place(fd: bool) -> TestNode {
     let mut node = Node::unconfigured(&DESC, Buffers::new());
     assert!(!node.is_configured());
     node.configure(NodeConfig {
-        fd_capable: fd,
+        controller: if fd {
+            Controller::Fd
+        } else {
+            Controller::Classic
+        },
         ..config(BOOT_ID)
     })
     .unwrap();

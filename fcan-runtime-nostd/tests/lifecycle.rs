@@ -542,7 +542,7 @@ fn config_errors() {
                 node_id: node_id(),
                 boot_id: 1,
                 counts,
-                fd_capable: false,
+                controller: Controller::Classic,
             },
         )
         .err()
@@ -554,14 +554,14 @@ fn config_errors() {
         node_id: node_id(),
         boot_id: 1,
         counts: &COUNTS,
-        fd_capable: false,
+        controller: Controller::Classic,
     };
     fn too_small<B: Storage>(buffers: B) -> Option<ConfigError> {
         let cfg = NodeConfig {
             node_id: node_id(),
             boot_id: 1,
             counts: &COUNTS,
-            fd_capable: false,
+            controller: Controller::Classic,
         };
         Node::new(&DESC, buffers, cfg).err()
     }

@@ -28,7 +28,11 @@ fn all_wired(mode: BusMode) -> Rig {
             node_id: node_id(),
             boot_id: BOOT_ID,
             counts: &[3, 2],
-            fd_capable: mode != BusMode::Classic,
+            controller: if mode != BusMode::Classic {
+                Controller::Fd
+            } else {
+                Controller::Classic
+            },
         },
     )
     .unwrap();

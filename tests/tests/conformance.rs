@@ -379,17 +379,25 @@ impl Fw {
         let id = NodeId::new(h.node_id).unwrap();
         match h.firmware.as_str() {
             "motor_driver" => Fw::Motor(Box::new(
-                MotorDriver::new(id, h.boot_id, h.wired[0], h.fd_capable).unwrap(),
+                MotorDriver::new(fcan_example_motor_driver::gen::Config {
+                    node_id: id,
+                    boot_id: h.boot_id,
+                    counts: fcan_example_motor_driver::gen::Counts { motor: h.wired[0] },
+                    controller: fcan_examples::controller(h.fd_capable),
+                })
+                .unwrap(),
             )),
             "io_board" => Fw::Io(Box::new(
-                IoBoard::new(
-                    id,
-                    h.boot_id,
-                    h.wired[0],
-                    h.wired[1],
-                    h.wired[2],
-                    h.fd_capable,
-                )
+                IoBoard::new(fcan_example_io_board::gen::Config {
+                    node_id: id,
+                    boot_id: h.boot_id,
+                    counts: fcan_example_io_board::gen::Counts {
+                        out: h.wired[0],
+                        r#in: h.wired[1],
+                        analog: h.wired[2],
+                    },
+                    controller: fcan_examples::controller(h.fd_capable),
+                })
                 .unwrap(),
             )),
             other => panic!("unknown firmware {other}"),

@@ -18,7 +18,8 @@ use fcan_master::cache::{BlobStore, MemoryStore};
 use fcan_master::observer::{Observation, Observer};
 use fcan_master::value::Value;
 use fcan_runtime_nostd::{
-    Dispatch, Event, Node, NodeConfig, ServiceCall, ServiceOutcome, Transmit, TxRefused,
+    Context, Controller, Dispatch, Event, Node, NodeConfig, ServiceCall, ServiceOutcome, Transmit,
+    TxRefused,
 };
 use proptest::prelude::*;
 
@@ -28,10 +29,10 @@ const SESSION: u32 = 0x0BAD_CAFE;
 
 struct App;
 impl Dispatch for App {
-    fn service(&mut self, _: ServiceCall<'_>, _: &mut [u8]) -> ServiceOutcome {
+    fn service(&mut self, _: &mut Context<'_>, _: ServiceCall<'_>, _: &mut [u8]) -> ServiceOutcome {
         ServiceOutcome::Failed
     }
-    fn params_changed(&mut self, _: u8, _: u32) {}
+    fn params_changed(&mut self, _: &mut Context<'_>, _: u8, _: u32) {}
     fn event(&mut self, _: Event) {}
 }
 
@@ -136,7 +137,7 @@ impl Pair {
                 node_id: NodeId::new(NODE).unwrap(),
                 boot_id: BOOT_ID,
                 counts: &[1],
-                fd_capable: true,
+                controller: Controller::Fd,
             },
         )
         .unwrap();

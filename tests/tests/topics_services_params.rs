@@ -188,6 +188,18 @@ async fn services(mtu: Mtu) {
     })
     .await;
 
+    // The handler reads the output's own `min_on_ms` through its handle: a new value
+    // is the settling time of the next switch.
+    m.param_set("io_board3.out1.min_on_ms", Value::UInt(35))
+        .await
+        .unwrap();
+    let r = m
+        .call("/io_board3/out1/set", val("{on: true}"))
+        .await
+        .unwrap();
+    assert_eq!(r, val("{success: true, settle_ms: 35}"));
+    assert_eq!(w.io(IO3).with(|f| f.output(1)), Some(true));
+
     // Unknown names: "did you mean".
     let e = m
         .call("/io_board3/out0/sett", val("{on: true}"))

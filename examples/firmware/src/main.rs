@@ -29,8 +29,9 @@ mod selftest;
 use core::ptr::addr_of_mut;
 
 use cortex_m_rt::entry;
-use fcan_example_motor_driver::{MotorDriver, MOTORS};
+use fcan_example_motor_driver::{gen, MotorDriver};
 use fcan_runtime_nostd::fcan_core::id::NodeId;
+use fcan_runtime_nostd::Controller;
 
 /// This board's node id (on a real board: address switches).
 pub const NODE_ID: u8 = 5;
@@ -61,7 +62,13 @@ fn boot(boot_id: u32) -> Option<&'static mut MotorDriver> {
         *booted = true;
         &mut *addr_of_mut!(DRIVER)
     };
-    fw.configure(node_id, boot_id, MOTORS as u8, true).ok()?;
+    let config = gen::Config {
+        node_id,
+        boot_id,
+        counts: gen::Counts::MAX,
+        controller: Controller::Fd,
+    };
+    fw.configure(config).ok()?;
     Some(fw)
 }
 
@@ -77,11 +84,12 @@ mod pwm {
     use core::ptr::{addr_of_mut, write_volatile};
 
     /// PWM compare registers of the eight motor bridges (stand-ins in RAM on this board).
-    static mut DUTY: [f32; super::MOTORS] = [0.0; super::MOTORS];
+    static mut DUTY: [f32; fcan_example_motor_driver::MOTORS] =
+        [0.0; fcan_example_motor_driver::MOTORS];
 
     /// Writes one motor's duty.
     pub fn set(i: usize, duty: f32) {
-        if i < super::MOTORS {
+        if i < fcan_example_motor_driver::MOTORS {
             // SAFETY: index checked; single-threaded, nothing else references `DUTY`; a
             // volatile write, as to a peripheral register.
             unsafe { write_volatile(addr_of_mut!(DUTY[i]), duty) }
@@ -114,7 +122,7 @@ fn main() -> ! {
         // Read after taking the frames: none was stamped later than the time polled at.
         let now = clock::now_us();
         fw.poll(now, &mut tx);
-        for i in 0..MOTORS {
+        for i in 0..fcan_example_motor_driver::MOTORS {
             if let Some(a) = fw.axis(i) {
                 pwm::set(i, a.duty);
             }

@@ -522,7 +522,7 @@ pub fn run(
         "PARAM_SET NaN",
         &ConfigMessage::ParamSet(ParamSet {
             block: 0,
-            param: motor::PARAM_VELOCITY_KP,
+            param: motor::PARAM_VELOCITY_KP.index(),
             commit: false,
             value: &nan,
         }),
@@ -537,7 +537,7 @@ pub fn run(
         "PARAM_SET velocity/kp",
         &ConfigMessage::ParamSet(ParamSet {
             block: 0,
-            param: motor::PARAM_VELOCITY_KP,
+            param: motor::PARAM_VELOCITY_KP.index(),
             commit: false,
             value: &kp,
         }),
@@ -546,7 +546,7 @@ pub fn run(
         "PARAM_SET velocity/ki",
         &ConfigMessage::ParamSet(ParamSet {
             block: 0,
-            param: motor::PARAM_VELOCITY_KI,
+            param: motor::PARAM_VELOCITY_KI.index(),
             commit: true,
             value: &ki,
         }),

@@ -138,13 +138,34 @@ pub fn boot_id() -> u32 {
 /// Builds a motor driver firmware.
 pub fn motor_driver(node_id: u8, motors: u8, fd: bool) -> MotorDriver {
     let id = NodeId::new(node_id).expect("node id 0..=126");
-    MotorDriver::new(id, boot_id(), motors, fd).expect("motor counts fit the schema")
+    MotorDriver::new(fcan_example_motor_driver::gen::Config {
+        node_id: id,
+        boot_id: boot_id(),
+        counts: fcan_example_motor_driver::gen::Counts { motor: motors },
+        controller: controller(fd),
+    })
+    .expect("motor counts fit the schema")
 }
 
 /// Builds an I/O board firmware.
 pub fn io_board(node_id: u8, fd: bool) -> IoBoard {
     let id = NodeId::new(node_id).expect("node id 0..=126");
-    IoBoard::new(id, boot_id(), 8, 8, 1, fd).expect("counts fit the schema")
+    IoBoard::new(fcan_example_io_board::gen::Config {
+        node_id: id,
+        boot_id: boot_id(),
+        counts: fcan_example_io_board::gen::Counts::MAX,
+        controller: controller(fd),
+    })
+    .expect("counts fit the schema")
+}
+
+/// What a node's CAN controller can do: FD on an FD bus.
+pub fn controller(fd: bool) -> fcan_runtime_nostd::Controller {
+    if fd {
+        fcan_runtime_nostd::Controller::Fd
+    } else {
+        fcan_runtime_nostd::Controller::Classic
+    }
 }
 
 /// The main of a node binary: opens `bus` (`socketcan:IFACE`, FD when the interface MTU

@@ -20,11 +20,11 @@ pub mod gen {
 }
 
 use fcan_runtime_nostd::fcan_core::frame::Frame;
-use fcan_runtime_nostd::fcan_core::id::NodeId;
 use fcan_runtime_nostd::fcan_core::timing::reached;
 use fcan_runtime_nostd::{ConfigError, Event, Reply, Transmit};
+use gen::analog_sensor::{self as analog, AnalogSensorParams};
 use gen::analog_sensor::{
-    self, CalibrateRequest, CalibrateResponse, ConfigureRequest, ConfigureResponse,
+    CalibrateRequest, CalibrateResponse, ConfigureRequest, ConfigureResponse,
 };
 use gen::digital_in;
 use gen::digital_out::{self, SetRequest, SetResponse};
@@ -48,54 +48,53 @@ struct PendingSet {
 
 /// The application state the handlers touch.
 pub struct IoApp {
-    now_us: u32,
     outputs: [bool; OUTPUTS],
     pending: [Option<PendingSet>; OUTPUTS],
-    settle_ms: [u16; OUTPUTS],
+    /// The analog sensor's params (gain, offset, rate), as last committed.
+    analog: AnalogSensorParams,
     /// Times `calibrate` ran.
     pub calibrations: u32,
     /// Last accepted `configure` channel mask.
     pub channel_mask: u16,
     master_present: bool,
-    params_dirty: bool,
 }
 
 impl digital_out::Handler for IoApp {
     fn set(
         &mut self,
-        instance: u8,
+        out: digital_out::Handle<'_>,
         request: SetRequest,
         token: Deferred<SetResponse>,
     ) -> Reply<SetResponse> {
-        let i = instance as usize;
-        let Some(slot) = self.pending.get_mut(i) else {
+        let Some(slot) = self.pending.get_mut(out.instance() as usize) else {
             return Reply::Failed;
         };
         if slot.is_some() {
             // One switch in flight per output; the master may retry.
             return Reply::Busy;
         }
-        let settle_ms = self.settle_ms.get(i).copied().unwrap_or(SETTLE_MS);
+        // The relay's settling time is the output's `min_on_ms` param, read when needed.
+        let settle_ms = match out.param(digital_out::PARAM_MIN_ON_MS) {
+            Some(0) | None => SETTLE_MS,
+            Some(ms) => ms,
+        };
         *slot = Some(PendingSet {
             token,
             on: request.on,
             settle_ms,
-            due_us: self.now_us.wrapping_add(settle_ms as u32 * 1000),
+            due_us: out.now_us().wrapping_add(settle_ms as u32 * 1000),
         });
+        // The reply goes out when the relay has settled (`IoBoard::outputs`).
         Reply::Accepted
-    }
-
-    fn on_params_changed(&mut self, _instance: u8, _changed: u32) {
-        self.params_dirty = true;
     }
 }
 
 impl digital_in::Handler for IoApp {}
 
-impl analog_sensor::Handler for IoApp {
+impl analog::Handler for IoApp {
     fn configure(
         &mut self,
-        _instance: u8,
+        _sensor: analog::Handle<'_>,
         request: ConfigureRequest,
         _token: Deferred<ConfigureResponse>,
     ) -> Reply<ConfigureResponse> {
@@ -108,7 +107,7 @@ impl analog_sensor::Handler for IoApp {
 
     fn calibrate(
         &mut self,
-        _instance: u8,
+        _sensor: analog::Handle<'_>,
         _request: CalibrateRequest,
         _token: Deferred<CalibrateResponse>,
     ) -> Reply<CalibrateResponse> {
@@ -116,8 +115,10 @@ impl analog_sensor::Handler for IoApp {
         Reply::Ok(CalibrateResponse {})
     }
 
-    fn on_params_changed(&mut self, _instance: u8, _changed: u32) {
-        self.params_dirty = true;
+    fn on_params_changed(&mut self, sensor: analog::Handle<'_>, _changed: u32) {
+        if let Some(p) = sensor.params() {
+            self.analog = p;
+        }
     }
 }
 
@@ -142,49 +143,30 @@ pub struct IoBoard {
     edges: [u32; INPUTS],
     published_outputs: [Option<bool>; OUTPUTS],
     next_sample_us: u32,
-    sample_period_us: u32,
     sequence: u16,
-    gain: [f32; 16],
-    offset: [f32; 16],
-    wired: (u8, u8, u8),
 }
 
 impl IoBoard {
-    /// Boots the firmware with the given numbers of outputs, inputs and analog sensors
-    /// wired.
-    pub fn new(
-        node_id: NodeId,
-        boot_id: u32,
-        outputs: u8,
-        inputs: u8,
-        analog: u8,
-        fd_capable: bool,
-    ) -> Result<Self, ConfigError> {
-        let node = gen::Node::new(node_id, boot_id, &[outputs, inputs, analog], fd_capable)?;
-        let mut board = IoBoard {
+    /// Boots the firmware with `config.counts` outputs, inputs and analog sensors wired.
+    pub fn new(config: gen::Config) -> Result<Self, ConfigError> {
+        let mut node = gen::Node::new(config)?;
+        let analog = node.analog(0).and_then(|a| a.params()).unwrap_or_default();
+        Ok(IoBoard {
             node,
             app: IoApp {
-                now_us: 0,
                 outputs: [false; OUTPUTS],
                 pending: [None; OUTPUTS],
-                settle_ms: [SETTLE_MS; OUTPUTS],
+                analog,
                 calibrations: 0,
                 channel_mask: 0xFFFF,
                 master_present: false,
-                params_dirty: true,
             },
             inputs: [false; INPUTS],
             edges: [0; INPUTS],
             published_outputs: [None; OUTPUTS],
             next_sample_us: 0,
-            sample_period_us: 10_000,
             sequence: 0,
-            gain: [1.0; 16],
-            offset: [0.0; 16],
-            wired: (outputs, inputs, analog),
-        };
-        board.load_params();
-        Ok(board)
+        })
     }
 
     /// A frame from the bus.
@@ -194,10 +176,6 @@ impl IoBoard {
 
     /// Runs the board's logic, then the node.
     pub fn poll(&mut self, now_us: u32, tx: &mut impl Transmit) {
-        self.app.now_us = now_us;
-        if self.app.params_dirty {
-            self.load_params();
-        }
         self.outputs(now_us);
         self.inputs(now_us);
         self.analog(now_us);
@@ -209,89 +187,67 @@ impl IoBoard {
         self.app.outputs.get(i).copied()
     }
 
-    fn load_params(&mut self) {
-        for i in 0..self.wired.0 {
-            if let Some(p) = self.node.out(i).and_then(|h| h.params()) {
-                if let Some(s) = self.app.settle_ms.get_mut(i as usize) {
-                    *s = if p.min_on_ms == 0 {
-                        SETTLE_MS
-                    } else {
-                        p.min_on_ms
-                    };
-                }
-            }
-        }
-        if let Some(p) = self.node.analog(0).and_then(|h| h.params()) {
-            self.gain = p.gain;
-            self.offset = p.offset;
-            self.sample_period_us = 1_000_000 / p.rate_hz.max(1) as u32;
-        }
-        self.app.params_dirty = false;
-    }
-
     fn outputs(&mut self, now_us: u32) {
-        for i in 0..(self.wired.0 as usize).min(OUTPUTS) {
+        let app = &mut self.app;
+        for i in 0..OUTPUTS {
             // Master lost: every output off (the application's safe state).
-            if !self.app.master_present && self.app.outputs[i] {
-                self.app.outputs[i] = false;
+            if !app.master_present {
+                app.outputs[i] = false;
             }
-            if let Some(p) = self.app.pending[i] {
-                if reached(now_us, p.due_us) {
-                    self.app.pending[i] = None;
-                    let ok = self.app.master_present;
-                    if ok {
-                        self.app.outputs[i] = p.on;
-                    }
-                    if let Some(mut h) = self.node.out(i as u8) {
-                        let _ = h.complete_set(
-                            p.token,
-                            &SetResponse {
-                                success: ok,
-                                settle_ms: p.settle_ms,
-                            },
-                        );
-                    }
+            if let Some(p) = app.pending[i].filter(|p| reached(now_us, p.due_us)) {
+                app.pending[i] = None;
+                let success = app.master_present;
+                if success {
+                    app.outputs[i] = p.on;
                 }
+                let settle_ms = p.settle_ms;
+                let _ = self
+                    .node
+                    .complete(p.token, &SetResponse { success, settle_ms });
             }
-            let level = self.app.outputs[i];
-            if self.published_outputs[i] != Some(level) {
-                if let Some(mut h) = self.node.out(i as u8) {
-                    // Commit-triggered: one frame per change.
-                    if h.publish_state(&digital_out::State {
+            let level = app.outputs[i];
+            let Some(mut out) = self.node.out(i as u8).filter(|o| o.is_wired()) else {
+                continue;
+            };
+            // Commit-triggered: one frame per change.
+            if self.published_outputs[i] != Some(level)
+                && out
+                    .publish_state(&digital_out::State {
                         on: level,
                         fault: false,
                     })
                     .is_ok()
-                    {
-                        self.published_outputs[i] = Some(level);
-                    }
-                }
+            {
+                self.published_outputs[i] = Some(level);
             }
         }
     }
 
     fn inputs(&mut self, now_us: u32) {
-        for k in 0..(self.wired.1 as usize).min(INPUTS) {
+        for k in 0..INPUTS {
+            let Some(mut input) = self.node.r#in(k as u8).filter(|h| h.is_wired()) else {
+                continue;
+            };
             let period = (k as u32 + 1) * 250_000;
             let level = (now_us / period) % 2 == 1;
             if level != self.inputs[k] {
                 self.inputs[k] = level;
                 self.edges[k] = self.edges[k].wrapping_add(1);
-                if let Some(mut h) = self.node.r#in(k as u8) {
-                    let _ = h.publish_edge(&digital_in::Edge {
-                        level,
-                        count: self.edges[k],
-                    });
-                }
+                let count = self.edges[k];
+                let _ = input.publish_edge(&digital_in::Edge { level, count });
             }
         }
     }
 
     fn analog(&mut self, now_us: u32) {
-        if self.wired.2 == 0 || !reached(now_us, self.next_sample_us) {
+        if !reached(now_us, self.next_sample_us) {
             return;
         }
-        self.next_sample_us = now_us.wrapping_add(self.sample_period_us);
+        let Some(mut sensor) = self.node.analog(0).filter(|h| h.is_wired()) else {
+            return;
+        };
+        let p = &self.app.analog;
+        self.next_sample_us = now_us.wrapping_add(1_000_000 / p.rate_hz.max(1) as u32);
         self.sequence = self.sequence.wrapping_add(1);
         let mut raw = [0i16; 16];
         for (ch, r) in raw.iter_mut().enumerate() {
@@ -300,25 +256,11 @@ impl IoBoard {
             }
             // A triangle wave per channel, different phase each: visibly changing data.
             let phase = (now_us / 1000 + ch as u32 * 97) % 2000;
-            let tri = if phase < 1000 {
-                phase as f32
-            } else {
-                (2000 - phase) as f32
-            };
-            let v = (tri - 500.0) * self.gain[ch] + self.offset[ch];
-            *r = if v > i16::MAX as f32 {
-                i16::MAX
-            } else if v < i16::MIN as f32 {
-                i16::MIN
-            } else {
-                v as i16
-            };
+            let tri = if phase < 1000 { phase } else { 2000 - phase } as f32;
+            // `as` saturates at the i16 range.
+            *r = ((tri - 500.0) * p.gain[ch] + p.offset[ch]) as i16;
         }
-        if let Some(mut h) = self.node.analog(0) {
-            let _ = h.publish_samples(&analog_sensor::Samples {
-                raw,
-                sequence: self.sequence,
-            });
-        }
+        let sequence = self.sequence;
+        let _ = sensor.publish_samples(&analog::Samples { raw, sequence });
     }
 }

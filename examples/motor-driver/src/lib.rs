@@ -24,11 +24,10 @@ pub mod gen {
 }
 
 use fcan_runtime_nostd::fcan_core::frame::Frame;
-use fcan_runtime_nostd::fcan_core::id::NodeId;
+use fcan_runtime_nostd::fcan_core::timing::reached;
 use fcan_runtime_nostd::{ConfigError, Event, Reply, Transmit};
-use gen::motor::{
-    self, ClearFaultRequest, ClearFaultResponse, ResetEncoderRequest, ResetEncoderResponse,
-};
+use gen::motor::{self, ClearFaultRequest, ClearFaultResponse, MotorParams};
+use gen::motor::{ResetEncoderRequest, ResetEncoderResponse};
 use gen::Deferred;
 use physics::{clamp, Pid, SimMotor};
 
@@ -48,7 +47,8 @@ pub mod mode {
 /// Control period.
 pub const CONTROL_PERIOD_US: u32 = 1_000;
 
-/// One motor's controller state.
+/// One motor's controller state. All zero at boot, so the firmware's `static` is in
+/// `.bss`; its gains come from the motor's params when the node is configured.
 #[derive(Clone, Copy, Debug, Default)]
 struct Axis {
     motor: SimMotor,
@@ -59,12 +59,14 @@ struct Axis {
     alpha: f32,
     filtered_velocity: f32,
     command_timeout_us: u32,
-    /// Generation of the last command acted on; a new one re-arms the timeout.
+    /// The motor was stopped (no fresh command, or no master): loop history cleared.
     stopped: bool,
 }
 
+/// A command the loop acts on: mode, value, velocity feed-forward, when it arrived.
+type Command = (u8, f32, f32, u32);
+
 impl Axis {
-    /// `Default`, usable in a `const`.
     const IDLE: Axis = Axis {
         motor: SimMotor::REST,
         velocity_pid: Pid::ZERO,
@@ -76,6 +78,87 @@ impl Axis {
         command_timeout_us: 0,
         stopped: false,
     };
+
+    fn tune(&mut self, p: &MotorParams) {
+        let v = (
+            p.velocity_kp,
+            p.velocity_ki,
+            p.velocity_kd,
+            p.velocity_limit,
+        );
+        self.velocity_pid.tune(v.0, v.1, v.2, v.3);
+        let q = (
+            p.position_kp,
+            p.position_ki,
+            p.position_kd,
+            p.position_limit,
+        );
+        self.position_pid.tune(q.0, q.1, q.2, q.3);
+        self.invert = p.invert;
+        self.alpha = p.filter_alpha;
+        self.command_timeout_us = p.command_timeout_ms as u32 * 1000;
+    }
+
+    fn sign(&self) -> f32 {
+        if self.invert {
+            -1.0
+        } else {
+            1.0
+        }
+    }
+
+    /// Position as reported: after the encoder offset and the inversion.
+    fn position(&self) -> f32 {
+        self.sign() * (self.motor.position - self.encoder_offset)
+    }
+
+    /// One control step: the duty the command asks for (0 and a cleared loop when it is
+    /// stale, missing or the master is gone), applied to the motor; returns the feedback.
+    fn step(
+        &mut self,
+        command: Option<Command>,
+        running: bool,
+        now: u32,
+        dt: f32,
+    ) -> motor::Feedback {
+        let sign = self.sign();
+        let position = self.position();
+        self.filtered_velocity +=
+            self.alpha * (sign * self.motor.velocity - self.filtered_velocity);
+        let timeout = self.command_timeout_us;
+        let fresh = |at: u32| timeout == 0 || now.wrapping_sub(at) <= timeout;
+        let duty = match command {
+            Some((m, value, feed_forward, at)) if running && fresh(at) && value.is_finite() => {
+                self.stopped = false;
+                match m {
+                    mode::DUTY => clamp(value, -1.0, 1.0),
+                    mode::VELOCITY => self.velocity_pid.update(value - self.filtered_velocity, dt),
+                    mode::POSITION => {
+                        let v = self.position_pid.update(value - position, dt) + feed_forward;
+                        self.velocity_pid.update(v - self.filtered_velocity, dt)
+                    }
+                    _ => 0.0,
+                }
+            }
+            _ => {
+                // Stale command, no command, or no master: stop, and forget loop history
+                // so the motor does not jump when commands resume.
+                if !self.stopped {
+                    self.velocity_pid.reset();
+                    self.position_pid.reset();
+                    self.stopped = true;
+                }
+                0.0
+            }
+        };
+        self.motor.step(sign * duty, dt);
+        motor::Feedback {
+            ready: running && !self.stopped,
+            position: self.position(),
+            velocity: self.filtered_velocity,
+            current: self.motor.current(),
+        }
+    }
 }
 
 /// The application: motors and what the handlers need. Separate from the node, because
@@ -83,23 +166,8 @@ impl Axis {
 pub struct MotorApp {
     axes: [Axis; MOTORS],
     master_present: bool,
-    params_dirty: u32,
     /// Events seen, for diagnostics and tests.
     pub events: EventLog,
-}
-
-impl MotorApp {
-    /// At boot: motors at rest, no master, every motor's params to be loaded.
-    const BOOT: MotorApp = MotorApp {
-        axes: [Axis::IDLE; MOTORS],
-        master_present: false,
-        params_dirty: u32::MAX,
-        events: EventLog {
-            started: 0,
-            master_lost: 0,
-            collisions: 0,
-        },
-    };
 }
 
 /// Counts of the events the runtime reported.
@@ -116,11 +184,11 @@ pub struct EventLog {
 impl motor::Handler for MotorApp {
     fn reset_encoder(
         &mut self,
-        instance: u8,
+        motor: motor::Handle<'_>,
         request: ResetEncoderRequest,
         _token: Deferred<ResetEncoderResponse>,
     ) -> Reply<ResetEncoderResponse> {
-        let Some(axis) = self.axes.get_mut(instance as usize) else {
+        let Some(axis) = self.axes.get_mut(motor.instance() as usize) else {
             return Reply::Failed;
         };
         // `offset: true` shifts zero down by `value`; `false` makes the current
@@ -137,11 +205,11 @@ impl motor::Handler for MotorApp {
 
     fn clear_fault(
         &mut self,
-        instance: u8,
+        motor: motor::Handle<'_>,
         _request: ClearFaultRequest,
         _token: Deferred<ClearFaultResponse>,
     ) -> Reply<ClearFaultResponse> {
-        let Some(axis) = self.axes.get_mut(instance as usize) else {
+        let Some(axis) = self.axes.get_mut(motor.instance() as usize) else {
             return Reply::Failed;
         };
         axis.velocity_pid.reset();
@@ -149,10 +217,10 @@ impl motor::Handler for MotorApp {
         Reply::Ok(ClearFaultResponse { success: true })
     }
 
-    fn on_params_changed(&mut self, instance: u8, _changed: u32) {
-        // Re-read this motor's params at the next control step.
-        if (instance as usize) < MOTORS {
-            self.params_dirty |= 1 << instance;
+    fn on_params_changed(&mut self, motor: motor::Handle<'_>, _changed: u32) {
+        // The handle reads the new values: retune this motor now.
+        if let (Some(a), Some(p)) = (self.axes.get_mut(motor.instance() as usize), motor.params()) {
+            a.tune(&p);
         }
     }
 }
@@ -165,12 +233,13 @@ impl gen::App for MotorApp {
                 self.events.started += 1;
             }
             // Safety: no master, no motion. The control loop sees this on its next step.
-            Event::MasterLost | Event::PlanReset => self.master_present = false,
+            Event::MasterLost => {
+                self.master_present = false;
+                self.events.master_lost += 1;
+            }
+            Event::PlanReset => self.master_present = false,
             Event::IdCollision => self.events.collisions += 1,
             Event::Acknowledged => {}
-        }
-        if event == Event::MasterLost {
-            self.events.master_lost += 1;
         }
     }
 }
@@ -181,7 +250,6 @@ pub struct MotorDriver {
     pub node: gen::Node,
     /// The application.
     pub app: MotorApp,
-    wired: u8,
     next_control_us: u32,
 }
 
@@ -197,55 +265,48 @@ pub struct AxisView {
 }
 
 impl MotorDriver {
-    /// Boots the firmware: `motors` wired (≤ 8), node id, a random boot id, and whether
-    /// the CAN controller does FD. Returns the whole firmware by value (several KB): a
-    /// board with a small stack puts [`MotorDriver::unconfigured`] in a `static` and
-    /// calls [`MotorDriver::configure`] instead.
-    pub fn new(
-        node_id: NodeId,
-        boot_id: u32,
-        motors: u8,
-        fd_capable: bool,
-    ) -> Result<Self, ConfigError> {
+    /// Boots the firmware (see [`MotorDriver::configure`]). Returns it by value (several
+    /// KB): a board with a small stack puts [`MotorDriver::unconfigured`] in a `static`
+    /// and calls [`MotorDriver::configure`] instead.
+    pub fn new(config: gen::Config) -> Result<Self, ConfigError> {
         let mut fw = Self::unconfigured();
-        fw.configure(node_id, boot_id, motors, fd_capable)?;
+        fw.configure(config)?;
         Ok(fw)
     }
 
-    /// The firmware before boot: `const`, so it can initialise a `static` (no copy on
-    /// the stack). Inert, with no motor wired, until [`MotorDriver::configure`] succeeds.
+    /// The firmware before boot: `const` and all zero, so a `static` of it is in `.bss`.
+    /// Inert, with no motor wired, until [`MotorDriver::configure`] succeeds.
     pub const fn unconfigured() -> Self {
         MotorDriver {
             node: gen::Node::unconfigured(),
-            app: MotorApp::BOOT,
-            wired: 0,
+            app: MotorApp {
+                axes: [Axis::IDLE; MOTORS],
+                master_present: false,
+                events: EventLog {
+                    started: 0,
+                    master_lost: 0,
+                    collisions: 0,
+                },
+            },
             next_control_us: 0,
         }
     }
 
-    /// Boots the firmware in place, as [`MotorDriver::new`] does (same arguments): the
-    /// node is configured afresh, the motors reset and their params loaded. On error
-    /// nothing is wired and the node stays inert.
-    pub fn configure(
-        &mut self,
-        node_id: NodeId,
-        boot_id: u32,
-        motors: u8,
-        fd_capable: bool,
-    ) -> Result<(), ConfigError> {
+    /// Boots the firmware in place: the node configured afresh (`config.counts.motor`
+    /// motors wired), the motors at rest and tuned from their params. On error nothing
+    /// is wired and the node stays inert.
+    pub fn configure(&mut self, config: gen::Config) -> Result<(), ConfigError> {
         // Field by field: no MotorApp-sized temporary on the stack.
-        for a in self.app.axes.iter_mut() {
-            *a = Axis::IDLE;
-        }
+        self.app.axes.iter_mut().for_each(|a| *a = Axis::IDLE);
         self.app.master_present = false;
-        self.app.params_dirty = u32::MAX;
         self.app.events = EventLog::default();
-        self.wired = 0;
         self.next_control_us = 0;
-        self.node
-            .configure(node_id, boot_id, &[motors], fd_capable)?;
-        self.wired = motors.min(MOTORS as u8);
-        self.load_params();
+        self.node.configure(config)?;
+        for (i, a) in self.app.axes.iter_mut().enumerate() {
+            if let Some(p) = self.node.motor(i as u8).and_then(|m| m.params()) {
+                a.tune(&p);
+            }
+        }
         Ok(())
     }
 
@@ -263,131 +324,61 @@ impl MotorDriver {
     }
 
     /// Runs the control loop when due, then the node (which sends what is due through
-    /// `tx`). Call often (every 100 µs–1 ms).
+    /// `tx`). Call often (every 100 µs–1 ms), or when [`MotorDriver::poll_at`] says.
     pub fn poll(&mut self, now_us: u32, tx: &mut impl Transmit) {
-        if fcan_runtime_nostd::fcan_core::timing::reached(now_us, self.next_control_us) {
+        if reached(now_us, self.next_control_us) {
             self.next_control_us = now_us.wrapping_add(CONTROL_PERIOD_US);
             self.control(now_us, CONTROL_PERIOD_US as f32 * 1e-6);
         }
         self.node.poll(now_us, tx, &mut self.app);
     }
 
+    /// When [`MotorDriver::poll`] is next due: the next control step or the node's next
+    /// deadline, whichever is first (a received frame may make it sooner).
+    pub fn poll_at(&self, now_us: u32) -> u32 {
+        let control = self.next_control_us;
+        match self.node.poll_at(now_us) {
+            Some(t) if t.wrapping_sub(now_us) < control.wrapping_sub(now_us) => t,
+            _ => control,
+        }
+    }
+
     /// A motor's state.
     pub fn axis(&self, i: usize) -> Option<AxisView> {
         let a = self.app.axes.get(i)?;
-        let sign = if a.invert { -1.0 } else { 1.0 };
         Some(AxisView {
-            position: sign * (a.motor.position - a.encoder_offset),
-            velocity: sign * a.motor.velocity,
+            position: a.position(),
+            velocity: a.sign() * a.motor.velocity,
             duty: a.motor.duty,
         })
     }
 
-    fn load_params(&mut self) {
-        for i in 0..self.wired {
-            if self.app.params_dirty & (1 << i) == 0 {
-                continue;
-            }
-            let Some(p) = self.node.motor(i).and_then(|h| h.params()) else {
-                continue;
-            };
-            let Some(a) = self.app.axes.get_mut(i as usize) else {
-                continue;
-            };
-            a.velocity_pid.tune(
-                p.velocity_kp,
-                p.velocity_ki,
-                p.velocity_kd,
-                p.velocity_limit,
-            );
-            a.position_pid.tune(
-                p.position_kp,
-                p.position_ki,
-                p.position_kd,
-                p.position_limit,
-            );
-            a.invert = p.invert;
-            a.alpha = p.filter_alpha;
-            a.command_timeout_us = p.command_timeout_ms as u32 * 1000;
-        }
-        self.app.params_dirty = 0;
-    }
-
     fn control(&mut self, now_us: u32, dt: f32) {
-        if self.app.params_dirty != 0 {
-            self.load_params();
-        }
         let running = self.app.master_present;
-        for i in 0..self.wired {
-            let Some(mut h) = self.node.motor(i) else {
+        for (i, a) in self.app.axes.iter_mut().enumerate() {
+            let Some(mut m) = self.node.motor(i as u8).filter(|m| m.is_wired()) else {
                 continue;
             };
-            let target = h.target();
-            let trajectory = h.trajectory();
-            let Some(a) = self.app.axes.get_mut(i as usize) else {
-                continue;
-            };
-            let sign = if a.invert { -1.0 } else { 1.0 };
-            let position = sign * (a.motor.position - a.encoder_offset);
-            a.filtered_velocity += a.alpha * (sign * a.motor.velocity - a.filtered_velocity);
-            let fresh = |at: u32| {
-                a.command_timeout_us == 0 || now_us.wrapping_sub(at) <= a.command_timeout_us
-            };
-            // The newer of the two commands wins; either must be fresh.
-            let command = match (target, trajectory) {
-                (Some(t), Some(j))
-                    if now_us.wrapping_sub(j.received_at_us)
-                        < now_us.wrapping_sub(t.received_at_us) =>
-                {
-                    Some((
-                        mode::POSITION,
-                        j.value.position,
-                        j.value.velocity,
-                        j.received_at_us,
-                    ))
-                }
-                (Some(t), _) => Some((t.value.r#type, t.value.value, 0.0, t.received_at_us)),
-                (None, Some(j)) => Some((
+            // The newer of the two commands wins.
+            let target = m
+                .target()
+                .map(|t| (t.value.r#type, t.value.value, 0.0, t.received_at_us));
+            let trajectory = m.trajectory().map(|j| {
+                (
                     mode::POSITION,
                     j.value.position,
                     j.value.velocity,
                     j.received_at_us,
-                )),
-                (None, None) => None,
-            };
-            let duty = match command {
-                Some((m, value, feed_forward, at)) if running && fresh(at) && value.is_finite() => {
-                    a.stopped = false;
-                    match m {
-                        mode::DUTY => clamp(value, -1.0, 1.0),
-                        mode::VELOCITY => a.velocity_pid.update(value - a.filtered_velocity, dt),
-                        mode::POSITION => {
-                            let v = a.position_pid.update(value - position, dt) + feed_forward;
-                            a.velocity_pid.update(v - a.filtered_velocity, dt)
-                        }
-                        _ => 0.0,
-                    }
+                )
+            });
+            let command = match (target, trajectory) {
+                (Some(t), Some(j)) if now_us.wrapping_sub(j.3) < now_us.wrapping_sub(t.3) => {
+                    Some(j)
                 }
-                _ => {
-                    // Stale command, no command, or no master: stop, and forget loop
-                    // history so the motor does not jump when commands resume.
-                    if !a.stopped {
-                        a.velocity_pid.reset();
-                        a.position_pid.reset();
-                        a.stopped = true;
-                    }
-                    0.0
-                }
-            };
-            a.motor.step(sign * duty, dt);
-            let feedback = motor::Feedback {
-                ready: running && !a.stopped,
-                position: sign * (a.motor.position - a.encoder_offset),
-                velocity: a.filtered_velocity,
-                current: a.motor.current(),
+                (t, j) => t.or(j),
             };
             // A periodic topic: this updates the value the runtime sends every 5 ms.
-            let _ = h.publish_feedback(&feedback);
+            let _ = m.publish_feedback(&a.step(command, running, now_us, dt));
         }
     }
 }
@@ -395,20 +386,31 @@ impl MotorDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fcan_runtime_nostd::fcan_core::id::NodeId;
+    use fcan_runtime_nostd::Controller;
+
+    fn config(motors: u8) -> gen::Config {
+        gen::Config {
+            node_id: NodeId::new(5).unwrap(),
+            boot_id: 7,
+            counts: gen::Counts { motor: motors },
+            controller: Controller::Fd,
+        }
+    }
 
     /// What `unconfigured` + `configure` must leave, compared with `new`.
-    fn view(fw: &MotorDriver) -> (bool, u8, u32, EventLog, [Option<AxisView>; MOTORS], u32) {
+    fn view(fw: &MotorDriver) -> (bool, EventLog, [Option<AxisView>; MOTORS], u32, f32) {
         let mut axes = [None; MOTORS];
         for (i, a) in axes.iter_mut().enumerate() {
             *a = fw.axis(i);
         }
+        let a0 = &fw.app.axes[0];
         (
             fw.node.is_configured(),
-            fw.wired,
-            fw.app.params_dirty,
             fw.app.events,
             axes,
-            fw.app.axes[0].command_timeout_us,
+            a0.command_timeout_us,
+            a0.alpha,
         )
     }
 
@@ -416,16 +418,16 @@ mod tests {
     fn configure_in_place_equals_new() {
         static UNCONFIGURED: MotorDriver = MotorDriver::unconfigured();
         assert!(!UNCONFIGURED.node.is_configured());
-        let id = NodeId::new(5).unwrap();
-        let a = MotorDriver::new(id, 7, 6, true).unwrap();
+        let a = MotorDriver::new(config(6)).unwrap();
         let mut b = MotorDriver::unconfigured();
-        b.configure(id, 7, 6, true).unwrap();
+        b.configure(config(6)).unwrap();
         assert_eq!(view(&a), view(&b));
         assert_eq!(a.node.state(), b.node.state());
         assert_eq!(a.node.counters(), b.node.counters());
-        assert_eq!(a.app.axes[0].alpha, b.app.axes[0].alpha);
-        assert!(b.configure(id, 7, 9, true).is_err());
+        // Tuned from the schema defaults at boot.
+        assert_ne!(a.app.axes[0].alpha, 0.0);
+        assert!(b.configure(config(9)).is_err());
         assert!(!b.node.is_configured());
-        assert_eq!(b.wired, 0);
+        assert!(b.node.motor(0).is_some_and(|m| !m.is_wired()));
     }
 }

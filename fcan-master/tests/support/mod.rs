@@ -56,18 +56,34 @@ pub struct World {
 impl World {
     /// `motors` motor drivers (8 motors each) and `boards` I/O boards on a link of `mtu`.
     pub fn new(mtu: Mtu, motors: u8, boards: u8) -> World {
-        let fd = mtu == Mtu::Fd;
+        let controller = if mtu == Mtu::Fd {
+            fcan_runtime_nostd::Controller::Fd
+        } else {
+            fcan_runtime_nostd::Controller::Classic
+        };
         let mut nodes = Vec::new();
         for i in 0..motors {
             let id = NodeId::new(1 + i).unwrap();
             nodes.push(Fw::Motor(Box::new(
-                MotorDriver::new(id, 0x1000 + i as u32, 8, fd).unwrap(),
+                MotorDriver::new(fcan_example_motor_driver::gen::Config {
+                    node_id: id,
+                    boot_id: 0x1000 + i as u32,
+                    counts: fcan_example_motor_driver::gen::Counts::MAX,
+                    controller,
+                })
+                .unwrap(),
             )));
         }
         for i in 0..boards {
             let id = NodeId::new(1 + motors + i).unwrap();
             nodes.push(Fw::Io(Box::new(
-                IoBoard::new(id, 0x2000 + i as u32, 8, 8, 1, fd).unwrap(),
+                IoBoard::new(fcan_example_io_board::gen::Config {
+                    node_id: id,
+                    boot_id: 0x2000 + i as u32,
+                    counts: fcan_example_io_board::gen::Counts::MAX,
+                    controller,
+                })
+                .unwrap(),
             )));
         }
         let engine = Engine::new(EngineConfig::new(0xBEEF, mtu), Box::new(MemoryStore::new()));

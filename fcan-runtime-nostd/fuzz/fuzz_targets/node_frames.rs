@@ -203,7 +203,12 @@ struct App {
 }
 
 impl Dispatch for App {
-    fn service(&mut self, call: ServiceCall<'_>, response: &mut [u8]) -> ServiceOutcome {
+    fn service(
+        &mut self,
+        _cx: &mut Context<'_>,
+        call: ServiceCall<'_>,
+        response: &mut [u8],
+    ) -> ServiceOutcome {
         assert!(call.request.len() <= 7);
         self.mode = self.mode.wrapping_add(1);
         match self.mode % 5 {
@@ -219,7 +224,7 @@ impl Dispatch for App {
             }
         })
     }
-    fn params_changed(&mut self, block: u8, changed: u32) {
+    fn params_changed(&mut self, _cx: &mut Context<'_>, block: u8, changed: u32) {
         assert!(block < 5 && changed != 0 && changed < 8);
     }
     fn event(&mut self, _event: Event) {}
@@ -285,7 +290,7 @@ fuzz_target!(|data: &[u8]| {
         node_id: NodeId::new(NODE).unwrap(),
         boot_id: BOOT,
         counts: &counts,
-        fd_capable,
+        controller: if fd_capable { Controller::Fd } else { Controller::Classic },
     };
     let mut node = Node::new(
         &DESC,

@@ -185,7 +185,11 @@ pub fn new_node(fd: bool) -> TestNode {
             node_id: node_id(),
             boot_id: BOOT_ID,
             counts: &COUNTS,
-            fd_capable: fd,
+            controller: if fd {
+                Controller::Fd
+            } else {
+                Controller::Classic
+            },
         },
     )
     .unwrap()
@@ -253,7 +257,12 @@ impl Default for App {
 }
 
 impl Dispatch for App {
-    fn service(&mut self, call: ServiceCall<'_>, response: &mut [u8]) -> ServiceOutcome {
+    fn service(
+        &mut self,
+        _cx: &mut Context<'_>,
+        call: ServiceCall<'_>,
+        response: &mut [u8],
+    ) -> ServiceOutcome {
         self.calls
             .push((call.block, call.service, call.request.to_vec(), call.token));
         match self.handler {
@@ -268,7 +277,7 @@ impl Dispatch for App {
             Handler::Fail => ServiceOutcome::Failed,
         }
     }
-    fn params_changed(&mut self, block: u8, changed: u32) {
+    fn params_changed(&mut self, _cx: &mut Context<'_>, block: u8, changed: u32) {
         self.changed.push((block, changed));
     }
     fn event(&mut self, event: Event) {
