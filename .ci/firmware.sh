@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Firmware CI: the runtime and the example libraries for both Cortex-M targets, the
 # eight-motor firmware built and run under QEMU (MPS2-AN386, Cortex-M4F) with its on-chip
-# self-test master, and the size report. Installs what it needs (rustup targets and
+# self-test master, in its polling and its async (embassy) variant, and the size report. Installs what it needs (rustup targets and
 # llvm-tools, qemu-system-arm from Debian, pyelftools from PyPI).
 #
 #   bash .ci/firmware.sh
@@ -22,6 +22,11 @@ step "the firmware crates build with their rust-version (1.85)"
 rustup toolchain install 1.85 --profile minimal
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-core --no-default-features
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd
+# The async firmware's executor crates (embassy) declare no rust-version: checked here for
+# the firmware target, with the versions Cargo.lock pins.
+rustup target add --toolchain 1.85 thumbv7em-none-eabihf
+(cd examples/firmware && env CARGO_TARGET_DIR=target/msrv cargo +1.85 check --release \
+  --features async --bin fcan-example-firmware-async)
 
 step "fcan-core and fcan-runtime-nostd for microcontrollers (no alloc)"
 for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
@@ -44,20 +49,33 @@ if ! command -v qemu-system-arm >/dev/null; then
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends qemu-system-arm
 fi
-log="$(mktemp)"
-set +e
-timeout 120 qemu-system-arm -machine mps2-an386 -cpu cortex-m4 -nographic \
-  -semihosting-config enable=on,target=native -kernel "$elf" </dev/null | tee "$log"
-rc=${PIPESTATUS[0]}
-set -e
-if [ "$rc" -ne 0 ] || ! grep -q '^fcan firmware self-test: PASS$' "$log"; then
-  echo "firmware self-test FAILED under QEMU (exit code $rc)" >&2
-  exit 1
-fi
-rm -f "$log"
+# run_qemu ELF PASS-LINE: runs the firmware, requires exit code 0 and the PASS line.
+run_qemu() {
+  local log rc
+  log="$(mktemp)"
+  set +e
+  timeout 120 qemu-system-arm -machine mps2-an386 -cpu cortex-m4 -nographic \
+    -semihosting-config enable=on,target=native -kernel "$1" </dev/null | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ] || ! grep -qx "$2" "$log"; then
+    echo "firmware self-test FAILED under QEMU: $1 (exit code $rc)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+run_qemu "$elf" 'fcan firmware self-test: PASS'
+
+step "examples/firmware: the async variant (embassy executor, node as a task), built and run under QEMU"
+# The same node, mailbox driver and self-test; the node sleeps until a frame or its next
+# deadline (examples/firmware/README.md).
+(cd examples/firmware && env -u CARGO_TARGET_DIR cargo build --release --features async \
+  --bin fcan-example-firmware-async)
+run_qemu examples/firmware/target/thumbv7em-none-eabihf/release/fcan-example-firmware-async \
+  'fcan firmware async self-test: PASS'
 
 step "size report (release, opt-level s, LTO, without the self-test)"
 env -u CARGO_TARGET_DIR bash examples/firmware/size-report.sh
 
 echo
-echo "firmware: 1 passed, 0 failed"
+echo "firmware: 2 passed, 0 failed"

@@ -12,6 +12,11 @@
 //! time; the main loop takes the frames with `receive_from` before each poll. The
 //! handler never touches the node, and the mailbox needs no `unsafe`.
 //!
+//! With feature `async` the two interrupts of a real controller that an async firmware
+//! sleeps on are signalled too: [`RX_READY`] when the receive interrupt has queued frames,
+//! [`TX_FREED`] when the bus took a frame from [`TX`] (a controller's transmit-complete
+//! interrupt). The polling binary ignores them.
+//!
 //! Why `unsafe` and volatile: the rings are shared with "hardware", i.e. with a writer the
 //! compiler cannot see. Every access to them is a volatile read or write through a raw
 //! pointer, so LTO can neither assume the receive ring stays empty (and delete the node's
@@ -211,6 +216,24 @@ pub fn rx_push(f: &Frame) -> bool {
 /// within a millisecond.
 pub const MAILBOX_SLOTS: usize = 16;
 
+/// Set by the receive interrupt when it has queued frames in the mailbox: the async node
+/// task waits on it (with its next deadline). A `Signal` holds the event until the task
+/// takes it, so a frame queued between the task's last look and its wait still wakes it.
+#[cfg(feature = "async")]
+pub static RX_READY: embassy_sync::signal::Signal<
+    embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex,
+    (),
+> = embassy_sync::signal::Signal::new();
+
+/// Set when the bus takes a frame from the transmit ring (the controller's
+/// transmit-complete interrupt): a node task whose frame was refused by a full ring waits
+/// on it.
+#[cfg(feature = "async")]
+pub static TX_FREED: embassy_sync::signal::Signal<
+    embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex,
+    (),
+> = embassy_sync::signal::Signal::new();
+
 #[cfg(feature = "irq-receive")]
 /// The receive interrupt's end of the mailbox, handed over once at boot.
 static RX_PRODUCER: Mutex<RefCell<Option<MailboxProducer<'static, MAILBOX_SLOTS>>>> =
@@ -246,15 +269,22 @@ pub fn mailbox_dropped() -> u32 {
 #[exception]
 fn PendSV() {
     let now = crate::clock::now_us();
-    interrupt::free(|cs| {
+    let _queued = interrupt::free(|cs| {
+        let mut queued = false;
         if let Some(p) = RX_PRODUCER.borrow(cs).borrow_mut().as_mut() {
             while let Some(f) = rx_pop() {
                 // A full mailbox drops the frame and counts it, as a controller's FIFO
                 // overrun would.
                 p.push(f, now);
+                queued = true;
             }
         }
+        queued
     });
+    #[cfg(feature = "async")]
+    if _queued {
+        RX_READY.signal(());
+    }
 }
 
 /// Bus side (self-test master): takes the oldest frame the node transmitted.
@@ -262,6 +292,8 @@ fn PendSV() {
 pub fn tx_pop() -> Option<Frame> {
     // SAFETY: `TX` is only reached through this module's functions, from one thread.
     let m = unsafe { pop(addr_of_mut!(TX))? };
+    #[cfg(feature = "async")]
+    TX_FREED.signal(());
     to_frame(&m)
 }
 

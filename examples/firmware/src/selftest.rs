@@ -14,9 +14,18 @@
 //! 8. heartbeats stop (targets continue): after the timeout the node must report master
 //!    loss (SUSPENDED, re-announcing), stop sending data, and the motor must stop;
 //! 9. the master acknowledges again and re-STARTs: feedback resumes, `ready` again.
+//!
+//! The script is written once, as an `async fn` over [`Firmware`], the node as the bench
+//! sees it, and shared by both binaries: the polling one runs it through [`run`], where a
+//! turn is one iteration of the main loop and no await ever waits (so it completes in a
+//! single poll), and the async one (src/bin/async/) as an embassy task, where a turn is a
+//! sleep during which the node task runs on its own.
 
+use core::future::Future;
+use core::ops::Deref;
 use cortex_m_semihosting::hprintln;
 use fcan_example_motor_driver::gen::{self, motor};
+
 use fcan_example_motor_driver::{mode, MotorDriver};
 use fcan_runtime_nostd::fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_runtime_nostd::fcan_core::hash::{HashPrefix, SchemaDigest};
@@ -245,25 +254,51 @@ fn reached(now: u32, deadline: u32) -> bool {
     fcan_runtime_nostd::fcan_core::timing::reached(now, deadline)
 }
 
-/// The node, the master and the loopback bus between them.
-struct Bench<'a> {
+/// The firmware under test, as the bench drives it.
+pub trait Firmware {
+    /// Gives the node its turn after the master's and returns the time (µs, from
+    /// `clock::now_us`) at which the master then reads the bus.
+    async fn turn(&mut self) -> u32;
+    /// The node and its application, for the master's checks (never held across a turn).
+    fn driver(&self) -> impl Deref<Target = MotorDriver> + '_;
+}
+
+/// The polling firmware: a turn is one iteration of its main loop, in place.
+struct Polling<'a> {
     fw: &'a mut MotorDriver,
     inbox: MailboxConsumer<'static, MAILBOX_SLOTS>,
+    tx: TxMailbox,
+}
+
+impl Firmware for Polling<'_> {
+    async fn turn(&mut self) -> u32 {
+        // The firmware loop as in `main`: the frames, then the clock, then the poll.
+        self.fw.receive_from(&mut self.inbox);
+        let now = crate::clock::now_us();
+        self.fw.poll(now, &mut self.tx);
+        now
+    }
+
+    fn driver(&self) -> impl Deref<Target = MotorDriver> + '_ {
+        &*self.fw
+    }
+}
+
+/// The node, the master and the loopback bus between them.
+struct Bench<F> {
+    f: F,
     m: Master,
     now: u32,
-    tx: TxMailbox,
     steps: u32,
 }
 
-impl Bench<'_> {
-    /// One iteration of the firmware main loop, plus the master's turn.
-    fn step(&mut self) -> Res {
+impl<F: Firmware> Bench<F> {
+    /// The master's turn, then the node's.
+    async fn step(&mut self) -> Res {
         // The bus side first (its frames reach the mailbox through the interrupt), then
-        // the firmware loop as in `main`: the frames, then the clock, then the poll.
+        // the node, then what it sent.
         self.m.periodic(crate::clock::now_us())?;
-        self.fw.receive_from(&mut self.inbox);
-        self.now = crate::clock::now_us();
-        self.fw.poll(self.now, &mut self.tx);
+        self.now = self.f.turn().await;
         while let Some(f) = mailbox::tx_pop() {
             self.m.on_frame(&f, self.now);
         }
@@ -272,7 +307,7 @@ impl Bench<'_> {
     }
 
     /// Runs until `done` or `timeout_us`.
-    fn until(
+    async fn until(
         &mut self,
         what: &'static str,
         timeout_us: u32,
@@ -280,8 +315,8 @@ impl Bench<'_> {
     ) -> Res {
         let start = self.now;
         loop {
-            self.step()?;
-            if done(&self.m, self.fw) {
+            self.step().await?;
+            if done(&self.m, &self.f.driver()) {
                 return Ok(());
             }
             if self.now.wrapping_sub(start) > timeout_us {
@@ -292,16 +327,16 @@ impl Bench<'_> {
     }
 
     /// Runs for `us` microseconds.
-    fn run_for(&mut self, us: u32) -> Res {
+    async fn run_for(&mut self, us: u32) -> Res {
         let start = self.now;
         while self.now.wrapping_sub(start) < us {
-            self.step()?;
+            self.step().await?;
         }
         Ok(())
     }
 
     /// Sends a command answered by RESULT and returns the result.
-    fn command(&mut self, what: &'static str, msg: &ConfigMessage<'_>) -> Res<CommandResult> {
+    async fn command(&mut self, what: &'static str, msg: &ConfigMessage<'_>) -> Res<CommandResult> {
         self.m.seen.result = None;
         let node = self.m.node;
         let t = self.m.send(node, msg)?;
@@ -309,13 +344,14 @@ impl Bench<'_> {
             what,
             500_000,
             |m, _| matches!(m.seen.result, Some((tt, _)) if tt == t),
-        )?;
+        )
+        .await?;
         self.m.seen.result.map(|(_, r)| r).ok_or(what)
     }
 
     /// A command that must be ACKed.
-    fn ack(&mut self, what: &'static str, msg: &ConfigMessage<'_>) -> Res {
-        let r = self.command(what, msg)?;
+    async fn ack(&mut self, what: &'static str, msg: &ConfigMessage<'_>) -> Res {
+        let r = self.command(what, msg).await?;
         if !r.is_ack() {
             hprintln!("  NAK {:?} (detail {}) for {}", r.code, r.detail, what);
             return Err(what);
@@ -328,21 +364,48 @@ impl Bench<'_> {
     }
 }
 
-/// Runs the self-test against the booted node.
+/// Runs the self-test against the booted node of the polling firmware, the main loop
+/// driven from here. (Unused by the async binary, which includes this module too.)
+///
+/// Not inlined: the script's state (the pinned future) lives in this frame, not in
+/// `main`'s, so the boot stack figure `main` prints before calling it is boot's.
+#[allow(dead_code)]
+#[inline(never)]
 pub fn run(
     fw: &mut MotorDriver,
     inbox: MailboxConsumer<'static, MAILBOX_SLOTS>,
     virtual_clock: bool,
 ) -> Res {
-    hprintln!("fcan firmware self-test: eight-motor node on MPS2-AN386 (Cortex-M4F)");
-    hprintln!(
-        "  clock: {}",
-        if virtual_clock {
-            "virtual (SysTick does not run): 50 us per loop"
-        } else {
-            "SysTick, 25 MHz core clock (QEMU: host time)"
+    let clock = if virtual_clock {
+        "virtual (SysTick does not run): 50 us per loop"
+    } else {
+        "SysTick, 25 MHz core clock (QEMU: host time)"
+    };
+    let polling = Polling {
+        fw,
+        inbox,
+        tx: TxMailbox,
+    };
+    let script = core::pin::pin!(script(polling, "self-test", clock));
+    // Nothing in the polling bench ever waits: the script completes in this first poll,
+    // and the loop is only there because `poll` says nothing of the sort.
+    let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+    let mut script = script;
+    loop {
+        if let core::task::Poll::Ready(r) = Future::poll(script.as_mut(), &mut cx) {
+            return r;
         }
+    }
+}
+
+/// The self-test script against a booted node: `name` is what the first line calls the
+/// test, `clock` what drives the node's time.
+pub async fn script<F: Firmware>(f: F, name: &str, clock: &str) -> Res {
+    hprintln!(
+        "fcan firmware {}: eight-motor node on MPS2-AN386 (Cortex-M4F)",
+        name
     );
+    hprintln!("  clock: {}", clock);
     hprintln!(
         "  RAM: MotorDriver {} B = gen::Node {} B (runtime Buffers {} B) + application {} B",
         core::mem::size_of::<MotorDriver>(),
@@ -350,20 +413,21 @@ pub fn run(
         core::mem::size_of::<gen::Buffers>(),
         core::mem::size_of::<MotorDriver>() - core::mem::size_of::<gen::Node>()
     );
-    let node = fw.node.node_id();
-    let boot_id = fw.node.boot_id();
+    let (node, boot_id) = {
+        let fw = f.driver();
+        (fw.node.node_id(), fw.node.boot_id())
+    };
     let mut b = Bench {
-        fw,
-        inbox,
+        f,
         m: Master::new(node),
         now: 0,
-        tx: TxMailbox,
         steps: 0,
     };
-    b.step()?;
+    b.step().await?;
 
     // 1. ANNOUNCE after the listen window.
-    b.until("ANNOUNCE", 2_000_000, |m, _| m.seen.announce.is_some())?;
+    b.until("ANNOUNCE", 2_000_000, |m, _| m.seen.announce.is_some())
+        .await?;
     let a = b.m.seen.announce.ok_or("ANNOUNCE")?;
     hprintln!(
         "[{:5} ms] ANNOUNCE from node {}: protocol {}, {:?}, boot_id {:#010x}, blob {} B, hash {}, {} motors wired",
@@ -399,7 +463,8 @@ pub fn run(
             "SCHEMA_DATA",
             500_000,
             |m, _| matches!(m.seen.chunk, Some((o, _)) if o == want),
-        )?;
+        )
+        .await?;
         let (_, n) = b.m.seen.chunk.ok_or("SCHEMA_DATA")?;
         if n == 0 {
             return Err("empty SCHEMA_DATA before the end of the blob");
@@ -432,7 +497,8 @@ pub fn run(
         "PROVISIONED heartbeat",
         500_000,
         |m, _| matches!(m.seen.heartbeat, Some(h) if h.state == NodeState::Provisioned),
-    )?;
+    )
+    .await?;
     hprintln!(
         "[{:5} ms] ANNOUNCE_ACK (Classic) -> heartbeat: Provisioned",
         b.ms()
@@ -509,7 +575,7 @@ pub fn run(
             header,
             entries: Entries::List(entries),
         });
-        b.ack("FRAME_DEFINE", &fd)?;
+        b.ack("FRAME_DEFINE", &fd).await?;
     }
     hprintln!(
         "[{:5} ms] FRAME_DEFINE x3 ACKed: 0x100 motor0/target (m2s), 0x101+0x102 motor0/feedback (s2m group, 5 ms)",
@@ -518,15 +584,17 @@ pub fn run(
 
     // 5. Velocity loop gains; a NaN must be refused by the node.
     let nan = f32::NAN.to_le_bytes();
-    let r = b.command(
-        "PARAM_SET NaN",
-        &ConfigMessage::ParamSet(ParamSet {
-            block: 0,
-            param: motor::PARAM_VELOCITY_KP.index(),
-            commit: false,
-            value: &nan,
-        }),
-    )?;
+    let r = b
+        .command(
+            "PARAM_SET NaN",
+            &ConfigMessage::ParamSet(ParamSet {
+                block: 0,
+                param: motor::PARAM_VELOCITY_KP.index(),
+                commit: false,
+                value: &nan,
+            }),
+        )
+        .await?;
     if r.code != ResultCode::NotFinite {
         hprintln!("  PARAM_SET NaN answered {:?}", r.code);
         return Err("NaN parameter not refused");
@@ -541,7 +609,8 @@ pub fn run(
             commit: false,
             value: &kp,
         }),
-    )?;
+    )
+    .await?;
     b.ack(
         "PARAM_SET velocity/ki",
         &ConfigMessage::ParamSet(ParamSet {
@@ -550,14 +619,15 @@ pub fn run(
             commit: true,
             value: &ki,
         }),
-    )?;
+    )
+    .await?;
     hprintln!(
         "[{:5} ms] PARAM_SET motor0 velocity/kp = NaN -> NAK NotFinite; kp = 0.05, ki = 1.0 -> ACK",
         b.ms()
     );
 
     // 6. START, heartbeats on.
-    start(&mut b)?;
+    start(&mut b).await?;
 
     // 7. Velocity target; feedback must show the motor spinning up.
     b.m.target = Some(motor::Target {
@@ -568,7 +638,7 @@ pub fn run(
     let mut first: Option<f32> = None;
     let mut last = 0.0f32;
     for _ in 0..10 {
-        b.run_for(100_000)?;
+        b.run_for(100_000).await?;
         let Some((_, fb)) = b.m.seen.feedback else {
             return Err("no feedback");
         };
@@ -608,9 +678,10 @@ pub fn run(
     b.until("master-lost: SUSPENDED announce", 2_000_000, |m, fw| {
         fw.app.events.master_lost == 1
             && matches!(m.seen.announce, Some(a) if a.state == NodeState::Suspended)
-    })?;
+    })
+    .await?;
     let lost_after = b.now.wrapping_sub(stopped_at) / 1000;
-    let v_lost = b.fw.axis(0).map(|a| a.velocity).unwrap_or(f32::NAN);
+    let v_lost = b.f.driver().axis(0).map(|a| a.velocity).unwrap_or(f32::NAN);
     hprintln!(
         "[{:5} ms] heartbeats stopped: Event::MasterLost {} ms after the last one (timeout {} ms), node announces Suspended",
         b.ms(),
@@ -621,8 +692,8 @@ pub fn run(
         return Err("master lost reported before its timeout");
     }
     let count_lost = b.m.seen.feedback_count;
-    b.run_for(300_000)?;
-    let axis = b.fw.axis(0).ok_or("axis 0")?;
+    b.run_for(300_000).await?;
+    let axis = b.f.driver().axis(0).ok_or("axis 0")?;
     hprintln!(
         "[{:5} ms]   motor0 (application): duty {:.2}, velocity {:.2} -> {:.2} rev/s; feedback frames since: {}",
         b.ms(),
@@ -645,10 +716,11 @@ pub fn run(
         "PROVISIONED heartbeat after re-ack",
         500_000,
         |m, _| matches!(m.seen.heartbeat, Some(h) if h.state == NodeState::Provisioned),
-    )?;
-    start(&mut b)?;
+    )
+    .await?;
+    start(&mut b).await?;
     let count_back = b.m.seen.feedback_count;
-    b.run_for(500_000)?;
+    b.run_for(500_000).await?;
     let Some((_, fb)) = b.m.seen.feedback else {
         return Err("no feedback after restart");
     };
@@ -663,7 +735,7 @@ pub fn run(
         return Err("node did not resume after the master came back");
     }
 
-    let c = b.fw.node.counters();
+    let c = b.f.driver().node.counters();
     hprintln!(
         "  node counters: rx_handled {}, rx_malformed {}, rx_ignored {}, rx_bad_state {}, reassembly_dropped {}, tx_frames {}, tx_refused {}, naks {}, master_lost {}",
         c.rx_handled, c.rx_malformed, c.rx_ignored, c.rx_bad_state, c.reassembly_dropped,
@@ -698,25 +770,27 @@ pub fn run(
 }
 
 /// Heartbeats on, START with the plan's 3 frames, ACK, and `Event::Started` seen.
-fn start(b: &mut Bench<'_>) -> Res {
+async fn start<F: Firmware>(b: &mut Bench<F>) -> Res {
     b.m.heartbeats = true;
     b.m.next_heartbeat = b.now;
-    let started = b.fw.app.events.started;
+    let started = b.f.driver().app.events.started;
     b.ack(
         "START",
         &ConfigMessage::Start(Start {
             frame_count: 3,
             master_timeout_ms: MASTER_TIMEOUT_MS,
         }),
-    )?;
+    )
+    .await?;
     b.until("Event::Started", 100_000, |_, fw| {
         fw.app.events.started == started + 1
-    })?;
+    })
+    .await?;
     hprintln!(
         "[{:5} ms] START (master timeout {} ms) ACKed: node {:?}, master heartbeats every 100 ms",
         b.ms(),
         MASTER_TIMEOUT_MS,
-        b.fw.node.state()
+        b.f.driver().node.state()
     );
     Ok(())
 }
