@@ -1,7 +1,8 @@
 //! What the runtime and the application (through generated code) exchange: service calls
-//! and their outcomes, deferred-reply tokens, events, and the transmit interface.
+//! and their outcomes, deferred-reply tokens, events, and the transmit interface. Plain
+//! data and one driver trait: every other module may use it (the application's trait,
+//! which needs the node's `Context`, is in `dispatch`).
 
-use crate::context::Context;
 use fcan_core::frame::Frame;
 
 /// The driver would not take a frame now (mailboxes or queue full). The runtime keeps the
@@ -103,27 +104,4 @@ pub enum Event {
     IdCollision,
     /// The master cleared the plan (re-provisioning): data frames stop until START.
     PlanReset,
-}
-
-/// The application side of `poll`: generated code implements it over the user's typed
-/// handler traits, so a missing handler is a compile error.
-///
-/// Handlers get the node's [`Context`]: they read topics and parameters and publish as
-/// the main loop does, while `poll` holds the node.
-pub trait Dispatch {
-    /// Runs a service handler. Write the packed response into `response` (which is at
-    /// least the service's response size) and return `Done(len)`, or another outcome.
-    fn service(
-        &mut self,
-        cx: &mut Context<'_>,
-        call: ServiceCall<'_>,
-        response: &mut [u8],
-    ) -> ServiceOutcome;
-
-    /// A batch of parameter writes ended (PARAM_SET with the commit bit); `changed` has
-    /// bit `i` set for every param `i` of `block` written since the last commit.
-    fn params_changed(&mut self, cx: &mut Context<'_>, block: u8, changed: u32);
-
-    /// Something the application must react to.
-    fn event(&mut self, event: Event);
 }

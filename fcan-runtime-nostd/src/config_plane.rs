@@ -4,10 +4,11 @@
 //! running the application's service handlers from `poll`. `Node` (in `node`) is the
 //! application's side; this is the master's.
 
-use crate::api::{Dispatch, Event, ServiceCall, ServiceOutcome};
+use crate::api::{Event, ServiceCall, ServiceOutcome};
 use crate::context::Context;
 use crate::counters::bump;
 use crate::desc::NodeDesc;
+use crate::dispatch::Dispatch;
 use crate::outq::{Body, OutMsg, OutQueue};
 use crate::plan::{self, PlanCounts};
 use crate::services::{self, Ctx, SvcAction};

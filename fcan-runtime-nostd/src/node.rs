@@ -1,11 +1,12 @@
 //! The node: the application-facing API and the glue between the receive queue, the
 //! message handlers, the timers, the scheduler and the outgoing queue.
 
-use crate::api::{Controller, Dispatch, Transmit};
+use crate::api::{Controller, Transmit};
 use crate::config_plane::{handle_frame, inner_segment, reassemble, run_services};
 use crate::context::Context;
 use crate::counters::bump;
 use crate::desc::{Descriptor, NodeDesc};
+use crate::dispatch::Dispatch;
 use crate::error::{CompleteError, ConfigError, PublishError};
 use crate::outq::{OutQueue, Sources};
 use crate::plan::{self};
@@ -332,7 +333,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
         }
         if core.commit_pending {
             core.commit_pending = false;
-            params::commit(desc, core, &mut p, app);
+            crate::dispatch::commit_params(desc, core, &mut p, app);
         }
         run_services(desc, core, &mut p, outq, app);
         core.timers(now_us, outq, app);

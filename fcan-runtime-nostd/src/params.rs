@@ -5,12 +5,9 @@
 //! A value is checked completely before any byte of it is written, so a rejected
 //! PARAM_SET leaves the old value in place.
 
-use crate::api::Dispatch;
-use crate::context::Context;
 use crate::desc::{NodeDesc, ParamDesc};
 use crate::error::ConfigError;
 use crate::plan::Nak;
-use crate::state::Core;
 use crate::storage::Parts;
 use crate::wired::Wired;
 use fcan_core::msg::{ParamSet, ResultCode};
@@ -110,26 +107,4 @@ pub(crate) fn read<'a>(
     param: u8,
 ) -> Option<&'a [u8]> {
     params.get(get_range(desc, wired, block, param).ok()?)
-}
-
-/// Calls `params_changed` for every block with params written since the last commit, and
-/// clears the marks. Bit `i` of the mask is param `i` in schema declaration order.
-pub(crate) fn commit(
-    desc: &'static NodeDesc,
-    core: &mut Core,
-    p: &mut Parts<'_>,
-    app: &mut impl Dispatch,
-) {
-    let (mut cx, rest) = Context::split(desc, core, p.reborrow());
-    for (number, mask) in rest
-        .param_changed
-        .iter_mut()
-        .take(desc.blocks.len().min(256))
-        .enumerate()
-    {
-        let changed = core::mem::take(mask);
-        if changed != 0 {
-            app.params_changed(&mut cx, number as u8, changed);
-        }
-    }
 }

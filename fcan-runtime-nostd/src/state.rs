@@ -2,8 +2,9 @@
 //! heartbeats, the master-lost watchdog and node-id collisions. Everything here runs from
 //! `poll`; nothing transmits directly, it queues.
 
-use crate::api::{Dispatch, Event};
+use crate::api::Event;
 use crate::counters::bump;
+use crate::dispatch::Dispatch;
 use crate::outq::{Body, OutMsg, OutQueue};
 use crate::plan::PlanCounts;
 use crate::wired::Wired;
