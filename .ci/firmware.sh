@@ -28,6 +28,9 @@ rustup target add --toolchain 1.85 thumbv7em-none-eabihf
 (cd examples/firmware && env CARGO_TARGET_DIR=target/msrv cargo +1.85 check --release \
   --features async --bin fcan-example-firmware-async)
 
+step "the firmware crates' documentation has no broken links"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p fcan-core -p fcan-runtime-nostd
+
 step "fcan-core and fcan-runtime-nostd for microcontrollers (no alloc)"
 for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   cargo build -p fcan-core --no-default-features --target "$t"
