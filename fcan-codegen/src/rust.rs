@@ -2,6 +2,12 @@
 //! descriptor and a typed wrapper over `fcan_runtime_nostd::Node`, rendered with the
 //! minijinja template `templates/fcan_gen.rs.j2`.
 //!
+//! This module computes names (with `r#` escapes), numbers and flags, and hands them to
+//! the template as plain data; all Rust syntax (field reads and writes, the `*Desc`
+//! tables, `Buffers<...>`) is written by the template. The only Rust it formats is
+//! literals: scalar values ([`value_expr`], exact for floats), string literals and the
+//! `byte` filter's `0x..`.
+//!
 //! Every number in the output comes from [`fcan_core::numbering`]; this module only adds
 //! them up into the runtime's arena offsets (see [`Tables`]).
 
@@ -149,18 +155,6 @@ pub fn upper(name: &str) -> String {
     snake(&flat_name(name)).to_ascii_uppercase()
 }
 
-fn rust_scalar(ty: ScalarType) -> &'static str {
-    ty.name()
-}
-
-fn zero(ty: ScalarType) -> &'static str {
-    match ty {
-        ScalarType::Bool => "false",
-        ScalarType::F32 | ScalarType::F64 => "0.0",
-        _ => "0",
-    }
-}
-
 /// A Rust expression for a value (exact: floats print in their shortest round-trip form).
 pub fn value_expr(v: &Scalar) -> String {
     fn float(s: String) -> String {
@@ -189,14 +183,6 @@ pub fn value_expr(v: &Scalar) -> String {
     }
 }
 
-fn scalar_ctor(v: &Scalar) -> String {
-    format!("Scalar::{}({})", variant_name(v.ty()), value_expr(v))
-}
-
-fn scalar_type_path(ty: ScalarType) -> String {
-    format!("ScalarType::{}", variant_name(ty))
-}
-
 /// The Rust variant name shared by `Scalar` and `ScalarType` (`F32` for `f32`).
 fn variant_name(ty: ScalarType) -> &'static str {
     match ty {
@@ -219,14 +205,37 @@ fn variant_name(ty: ScalarType) -> &'static str {
 /// numbers.
 pub use fcan_core::arena::{Arena as Tables, BlockArena as BlockTables, TypeArena as TypeTables};
 
+// The template's context: plain data (numbers, names, flags, and values already written
+// as Rust literals by `value_expr`); every piece of Rust syntax is in the template.
+
+/// One message field or param: the template writes its type (`f32`, `[f32; 4]`), its
+/// `Writer`/`Reader` calls (named after the scalar type) and its zero value.
 #[derive(Serialize)]
 struct FieldCtx {
     name: String,
     ident: String,
-    rust_ty: String,
-    write: String,
-    read: String,
-    zero: String,
+    /// The scalar type's name: the Rust type, and the `Writer`/`Reader` method.
+    ty: &'static str,
+    /// Fixed array length, `None` for a scalar.
+    len: Option<u32>,
+}
+
+/// A value as the template writes it: `Scalar::{variant}({lit})` or just `lit`.
+#[derive(Serialize)]
+struct ValueCtx {
+    /// The `Scalar` / `ScalarType` variant (`F32`).
+    variant: &'static str,
+    /// The value as a Rust literal ([`value_expr`]).
+    lit: String,
+}
+
+impl ValueCtx {
+    fn of(v: &Scalar) -> ValueCtx {
+        ValueCtx {
+            variant: variant_name(v.ty()),
+            lit: value_expr(v),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -244,8 +253,10 @@ struct TopicCtx {
     konst: String,
     m2s: bool,
     method: String,
+    period_us: u32,
+    offset: usize,
+    stage_offset: usize,
     msg: MsgCtx,
-    desc: String,
 }
 
 #[derive(Serialize)]
@@ -256,49 +267,87 @@ struct ServiceCtx {
     method: String,
     request: MsgCtx,
     response: MsgCtx,
-    desc: String,
 }
 
 #[derive(Serialize)]
 struct ParamCtx {
     index: usize,
-    mask: String,
-    name: String,
-    ident: String,
     konst: String,
     bit: String,
-    rust_ty: String,
-    write: String,
-    read: String,
-    default: String,
+    /// Name, type and length, as for a message field.
+    #[serde(flatten)]
+    field: FieldCtx,
+    /// `ScalarType` variant of the param.
+    variant: &'static str,
+    offset: usize,
+    default: ValueCtx,
+    min: Option<ValueCtx>,
+    max: Option<ValueCtx>,
     doc: String,
-    desc: String,
 }
 
 #[derive(Serialize)]
 struct TypeCtx {
     index: usize,
     name: String,
+    /// `name` as a Rust string literal.
+    name_lit: String,
     module: String,
     params_struct: String,
     params: Vec<ParamCtx>,
-    param_size: usize,
     topics: Vec<TopicCtx>,
     services: Vec<ServiceCtx>,
-    desc: String,
+    topic_bytes: usize,
+    stage_bytes: usize,
+    param_bytes: usize,
 }
 
 #[derive(Serialize)]
 struct ArrayCtx {
     index: usize,
     ty: String,
+    type_index: usize,
     module: String,
     ns: String,
     method: String,
     konst: String,
     max_count: u32,
     first_block: u8,
-    desc: String,
+}
+
+/// One block of the runtime's table (see [`BlockTables`]).
+#[derive(Serialize)]
+struct BlockCtx {
+    type_index: usize,
+    array: usize,
+    index: u32,
+    ordinal: u32,
+    topic_offset: usize,
+    stage_offset: usize,
+    param_offset: usize,
+    topic_slot: usize,
+}
+
+#[derive(Serialize)]
+struct LimitsCtx {
+    max_frames: u32,
+    max_copy_entries: u32,
+    service_buffer: u32,
+    service_reassembly: u32,
+}
+
+/// The const parameters of the runtime's `Buffers`, in its order.
+#[derive(Serialize)]
+struct BuffersCtx {
+    topic_bytes: usize,
+    stage_bytes: usize,
+    param_bytes: usize,
+    blocks: usize,
+    topic_slots: usize,
+    frames: usize,
+    copy_entries: usize,
+    service_slots: usize,
+    service_buffer: usize,
 }
 
 #[derive(Serialize)]
@@ -306,19 +355,17 @@ struct Ctx {
     version: &'static str,
     files: Vec<String>,
     node: String,
+    /// `node` as a Rust string literal.
     node_lit: String,
     protocol: u32,
     sha256: String,
-    blob_len: usize,
-    blob_lines: Vec<String>,
-    sha_bytes: String,
-    prefix_bytes: String,
-    limits: String,
+    blob: Vec<u8>,
+    sha_bytes: Vec<u8>,
+    prefix_bytes: Vec<u8>,
+    limits: LimitsCtx,
     types: Vec<TypeCtx>,
     arrays: Vec<ArrayCtx>,
-    blocks: Vec<String>,
-    ordinals: String,
-    max_counts: String,
+    blocks: Vec<BlockCtx>,
     has_services: bool,
     topic_bytes: usize,
     stage_bytes: usize,
@@ -326,52 +373,15 @@ struct Ctx {
     topic_slots: usize,
     max_request: usize,
     max_response: usize,
-    buffers: String,
-}
-
-fn bytes_lines(bytes: &[u8], per_line: usize) -> Vec<String> {
-    bytes
-        .chunks(per_line)
-        .map(|c| {
-            c.iter()
-                .map(|b| format!("0x{b:02x},"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
-
-fn inline_bytes(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|b| format!("0x{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    buffers: BuffersCtx,
 }
 
 fn field_ctx(f: &Field) -> FieldCtx {
-    let m = f.ty.name();
-    let id = ident(&f.name);
-    match f.len {
-        None => FieldCtx {
-            name: f.name.clone(),
-            rust_ty: rust_scalar(f.ty).into(),
-            write: format!("w.{m}(self.{id})?;"),
-            read: format!("r.{m}()?"),
-            zero: zero(f.ty).into(),
-            ident: id,
-        },
-        Some(n) => FieldCtx {
-            name: f.name.clone(),
-            rust_ty: format!("[{}; {n}]", rust_scalar(f.ty)),
-            write: format!("for v in &self.{id} {{\n    w.{m}(*v)?;\n}}"),
-            read: format!(
-                "{{\n    let mut a = [{}; {n}];\n    for v in a.iter_mut() {{\n        *v = r.{m}()?;\n    }}\n    a\n}}",
-                zero(f.ty)
-            ),
-            zero: format!("[{}; {n}]", zero(f.ty)),
-            ident: id,
-        },
+    FieldCtx {
+        name: f.name.clone(),
+        ident: ident(&f.name),
+        ty: f.ty.name(),
+        len: f.len,
     }
 }
 
@@ -533,16 +543,13 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
         array_ctx.push(ArrayCtx {
             index: ai,
             ty: a.ty.clone(),
+            type_index: ty_index,
             module: ident(&snake(&a.ty)),
             ns: a.ns.clone(),
             konst,
             method: ident(&method),
             max_count: a.max_count,
             first_block: numbering.array_base[ai],
-            desc: format!(
-                "ArrayDesc {{ type_index: {ty_index}, max_count: {}, first_block: {} }}",
-                a.max_count, numbering.array_base[ai]
-            ),
         });
     }
 
@@ -633,30 +640,17 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
                 doc.push_str(&format!(", max {}", crate::inspect::scalar_text(m)));
             }
             doc.push('.');
-            let default = match p.len {
-                None => value_expr(&p.default),
-                Some(n) => format!("[{}; {n}]", value_expr(&p.default)),
-            };
             params.push(ParamCtx {
                 index: pi,
-                mask: if pi == 0 { "1".into() } else { format!("1 << {pi}") },
-                name: p.name.clone(),
-                ident: field.ident,
                 bit,
                 konst,
-                rust_ty: field.rust_ty,
-                write: field.write,
-                read: field.read,
-                default,
+                field,
+                variant: variant_name(p.ty),
+                offset: off,
+                default: ValueCtx::of(&p.default),
+                min: p.min.as_ref().map(ValueCtx::of),
+                max: p.max.as_ref().map(ValueCtx::of),
                 doc,
-                desc: format!(
-                    "ParamDesc {{ ty: {}, count: {}, offset: {off}, default: {}, min: {}, max: {} }}",
-                    scalar_type_path(p.ty),
-                    p.len.unwrap_or(1),
-                    scalar_ctor(&p.default),
-                    p.min.as_ref().map_or("None".into(), |m| format!("Some({})", scalar_ctor(m))),
-                    p.max.as_ref().map_or("None".into(), |m| format!("Some({})", scalar_ctor(m))),
-                ),
             });
         }
 
@@ -698,16 +692,14 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
                 konst,
                 m2s,
                 method,
+                period_us: tp.period_us,
+                offset: off,
+                stage_offset: st,
                 msg: msg_ctx(
                     name,
                     format!("Topic `{}` ({dir}, {size} bytes, {when}).", tp.name),
                     &tp.fields,
                     size,
-                ),
-                desc: format!(
-                    "TopicDesc {{ dir: DataDirection::{}, period_us: {}, size: {size}, offset: {off}, stage_offset: {st} }}",
-                    if m2s { "M2s" } else { "S2m" },
-                    tp.period_us
                 ),
             });
         }
@@ -773,32 +765,20 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
                     &sv.response,
                     resp,
                 ),
-                desc: format!("ServiceDesc {{ request_size: {req}, response_size: {resp} }}"),
             });
         }
-        let topic_descs: Vec<&str> = topics.iter().map(|t| t.desc.as_str()).collect();
-        let param_descs: Vec<&str> = params.iter().map(|t| t.desc.as_str()).collect();
-        let service_descs: Vec<&str> = services.iter().map(|t| t.desc.as_str()).collect();
-        let desc = format!(
-            "TypeDesc {{ name: {:?}, topics: &[{}], params: &[{}], services: &[{}], topic_bytes: {}, stage_bytes: {}, param_bytes: {} }}",
-            t.name,
-            topic_descs.join(", "),
-            param_descs.join(", "),
-            service_descs.join(", "),
-            tt.topic_bytes,
-            tt.stage_bytes,
-            tt.param_bytes
-        );
         type_ctx.push(TypeCtx {
             index: ti,
             name: t.name.clone(),
+            name_lit: format!("{:?}", t.name),
             module: ident(&module),
             params_struct,
-            param_size: tt.param_bytes,
             params,
             topics,
             services,
-            desc,
+            topic_bytes: tt.topic_bytes,
+            stage_bytes: tt.stage_bytes,
+            param_bytes: tt.param_bytes,
         });
     }
 
@@ -813,33 +793,31 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
     let blocks = tables
         .blocks
         .iter()
-        .map(|b| {
-            format!(
-                "BlockDesc {{ type_index: {}, array: {}, index: {}, topic_offset: {}, stage_offset: {}, param_offset: {}, topic_slot: {} }}",
-                b.type_index, b.array, b.index, b.topic_offset, b.stage_offset, b.param_offset, b.topic_slot
-            )
+        .map(|b| BlockCtx {
+            type_index: b.type_index,
+            array: b.array,
+            index: b.index,
+            ordinal: b.ordinal,
+            topic_offset: b.topic_offset,
+            stage_offset: b.stage_offset,
+            param_offset: b.param_offset,
+            topic_slot: b.topic_slot,
         })
         .collect();
-    let ordinals = tables
-        .blocks
-        .iter()
-        .map(|b| b.ordinal.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
     let l = &schema.limits;
+    // The runtime's `Buffers` takes no zero-sized part: an unused one is one element.
     let clamp = |v: usize| v.max(1);
-    let buffers = format!(
-        "::fcan_runtime_nostd::Buffers<{}, {}, {}, {}, {}, {}, {}, {}, {}>",
-        clamp(tables.topic_bytes),
-        clamp(tables.stage_bytes),
-        clamp(tables.param_bytes),
-        clamp(tables.blocks.len()),
-        clamp(tables.topic_slots),
-        clamp(l.max_frames as usize),
-        clamp(l.max_copy_entries as usize),
-        clamp(l.service_reassembly as usize),
-        clamp(tables.svc_buf),
-    );
+    let buffers = BuffersCtx {
+        topic_bytes: clamp(tables.topic_bytes),
+        stage_bytes: clamp(tables.stage_bytes),
+        param_bytes: clamp(tables.param_bytes),
+        blocks: clamp(tables.blocks.len()),
+        topic_slots: clamp(tables.topic_slots),
+        frames: clamp(l.max_frames as usize),
+        copy_entries: clamp(l.max_copy_entries as usize),
+        service_slots: clamp(l.service_reassembly as usize),
+        service_buffer: clamp(tables.svc_buf),
+    };
     let ctx = Ctx {
         version: env!("CARGO_PKG_VERSION"),
         files: loaded
@@ -857,25 +835,19 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
         node_lit: format!("{:?}", schema.node),
         protocol: schema.protocol,
         sha256: digest.to_string(),
-        blob_len: blob.len(),
-        blob_lines: bytes_lines(blob, 16),
-        sha_bytes: bytes_lines(&digest.0, 16).join("\n    "),
-        prefix_bytes: inline_bytes(&digest.prefix().0),
-        limits: format!(
-            "LimitsDesc {{ max_frames: {}, max_copy_entries: {}, service_buffer: {}, service_reassembly: {} }}",
-            l.max_frames, l.max_copy_entries, l.service_buffer, l.service_reassembly
-        ),
+        blob: blob.to_vec(),
+        sha_bytes: digest.0.to_vec(),
+        prefix_bytes: digest.prefix().0.to_vec(),
+        limits: LimitsCtx {
+            max_frames: l.max_frames,
+            max_copy_entries: l.max_copy_entries,
+            service_buffer: l.service_buffer,
+            service_reassembly: l.service_reassembly,
+        },
         has_services: schema.types.iter().any(|t| !t.services.is_empty()),
         types: type_ctx,
         arrays: array_ctx,
         blocks,
-        ordinals,
-        max_counts: schema
-            .instances
-            .iter()
-            .map(|a| a.max_count.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
         topic_bytes: tables.topic_bytes,
         stage_bytes: tables.stage_bytes,
         param_bytes: tables.param_bytes,
@@ -893,20 +865,8 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
             .expect("syntax config"),
     );
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.add_filter("indent_by", |s: String, n: usize| {
-        let pad = " ".repeat(n);
-        s.lines()
-            .enumerate()
-            .map(|(i, l)| {
-                if i == 0 || l.is_empty() {
-                    l.to_string()
-                } else {
-                    format!("{pad}{l}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    // A byte as the template writes it in the blob and hash arrays (`0x0a`).
+    env.add_filter("byte", |b: u8| format!("0x{b:02x}"));
     env.add_template("fcan_gen.rs", TEMPLATE)
         .expect("the built-in template parses");
     let out = env
