@@ -214,7 +214,8 @@ const AGREE_PRELUDE: &str = r#"//! Generated tables agree with fcan-core (writte
 use fcan_core::hash::SchemaDigest;
 use fcan_core::ir::Schema;
 use fcan_core::numbering::Numbering;
-use fcan_runtime_nostd::{NodeDesc, Transmit, TxRefused};
+use fcan_runtime_nostd::codegen::NodeDesc;
+use fcan_runtime_nostd::{Transmit, TxRefused};
 
 struct Sink(usize);
 impl Transmit for Sink {

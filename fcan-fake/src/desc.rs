@@ -9,7 +9,7 @@ use fcan_core::arena::Arena;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::ir::Schema;
 use fcan_core::numbering::Numbering;
-use fcan_runtime_nostd::{
+use fcan_runtime_nostd::codegen::{
     ArrayDesc, BlockDesc, LimitsDesc, NodeDesc, ParamDesc, ServiceDesc, TopicDesc, TypeDesc,
 };
 

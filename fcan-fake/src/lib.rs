@@ -5,7 +5,7 @@
 //!
 //! - [`FakeSchema`]: a schema blob decoded, validated, numbered and laid out by the same
 //!   `fcan-core` functions code generation uses, with the runtime's tables
-//!   ([`fcan_runtime_nostd::NodeDesc`]) built from it: equal to the ones `fcan-codegen`
+//!   ([`fcan_runtime_nostd::codegen::NodeDesc`]) built from it: equal to the ones `fcan-codegen`
 //!   generates for the same schema (tested on the example firmwares).
 //! - [`VecStorage`]: the runtime's RAM on the heap, sized as the generated `Buffers`.
 //! - [`FakeNode`]: one node, sans I/O like the runtime (frames and time in, frames out):
@@ -35,10 +35,8 @@ pub use storage::VecStorage;
 use fcan_core::frame::Frame;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
-use fcan_runtime_nostd::{
-    ConfigError, Context, Controller, Dispatch, Event, Node, NodeConfig, NodeDesc, ServiceCall,
-    ServiceOutcome, Transmit,
-};
+use fcan_runtime_nostd::codegen::{Dispatch, NodeDesc, ServiceCall, ServiceOutcome};
+use fcan_runtime_nostd::{ConfigError, Context, Controller, Event, Node, NodeConfig, Transmit};
 
 /// How one fake node boots.
 #[derive(Clone, Debug)]

@@ -1,10 +1,10 @@
-//! The runtime's RAM on the heap: [`fcan_runtime_nostd::Storage`] over `Vec`s sized at
+//! The runtime's RAM on the heap: [`fcan_runtime_nostd::codegen::Storage`] over `Vec`s sized at
 //! run time, where a firmware has `Buffers` sized by const generics. Sized exactly as the
 //! generated `Buffers` type would be for the schema, and checked by the runtime
 //! ([`fcan_runtime_nostd::Node::configure`] refuses buffers smaller than its tables).
 
 use fcan_core::arena::Arena;
-use fcan_runtime_nostd::{
+use fcan_runtime_nostd::codegen::{
     NodeDesc, Parts, PartsRef, PlanEntry, PlanFrame, Storage, SvcSlot, TopicState,
 };
 

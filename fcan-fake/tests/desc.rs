@@ -23,7 +23,7 @@ fn io_board_tables_equal_the_generated_ones() {
 /// particular, which the runtime only checks from below.
 #[test]
 fn service_buffer_is_the_generated_size() {
-    use fcan_runtime_nostd::Storage;
+    use fcan_runtime_nostd::codegen::Storage;
     for (desc, generated_svc_buf) in [
         (
             &fcan_example_motor_driver::gen::DESC,
@@ -40,7 +40,7 @@ fn service_buffer_is_the_generated_size() {
     }
 }
 
-fn generated_svc_buf<B: fcan_runtime_nostd::Storage + Default>() -> usize {
+fn generated_svc_buf<B: fcan_runtime_nostd::codegen::Storage + Default>() -> usize {
     B::default().parts().svc_buf_len
 }
 

@@ -37,7 +37,7 @@ pub struct DeferredToken {
     pub generation: u32,
 }
 
-/// One service request, handed to [`crate::Dispatch::service`] from `poll`.
+/// One service request, handed to [`crate::codegen::Dispatch::service`] from `poll`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServiceCall<'a> {
     /// Block number (always a wired instance).
@@ -64,7 +64,7 @@ pub enum Reply<T> {
     Failed,
 }
 
-/// What [`crate::Dispatch::service`] did with a call.
+/// What [`crate::codegen::Dispatch::service`] did with a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServiceOutcome {
     /// The response (this many bytes) was written to the response buffer.
@@ -89,7 +89,7 @@ pub enum Controller {
     Fd,
 }
 
-/// Things the application must know about, delivered through [`crate::Dispatch::event`] from
+/// Things the application must know about, delivered through [`crate::codegen::Dispatch::event`] from
 /// `poll`. Safety-relevant: the application decides its safe state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {

@@ -23,6 +23,7 @@ use fcan_core::pack::Reader;
 ///
 /// ```
 /// # use fcan_runtime_nostd::*;
+/// # use fcan_runtime_nostd::codegen::*;
 /// # fn f<B: Storage, D: Descriptor>(node: &mut Node<B, D>) {
 /// let mut cx = node.context();
 /// let seen = cx.topic(0, 0).map_or(0, |cmd| cmd.generation);

@@ -169,7 +169,7 @@ pub struct NodeDesc {
 }
 
 impl NodeDesc {
-    /// The smallest service slot buffer (`SVC_BUF` of [`crate::Buffers`]) this node
+    /// The smallest service slot buffer (`SVC_BUF` of [`crate::codegen::Buffers`]) this node
     /// accepts: `fcan_core::limits::service_slot_bytes`, the rule the code generator
     /// sizes the buffers by (the schema's `service_buffer`, one Classical frame, the
     /// largest request and response with their headers, and the largest request +

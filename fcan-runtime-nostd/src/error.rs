@@ -12,15 +12,15 @@ pub enum ConfigError {
         /// The instance array.
         array: u8,
     },
-    /// The topic arena is smaller than [`crate::NodeDesc::topic_bytes`].
+    /// The topic arena is smaller than [`crate::codegen::NodeDesc::topic_bytes`].
     TopicBytes,
-    /// The staging arena is smaller than [`crate::NodeDesc::stage_bytes`].
+    /// The staging arena is smaller than [`crate::codegen::NodeDesc::stage_bytes`].
     StageBytes,
-    /// The param arena is smaller than [`crate::NodeDesc::param_bytes`].
+    /// The param arena is smaller than [`crate::codegen::NodeDesc::param_bytes`].
     ParamBytes,
     /// Fewer changed-parameter masks (`Buffers`' `BLOCKS`) than the descriptor has blocks.
     Blocks,
-    /// Fewer topic state slots than [`crate::NodeDesc::topic_slots`].
+    /// Fewer topic state slots than [`crate::codegen::NodeDesc::topic_slots`].
     TopicSlots,
     /// Fewer plan frames than `limits.max_frames`.
     Frames,
@@ -30,7 +30,7 @@ pub enum ConfigError {
     /// services).
     ServiceSlots,
     /// A service slot buffer is smaller than
-    /// [`crate::NodeDesc::required_service_buffer`].
+    /// [`crate::codegen::NodeDesc::required_service_buffer`].
     ServiceBuffer,
     /// A parameter is larger than a PARAM_SET can carry through the node's
     /// configuration reassembly buffer ([`crate::CONFIG_REASSEMBLY_BYTES`]).

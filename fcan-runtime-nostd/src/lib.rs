@@ -2,9 +2,9 @@
 //!
 //! Modelled on smoltcp's interface: the application feeds received frames and the
 //! current time, calls [`Node::poll`], and the node hands frames to transmit through
-//! [`Transmit`]. All RAM is in [`Buffers`], sized at compile time from constants the
+//! [`Transmit`]. All RAM is in [`Buffers`](crate::codegen::Buffers), sized at compile time from constants the
 //! code generator computes from the schema; the schema itself arrives as static tables
-//! ([`NodeDesc`]).
+//! ([`NodeDesc`](crate::codegen::NodeDesc)).
 //!
 //! ```text
 //! loop {
@@ -36,7 +36,7 @@
 //!   `DEFERRED_SERVICE_TIMEOUT_US` if the application never completes), BUSY when the
 //!   slots are full;
 //! - parameters: defaults at boot, PARAM_SET checked (type, NaN/inf, min/max) and NAKed
-//!   with the reason, [`Dispatch::params_changed`] after each batch;
+//!   with the reason, [`Dispatch::params_changed`](crate::codegen::Dispatch::params_changed) after each batch;
 //! - master lost (watchdog from START): SUSPENDED, data stops, [`Event::MasterLost`],
 //!   announces again.
 //!
@@ -58,12 +58,12 @@
 
 pub use fcan_core;
 
-pub mod api;
+mod api;
 mod can;
 mod config_plane;
 mod context;
 mod counters;
-pub mod desc;
+mod desc;
 mod dispatch;
 mod error;
 mod mailbox;
@@ -82,20 +82,30 @@ mod typed;
 mod wake;
 mod wired;
 
-pub use api::*;
+pub use api::{Controller, DeferredToken, Event, Reply, Transmit, TxRefused};
 pub use can::{from_embedded, to_embedded, ClassicCan};
 pub use context::Context;
-pub use desc::*;
-pub use dispatch::Dispatch;
 pub use error::{CompleteError, ConfigError, PublishError};
 pub use mailbox::{Mailbox, MailboxConsumer, MailboxProducer, Stamped};
 pub use node::{Node, NodeConfig};
 pub use outq::OUT_QUEUE_LEN;
 pub use rxq::RX_QUEUE_LEN;
-pub use storage::{Buffers, Parts, PartsRef, Storage};
-pub use tables::{PlanEntry, PlanFrame, SvcSlot, TopicState};
 pub use topics::TopicRead;
-pub use typed::{finish, Deferred, Message, Param, ParamType, Received};
+pub use typed::{Deferred, Message, Param, ParamType, Received};
+
+/// What generated code, and a node built at run time (`fcan-fake`), build a node from:
+/// the descriptor tables, the RAM buffers, their element types and the untyped dispatch
+/// the generated `App` implements. A firmware author never names these: the generated
+/// module does, so they stay out of the crate's documented surface.
+#[doc(hidden)]
+pub mod codegen {
+    pub use crate::api::{ServiceCall, ServiceOutcome};
+    pub use crate::desc::*;
+    pub use crate::dispatch::Dispatch;
+    pub use crate::storage::{Buffers, Parts, PartsRef, Storage};
+    pub use crate::tables::{PlanEntry, PlanFrame, SvcSlot, TopicState};
+    pub use crate::typed::finish;
+}
 
 /// Bytes of the node's configuration reassembly buffer: the longest
 /// FRAME_DEFINE (12 + 64 entries × 6 = 396 bytes) or PARAM_SET (2 + the largest

@@ -39,12 +39,13 @@ pub struct NodeConfig<'a> {
 
 /// An fcan node, driven by [`Node::receive`] and [`Node::poll`].
 ///
-/// `B` holds all the node's RAM ([`crate::Buffers`], or `&mut` to one in a `static`).
+/// `B` holds all the node's RAM ([`crate::codegen::Buffers`], or `&mut` to one in a `static`).
 /// The node never allocates, never panics on bus input, and every loop is bounded by a
 /// table size.
 ///
 /// ```
 /// use fcan_runtime_nostd::*;
+/// use fcan_runtime_nostd::codegen::*;
 /// use fcan_runtime_nostd::fcan_core::{frame::Frame, hash::HashPrefix, id::NodeId};
 /// use fcan_runtime_nostd::fcan_core::msg::{DataDirection, NodeState};
 ///
@@ -369,6 +370,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
     ///
     /// ```
     /// # use fcan_runtime_nostd::*;
+    /// # use fcan_runtime_nostd::codegen::*;
     /// # fn sleep_until(_deadline_us: u32) {}
     /// # fn step<B: Storage>(node: &mut Node<B>, now: u32, tx: &mut impl Transmit, app: &mut impl Dispatch) {
     /// node.poll(now, tx, app);

@@ -87,7 +87,7 @@ impl ResumeSlot {
 /// Everything of the node that is not a buffer: identity, state machine, timers,
 /// counters and the plan's bookkeeping.
 ///
-/// Holds no reference to the descriptor (the node's [`crate::Descriptor`] gives it), so
+/// Holds no reference to the descriptor (the node's [`crate::codegen::Descriptor`] gives it), so
 /// an unconfigured core ([`Core::IDLE`]) is all zero bytes and a `static` node is in
 /// `.bss`, not a `.data` image copied from flash.
 pub(crate) struct Core {

@@ -13,16 +13,16 @@ use crate::tables::{PlanEntry, PlanFrame, SvcSlot, TopicState};
 ///
 /// The element types are opaque: only the runtime reads and writes them.
 pub struct Parts<'a> {
-    /// Live topic values, all blocks back to back ([`crate::BlockDesc::topic_offset`]).
+    /// Live topic values, all blocks back to back ([`crate::codegen::BlockDesc::topic_offset`]).
     pub topic: &'a mut [u8],
-    /// Staging bytes for multi-frame m2s topics ([`crate::BlockDesc::stage_offset`]).
+    /// Staging bytes for multi-frame m2s topics ([`crate::codegen::BlockDesc::stage_offset`]).
     pub stage: &'a mut [u8],
-    /// Parameter values ([`crate::BlockDesc::param_offset`]).
+    /// Parameter values ([`crate::codegen::BlockDesc::param_offset`]).
     pub params: &'a mut [u8],
     /// One changed mask per block (bit `i`: param `i` of the block was written since the
     /// last commit).
     pub param_changed: &'a mut [u32],
-    /// Per-topic state ([`crate::BlockDesc::topic_slot`]).
+    /// Per-topic state ([`crate::codegen::BlockDesc::topic_slot`]).
     pub topics: &'a mut [TopicState],
     /// The frame plan.
     pub frames: &'a mut [PlanFrame],
@@ -93,23 +93,23 @@ impl<S: Storage + ?Sized> Storage for &mut S {
 /// plan, copy entries and service slots, each `SVC_BUF` bytes.
 ///
 /// Generated code names the sizes from the schema; [`crate::Node::new`] checks they are
-/// large enough for the [`crate::NodeDesc`] and returns a [`crate::ConfigError`]
+/// large enough for the [`crate::codegen::NodeDesc`] and returns a [`crate::ConfigError`]
 /// otherwise.
 ///
 /// | const | at least |
 /// |---|---|
-/// | `TOPIC_BYTES` | [`crate::NodeDesc::topic_bytes`] |
-/// | `STAGE_BYTES` | [`crate::NodeDesc::stage_bytes`] |
-/// | `PARAM_BYTES` | [`crate::NodeDesc::param_bytes`] |
+/// | `TOPIC_BYTES` | [`crate::codegen::NodeDesc::topic_bytes`] |
+/// | `STAGE_BYTES` | [`crate::codegen::NodeDesc::stage_bytes`] |
+/// | `PARAM_BYTES` | [`crate::codegen::NodeDesc::param_bytes`] |
 /// | `BLOCKS` | the number of blocks, `NodeDesc::blocks.len()` (one 32-bit changed-parameter mask each) |
-/// | `TOPIC_SLOTS` | [`crate::NodeDesc::topic_slots`] |
+/// | `TOPIC_SLOTS` | [`crate::codegen::NodeDesc::topic_slots`] |
 /// | `FRAMES` | `limits.max_frames` |
 /// | `ENTRIES` | `limits.max_copy_entries` |
 /// | `SVC_SLOTS` | `limits.service_reassembly` (at least 1 when the node has services) |
-/// | `SVC_BUF` | [`crate::NodeDesc::required_service_buffer`]: the largest request + response of one service |
+/// | `SVC_BUF` | [`crate::codegen::NodeDesc::required_service_buffer`]: the largest request + response of one service |
 ///
 /// ```
-/// use fcan_runtime_nostd::Buffers;
+/// use fcan_runtime_nostd::codegen::Buffers;
 /// // Small enough for a stack in a doc test; firmware puts it in a `static`.
 /// let b: Buffers<16, 0, 8, 1, 2, 4, 8, 1, 16> = Buffers::new();
 /// # let _ = b;

@@ -25,7 +25,7 @@ pub struct PlanEntry {
 }
 
 impl PlanEntry {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::codegen::Storage`]
     /// of your own (a PC node sizing its tables at run time).
     pub const EMPTY: PlanEntry = PlanEntry {
         src: 0,
@@ -61,7 +61,7 @@ pub struct PlanFrame {
 }
 
 impl PlanFrame {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::codegen::Storage`]
     /// of your own (a PC node sizing its tables at run time).
     pub const EMPTY: PlanFrame = PlanFrame {
         std_id: 0,
@@ -104,7 +104,7 @@ pub struct TopicState {
 }
 
 impl TopicState {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::codegen::Storage`]
     /// of your own (a PC node sizing its tables at run time).
     pub const EMPTY: TopicState = TopicState {
         generation: 0,
@@ -160,7 +160,7 @@ pub struct SvcSlot {
 }
 
 impl SvcSlot {
-    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::Storage`]
+    /// The unused value, as `Buffers::new` fills its tables: for a [`crate::codegen::Storage`]
     /// of your own (a PC node sizing its tables at run time).
     pub const EMPTY: SvcSlot = SvcSlot {
         state: SlotState::Free,

@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 
 fn leak<T>(v: Vec<T>) -> &'static [T] {

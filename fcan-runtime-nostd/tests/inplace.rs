@@ -7,6 +7,7 @@ use common::*;
 use fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::*;
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 
 /// Proves `unconfigured` is usable in a `static` initialiser.

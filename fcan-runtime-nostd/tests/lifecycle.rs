@@ -9,6 +9,7 @@ use fcan_core::hash::SchemaDigest;
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::*;
 use fcan_core::segment::Segmenter;
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 
 #[test]

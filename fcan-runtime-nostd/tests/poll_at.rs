@@ -7,6 +7,7 @@ use common::*;
 
 use fcan_core::frame::Frame;
 use fcan_core::msg::*;
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 
 /// What the master and the application do, and when (µs after the start).

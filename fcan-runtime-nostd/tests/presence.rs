@@ -7,6 +7,7 @@ mod common;
 use common::*;
 
 use fcan_core::msg::*;
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 
 const M2S: DataDirection = DataDirection::M2s;

@@ -17,10 +17,8 @@ use fcan_fake::{FakeSchema, VecStorage};
 use fcan_master::cache::{BlobStore, MemoryStore};
 use fcan_master::observer::{Observation, Observer};
 use fcan_master::value::Value;
-use fcan_runtime_nostd::{
-    Context, Controller, Dispatch, Event, Node, NodeConfig, ServiceCall, ServiceOutcome, Transmit,
-    TxRefused,
-};
+use fcan_runtime_nostd::codegen::{Dispatch, ServiceCall, ServiceOutcome};
+use fcan_runtime_nostd::{Context, Controller, Event, Node, NodeConfig, Transmit, TxRefused};
 use proptest::prelude::*;
 
 const NODE: u8 = 3;

@@ -16,6 +16,7 @@ use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::*;
 use fcan_core::segment::{ReassemblyError, ReassemblyPool, Segmenter};
 use fcan_core::types::{Scalar, ScalarType};
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 use libfuzzer_sys::fuzz_target;
 

@@ -8,6 +8,7 @@ use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::*;
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::types::{Scalar, ScalarType};
+use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::*;
 
 // ---------------------------------------------------------------- the schema
