@@ -1,7 +1,10 @@
 //! The `fcan serve` binary: starts on the endpoints given, serves its buses (a client
 //! sees them), logs where it serves on stderr, and stops cleanly on Ctrl-C (SIGINT).
+//! With `--foxglove`: one bus served as a Foxglove WebSocket (a handshake by hand here;
+//! `.ci/foxglove-peer.sh` runs Foxglove's own client against the daemon with nodes), and
+//! several buses refused.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -103,4 +106,101 @@ async fn serves_two_buses_and_stops_on_ctrl_c() {
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     assert!(status.success(), "{status:?}: {rest}");
     assert!(rest.contains("stopping"), "{rest}");
+}
+
+#[test]
+fn foxglove_with_several_buses_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["serve", "--bus", "sim", "--bus", "second=sim:classic"])
+        .args(["--listen", "tcp/127.0.0.1:1", "--foxglove", "127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--foxglove serves one bus")
+            && err.contains("Run one `fcan serve --bus … --foxglove ADDR` per bus"),
+        "{err}"
+    );
+    // Refused before anything is opened: no Zenoh session, no server.
+    assert!(!err.contains("listening on"), "{err}");
+    assert!(!err.contains("Foxglove: ws://"), "{err}");
+}
+
+/// The binary's `--foxglove`: it prints the URL, answers a Foxglove WebSocket handshake
+/// with the `foxglove.sdk.v1` subprotocol and a `serverInfo` naming the bus, and frees
+/// the port on Ctrl-C.
+#[test]
+fn foxglove_serves_the_bus_and_frees_the_port() {
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let fport = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["serve", "--bus", "sim", "--no-cache", "--listen", &endpoint])
+        .args(["--foxglove", &format!("127.0.0.1:{fport}")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fcan serve starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("ready") {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("fcan serve exited early: {log}");
+        }
+        log.push_str(&line);
+    }
+    assert!(
+        log.contains(&format!("Foxglove: ws://127.0.0.1:{fport}")),
+        "{log}"
+    );
+
+    let mut ws = std::net::TcpStream::connect(("127.0.0.1", fport)).unwrap();
+    ws.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        ws,
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1:{fport}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n\r\n"
+    )
+    .unwrap();
+    // The response head, then the first frame: serverInfo, a text frame.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let t0 = std::time::Instant::now();
+    while !String::from_utf8_lossy(&got).contains("serverInfo") {
+        let n = ws.read(&mut buf).unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+    let text = String::from_utf8_lossy(&got);
+    let head = text.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{text}");
+    // RFC 6455's sample key and its accept value.
+    assert!(
+        head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
+        "{text}"
+    );
+    assert!(
+        head.contains("sec-websocket-protocol: foxglove.sdk.v1"),
+        "{text}"
+    );
+    assert!(text.contains("fcan serve (bus sim)"), "{text}");
+    drop(ws);
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(status.success(), "{status:?}: {rest}");
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", fport)).is_ok(),
+        "the Foxglove port is still held after the daemon stopped"
+    );
 }

@@ -1,14 +1,21 @@
 //! The Foxglove server against the example firmwares on a simulated bus, through a
 //! WebSocket client speaking the protocol by hand (tokio-tungstenite): subscriptions at
-//! the master only while watched, nodes that reboot, client input that is garbage.
+//! the master only while watched, nodes that reboot or go offline, client input that is
+//! garbage, a parameter the master lets through and the node refuses (NAK).
 //! (The peer test, tests/foxglove/test.mjs, checks the rest with Foxglove's own client.)
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fcan_core::frame::Mtu;
-use fcan_e2e::{World, MD2};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use fcan_core::frame::{Frame, Mtu};
+use fcan_core::id::{ConfigId, Direction, Opcode};
+use fcan_core::msg::{CommandResult, ConfigMessage, ResultCode};
+use fcan_core::segment::Segmenter;
+use fcan_e2e::{wait_running, World, IO3, MD1, MD2};
 use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
+use fcan_master::transport::{Received, Transport, TransportError};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value as Json};
 use tokio::net::TcpStream;
@@ -389,4 +396,137 @@ async fn dropping_the_server_disconnects_and_frees_the_port() {
         std::net::TcpListener::bind(addr).is_ok()
     })
     .await;
+}
+
+/// A firmware interlock in front of one node: every PARAM_SET carrying `value` is refused
+/// with a NAK `BadState` ("not allowed in the node's current state"), as a firmware that
+/// refuses to change a gain while its motor runs would; everything else reaches the node.
+/// The master's own check cannot know this: the value is within the schema's bounds.
+struct Interlock<T> {
+    inner: T,
+    value: Vec<u8>,
+    refused: Arc<AtomicU32>,
+}
+
+impl<T: Transport> Transport for Interlock<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn mtu(&self) -> Mtu {
+        self.inner.mtu()
+    }
+    async fn send(&mut self, frame: &Frame) -> Result<(), TransportError> {
+        self.inner.send(frame).await
+    }
+    async fn recv(&mut self) -> Result<Received, TransportError> {
+        loop {
+            let r = self.inner.recv().await?;
+            let Some(id) = ConfigId::from_can_id(r.frame.id())
+                .ok()
+                .filter(|id| id.opcode == Opcode::ParamSet && id.dir == Direction::ToNode)
+            else {
+                return Ok(r);
+            };
+            let refuse = matches!(
+                ConfigMessage::decode(Opcode::ParamSet, Direction::ToNode, r.frame.data()),
+                Ok(ConfigMessage::ParamSet(m)) if m.value.starts_with(&self.value)
+            );
+            if !refuse {
+                return Ok(r);
+            }
+            let nak = ConfigMessage::Result(CommandResult {
+                opcode: Opcode::ParamSet,
+                code: ResultCode::BadState,
+                detail: 0,
+            });
+            let mut buf = [0u8; 16];
+            let n = nak.encode(&mut buf).expect("encodes");
+            let reply = ConfigId::single(Opcode::Result, Direction::ToMaster, id.node, id.transfer);
+            for f in Segmenter::new(reply, self.inner.mtu(), &buf[..n], &[]).expect("fits") {
+                self.inner.send(&f).await?;
+            }
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn errors(h: &Heard) -> Vec<String> {
+    h.statuses
+        .iter()
+        .filter(|s| s["level"] == 2)
+        .map(|s| s["message"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parameter_the_node_refuses_is_an_error_with_the_nodes_reason() {
+    const KP: &str = "motor_driver2.motor0.velocity.kp";
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 8);
+    let refused = Arc::new(AtomicU32::new(0));
+    let interlock = Interlock {
+        inner: w.endpoint(),
+        value: 0.07f32.to_le_bytes().to_vec(),
+        refused: refused.clone(),
+    };
+    w.add_motor_on(interlock, MD2, 4);
+    w.add_io(IO3);
+    let m = w.start_master().await;
+    wait_running(&m, &[MD1, MD2, IO3], Duration::from_secs(3)).await;
+    let (_lines, log) = log();
+    let mut opts = FoxgloveOptions::default();
+    opts.log = Some(log);
+    let server = FoxgloveServer::start(m, "127.0.0.1:0".parse().unwrap(), opts)
+        .await
+        .expect("server starts");
+    let mut ws = connect(&server).await;
+    let mut heard = Heard::default();
+    until(&mut ws, &mut heard, 5, "advertise", |h| {
+        h.channel(FB).is_some()
+    })
+    .await;
+
+    // A value the node takes: acknowledged, read back.
+    send(&mut ws, json!({"op": "setParameters", "parameters": [{"name": KP, "value": 0.08, "type": "float64"}], "id": "ok"})).await;
+    until(&mut ws, &mut heard, 5, "the accepted set", |h| {
+        h.parameters.iter().any(|p| p["id"] == "ok")
+    })
+    .await;
+    let ok = heard.parameters.iter().find(|p| p["id"] == "ok").unwrap();
+    let kp = ok["parameters"][0]["value"].as_f64().unwrap();
+    assert!((kp - 0.08).abs() < 1e-6, "{ok}");
+    assert!(errors(&heard).is_empty(), "{:?}", errors(&heard));
+
+    // 0.07 is within the schema's bounds (0..=100): the master sends it, the node NAKs it.
+    send(&mut ws, json!({"op": "setParameters", "parameters": [{"name": KP, "value": 0.07, "type": "float64"}], "id": "nak"})).await;
+    until(&mut ws, &mut heard, 5, "the refused set", |h| {
+        h.parameters.iter().any(|p| p["id"] == "nak") && !errors(h).is_empty()
+    })
+    .await;
+    assert!(
+        refused.load(Ordering::Relaxed) >= 1,
+        "the node never saw the set"
+    );
+    let e = errors(&heard).join("\n");
+    assert!(
+        e.contains(&format!("fcan: parameter {KP} not set: node refused (BadState): not allowed in the node's current state")),
+        "{e}"
+    );
+    // The answer is what the node holds: the value before, unchanged.
+    let nak = heard.parameters.iter().find(|p| p["id"] == "nak").unwrap();
+    let kp = nak["parameters"][0]["value"].as_f64().unwrap();
+    assert!((kp - 0.08).abs() < 1e-6, "{nak}");
+
+    // A node that goes offline leaves a warning and its channels go.
+    w.io(IO3).stop();
+    until(&mut ws, &mut heard, 5, "the offline warning", |h| {
+        h.statuses
+            .iter()
+            .any(|s| s["level"] == 1 && s["message"] == "fcan: node io_board3 is offline")
+            && h.channels
+                .iter()
+                .all(|(t, _)| !t.starts_with("/io_board3/"))
+    })
+    .await;
+    assert!(heard.channel(FB).is_some());
 }

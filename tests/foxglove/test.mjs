@@ -3,12 +3,16 @@
 // server, checked against what the `fcan` CLI reports through the remote API.
 //
 //   node test.mjs --url ws://127.0.0.1:8765 --fcan target/debug/fcan \
-//       --connect tcp/127.0.0.1:7447 [--bus sim] [--node motor_driver2] [--ns motor1]
+//       --connect tcp/127.0.0.1:7447 --driven demo|none [--bus sim] \
+//       [--node motor_driver2] [--ns motor1]
 //
-// The motor it commands must be one nobody else commands (the demo drives
-// motor_driver1's motor0 and motor1). Every check prints one line; the last line is
+// `--driven demo`: the demo commands motor_driver1's motor0 (a ±2 rev position sine) and
+// motor1; `--driven none`: nobody commands the motors (`fcan serve` with the example
+// nodes, examples/host/src/bin/serve-sim.rs). The motor the test commands must be one
+// nobody else commands. Every check prints one line; the last line is
 // `N passed, M failed`; the exit status is 0 only if every check passed and there was at
-// least one. .ci/foxglove-peer.sh runs it against the demo. Loopback only.
+// least one. .ci/foxglove-peer.sh runs it against `fcan serve --foxglove` and against the
+// demo's `--foxglove`. Loopback only.
 
 import { createRequire } from "node:module";
 import { execFile } from "node:child_process";
@@ -27,12 +31,15 @@ const args = Object.fromEntries(
     return acc;
   }, []),
 );
-for (const required of ["url", "fcan", "connect"]) {
-  if (!args[required]) {
-    console.error(`usage: node test.mjs --url ws://HOST:PORT --fcan PATH --connect tcp/HOST:PORT`);
+for (const required of ["url", "fcan", "connect", "driven"]) {
+  if (!args[required] || (required === "driven" && !["demo", "none"].includes(args.driven))) {
+    console.error(
+      `usage: node test.mjs --url ws://HOST:PORT --fcan PATH --connect tcp/HOST:PORT --driven demo|none`,
+    );
     process.exit(2);
   }
 }
+const demoDrives = args.driven === "demo";
 const bus = args.bus ?? "sim";
 const node = args.node ?? "motor_driver2";
 const ns = args.ns ?? "motor1";
@@ -105,6 +112,15 @@ function ofType(v, prop) {
   );
 }
 const kind = (v) => (Array.isArray(v) ? "array" : v === null ? "null" : typeof v);
+/** Two JSON values are equal: the same fields (in any order) with equal values. */
+function same(a, b) {
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]));
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return a === b;
+  const ka = Object.keys(a).sort();
+  const kb = Object.keys(b).sort();
+  return JSON.stringify(ka) === JSON.stringify(kb) && ka.every((k) => same(a[k], b[k]));
+}
 
 // ---- the client and what it hears ------------------------------------------------------
 
@@ -189,6 +205,54 @@ function watch(topic) {
   const sub = client.subscribe(c.id);
   state.messages.set(sub, []);
   return { sub, list: () => state.messages.get(sub) ?? [] };
+}
+/**
+ * Watches `topic` in Foxglove while `fcan topic echo -n n` prints it, then compares the
+ * two: the n echoed samples must be a run of Foxglove's messages (consecutive, in order,
+ * equal in every field), found by the sample number `key`. A periodic topic goes out at
+ * its period with the value the node's application last wrote, so a number may repeat
+ * (the frame went out again before the next sample) or be skipped; a repeat must carry
+ * the same values. `moving` tells samples apart, to show the compared values change.
+ */
+async function compareNumbered(topic, key, n, moving) {
+  const w = watch(topic);
+  await until(topic, 5000, () => w.list().length >= 2);
+  const echoed = (await fcan("topic", "echo", topic, "-n", String(n))).map((l) => l.value);
+  const last = echoed[echoed.length - 1]?.[key];
+  // Foxglove has everything up to the last echoed sample once it has a later one.
+  await until(topic, 5000, () => w.list().some((m) => m.value[key] > last));
+  client.unsubscribe(w.sub);
+  const fox = w.list().map((m) => m.value);
+  check(
+    echoed.length === n && fox.length > n,
+    `${topic}: fcan topic echo printed ${echoed.length} of ${n}; Foxglove got ${fox.length} meanwhile`,
+    { echoed: echoed.length, foxglove: fox.length },
+  );
+  const back = fox.flatMap((v, i) =>
+    i > 0 && (v[key] < fox[i - 1][key] || (v[key] === fox[i - 1][key] && !same(v, fox[i - 1]))) ? [[fox[i - 1], v]] : [],
+  );
+  check(
+    back.length === 0,
+    `${topic}: Foxglove's \`${key}\` never goes back, and a repeated one repeats the same values`,
+    back.slice(0, 2),
+  );
+  const starts = fox.flatMap((v, i) => (v[key] === echoed[0]?.[key] ? [i] : []));
+  const run = starts.find((i) => echoed.every((v, k) => fox[i + k] !== undefined && same(fox[i + k], v)));
+  const firstDiff = starts.length
+    ? echoed.findIndex((v, k) => !same(fox[starts[0] + k], v))
+    : -1;
+  check(
+    echoed.length === n && run !== undefined,
+    `${topic}: the ${n} samples fcan topic echo printed are a run of Foxglove's messages: consecutive, in order, equal in every field (by \`${key}\` ${echoed[0]?.[key]}…${last})`,
+    starts.length === 0
+      ? { notInFoxglove: echoed[0] }
+      : { at: firstDiff, fcan: echoed[firstDiff], foxglove: fox[starts[0] + firstDiff] },
+  );
+  check(
+    new Set(echoed.map(moving)).size > 1,
+    `${topic}: the compared values change from sample to sample`,
+    echoed.slice(0, 2),
+  );
 }
 const errorsSince = (n) => state.statuses.slice(n).filter((s) => s.level === StatusLevel.ERROR);
 
@@ -287,12 +351,36 @@ async function main() {
     "Foxglove's messages and fcan's echo have the same fields, in order, of the same kinds",
     { foxglove: got[0] && shape(got[0].value), fcan: echoed[0] && shape(echoed[0]) },
   );
-  const pos = [...got.map((m) => m.value.position), ...echoed.map((v) => v.position)];
-  check(
-    pos.every((p) => Number.isFinite(p) && Math.abs(p) < 5) && new Set(got.map((m) => m.value.position)).size > 1,
-    "motor0 follows the demo's ±2 rev sine in both (moving, within ±5)",
-    pos.slice(0, 6),
-  );
+  if (demoDrives) {
+    // The demo moves motor0 all the time and the feedback carries no sample number, so a
+    // Foxglove message and an echoed sample cannot be paired: here only the motion is
+    // checked; values are compared exactly on numbered samples below.
+    const pos = [...got.map((m) => m.value.position), ...echoed.map((v) => v.position)];
+    check(
+      pos.every((p) => Number.isFinite(p) && Math.abs(p) < 5) && new Set(got.map((m) => m.value.position)).size > 1,
+      "motor0 follows the demo's ±2 rev sine in both (moving, within ±5)",
+      pos.slice(0, 6),
+    );
+  } else {
+    // Nobody commands motor0: its feedback holds still, so every message either face
+    // shows must be the same, field for field.
+    const first = got[0]?.value;
+    const differ = [...got.map((m) => m.value), ...echoed].filter((v) => !same(v, first));
+    check(
+      got.length > 0 && echoed.length > 0 && differ.length === 0,
+      `motor0, commanded by nobody: all ${got.length} Foxglove messages and ${echoed.length} echoed samples are equal, field for field`,
+      { first, differ: differ.slice(0, 2) },
+    );
+  }
+
+  // ---- numbered samples, compared one by one with fcan topic echo -----------------------
+  // Two topics number their samples: /io_board3/analog/samples (`sequence` +1 per sample,
+  // 100 Hz, beside 16 values of a triangle wave that change every sample) and
+  // /io_board3/in0/edge (`count` +1 per edge, every 250 ms). Both faces get every sample
+  // the master delivers, so what the echo printed must be a stretch of what Foxglove
+  // showed, exactly.
+  await compareNumbered("/io_board3/analog/samples", "sequence", 50, (v) => JSON.stringify(v.raw));
+  await compareNumbered("/io_board3/in0/edge", "count", 4, (v) => v.level);
 
   // ---- parameters ----------------------------------------------------------------------
   const listed = await fcan("param", "list");
@@ -378,6 +466,45 @@ async function main() {
   check(at42.length === 5 && at42.every((p) => Math.abs(p - 42) < 0.1), "after reset_encoder the position reads 42", at42);
   resp = await call(`${motor}/reset_encoder`, { offset: "yes" });
   check(resp && !resp.ok && /offset|value/.test(resp.message), "a malformed request fails with the reason", resp);
+
+  // ---- a refusal by the node itself, not by the master -----------------------------------
+  // Out-of-range parameters never reach a node: the master checks them first, against the
+  // node's own blob and with the node's own check (fcan_core::types::check_range), so no
+  // value passes the master that the example nodes' range check refuses. What only the
+  // node refuses: a second `set` of an output while the first is still settling — the io
+  // board's firmware answers BUSY (examples/io-board/src/lib.rs). min_on_ms (settable up to
+  // 5000) makes a switch take 600 ms.
+  const out = "io_board3.out5";
+  resp = await call(`/io_board3/out5/set`, { on: false }); // a known start, on a rerun too
+  check(resp?.ok, "out5 switched off first", resp);
+  set = await setParams([{ name: `${out}.min_on_ms`, value: 600 }]);
+  check(valueOf(set, `${out}.min_on_ms`) === 600, `setParameters ${out}.min_on_ms = 600`, set);
+  const outWatch = watch("/io_board3/out5/state");
+  const switching = call(`/io_board3/out5/set`, { on: true });
+  await sleep(150);
+  resp = await call(`/io_board3/out5/set`, { on: false });
+  check(
+    resp && !resp.ok && resp.message.includes("Busy") && resp.message.includes("try again"),
+    "a second set while the first settles: the node answers BUSY, and the client gets a service call failure with the node's reason",
+    resp,
+  );
+  const switched = await switching;
+  const answer = switched?.ok ? JSON.parse(switched.text) : undefined;
+  check(
+    answer?.success === true && answer?.settle_ms === 600,
+    "the first set completes: {success: true, settle_ms: 600} (the node's deferred reply)",
+    switched,
+  );
+  await until("out5 on", 2000, () => outWatch.list().some((m) => m.value.on === true));
+  await sleep(700);
+  client.unsubscribe(outWatch.sub);
+  const states = outWatch.list().map((m) => m.value.on);
+  check(
+    states.length > 0 && states[states.length - 1] === true,
+    "out5/state ends on: the first set switched it, the refused one did not switch it off",
+    states,
+  );
+  await setParams([{ name: `${out}.min_on_ms`, value: 0 }]);
 
   // ---- client publish: a command reaches the node ---------------------------------------
   const targetTopic = `${motor}/target`;
