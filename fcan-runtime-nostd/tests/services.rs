@@ -327,3 +327,43 @@ fn a_stale_token_cannot_complete_a_reused_slot() {
     rig.poll();
     assert_eq!(rig.one().service().0, ServiceStatus::Ok);
 }
+
+/// A handler reads its block's parameter and command and publishes through the
+/// `Context` `poll` hands it, as the main loop would between polls.
+#[test]
+fn a_handler_reads_and_publishes_through_its_context() {
+    let mut rig = running_rig();
+    rig.app.handler = Handler::Context;
+    // gain = 2.5 on block 0, committed.
+    let set = rig.command(ConfigMessage::ParamSet(ParamSet {
+        block: 0,
+        param: P_GAIN,
+        commit: true,
+        value: &2.5f32.to_le_bytes(),
+    }));
+    assert!(set.is_ack());
+    // Two commands: generation 2.
+    for v in [1u8, 2] {
+        let f = rig.data_frame(0x120, &[v; 5]);
+        rig.inject(f);
+    }
+    let (_, out) = call(&mut rig, 0, S_MOVE, &[0; 7]);
+    let (status, body) = out[0].service();
+    assert_eq!(status, ServiceStatus::Ok);
+    assert_eq!(body, 2u32.to_le_bytes().to_vec());
+    // The publish is an on-commit topic: its frame goes out at the next poll.
+    rig.poll();
+    let sent = rig.data_with_id(0x210);
+    let last = sent.last().expect("the event frame went out");
+    assert_eq!(last.1.data(), &2.5f32.to_le_bytes());
+    // The same context from the main loop sees what the handler published.
+    let mut cx = rig.node.context();
+    assert_eq!(cx.topic(0, T_EVENT).unwrap().bytes, &2.5f32.to_le_bytes());
+    assert_eq!(cx.param_value(0, Param::<f32>::new(P_GAIN)), Some(2.5));
+    // A command (m2s) cannot be published; a block the node does not have reads nothing.
+    assert_eq!(
+        cx.publish(0, T_CMD, &[0; 5]),
+        Err(PublishError::WrongDirection)
+    );
+    assert_eq!(cx.param_value(9, Param::<f32>::new(P_GAIN)), None);
+}

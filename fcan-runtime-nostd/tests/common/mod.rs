@@ -237,6 +237,10 @@ pub enum Handler {
     Defer,
     Busy,
     Fail,
+    /// Through the handler's `Context`: read the block's `gain` param (typed) and its
+    /// last `cmd`, publish the gain as the block's `event`, answer with the command's
+    /// generation.
+    Context,
 }
 
 pub struct App {
@@ -260,13 +264,28 @@ impl Default for App {
 impl Dispatch for App {
     fn service(
         &mut self,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
         call: ServiceCall<'_>,
         response: &mut [u8],
     ) -> ServiceOutcome {
         self.calls
             .push((call.block, call.service, call.request.to_vec(), call.token));
         match self.handler {
+            Handler::Context => {
+                let gain: f32 = cx
+                    .param_value(call.block, Param::<f32>::new(P_GAIN))
+                    .unwrap_or(f32::NAN);
+                let seen = cx.topic(call.block, T_CMD).map_or(0, |t| t.generation);
+                if cx
+                    .publish(call.block, T_EVENT, &gain.to_le_bytes())
+                    .is_err()
+                {
+                    return ServiceOutcome::Failed;
+                }
+                let n = response.len().min(4);
+                response[..n].copy_from_slice(&seen.to_le_bytes()[..n]);
+                ServiceOutcome::Done(n)
+            }
             Handler::Echo => {
                 for (i, r) in response.iter_mut().enumerate() {
                     *r = call.request.get(i).copied().unwrap_or(0).wrapping_add(1);
