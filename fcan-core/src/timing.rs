@@ -39,7 +39,73 @@ pub const COMMAND_TIMEOUT_MS: u32 = 100;
 /// assert!(reached(5, u32::MAX - 5)); // the clock wrapped
 /// ```
 pub const fn reached(now: u32, deadline: u32) -> bool {
-    (now.wrapping_sub(deadline) as i32) >= 0
+    At(now).reached(At(deadline))
+}
+
+/// An instant on a node's wrapping 32-bit microsecond clock (it wraps every ~71.6 min).
+///
+/// Instants have no order of their own, only relative to each other within 2^31 µs:
+/// compare them with [`At::reached`] and [`At::since`], never with `<` (so `At` is
+/// deliberately not `PartialOrd`). Here rather than in the node runtime because the
+/// rule is the protocol's ([`reached`], [`MAX_PERIOD_US`]) and every user of that clock
+/// (the runtime, the reassembly pool, firmware loops) should share one definition; the
+/// master has a real clock (`std::time::Instant`) and needs none of this.
+///
+/// ```
+/// use fcan_core::timing::{At, Us};
+/// let t = At(u32::MAX - 5);
+/// let due = t + Us(10); // wraps
+/// assert_eq!(due, At(4));
+/// assert!(!t.reached(due) && (t + Us(10)).reached(due));
+/// assert_eq!(At(4).since(t), Us(10));
+/// assert_eq!(t.until(due), Us(10));
+/// assert_eq!(due.until(t), Us(0)); // already past
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct At(pub u32);
+
+/// A span of microseconds (a period, a timeout, a back-off).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct Us(pub u32);
+
+impl At {
+    /// Whether this instant is at or past `deadline`, for deadlines less than 2^31 µs
+    /// (~35 min) ahead.
+    pub const fn reached(self, deadline: At) -> bool {
+        (self.0.wrapping_sub(deadline.0) as i32) >= 0
+    }
+
+    /// Time elapsed since `earlier` (wrapping: `earlier` is taken to be in the past).
+    pub const fn since(self, earlier: At) -> Us {
+        Us(self.0.wrapping_sub(earlier.0))
+    }
+
+    /// Time left until `deadline`: zero once it is [reached](At::reached).
+    pub const fn until(self, deadline: At) -> Us {
+        let ahead = deadline.0.wrapping_sub(self.0) as i32;
+        Us(if ahead > 0 { ahead as u32 } else { 0 })
+    }
+
+    /// `d` later, on the wrapping clock.
+    pub const fn after(self, d: Us) -> At {
+        At(self.0.wrapping_add(d.0))
+    }
+}
+
+impl core::ops::Add<Us> for At {
+    type Output = At;
+    fn add(self, d: Us) -> At {
+        self.after(d)
+    }
+}
+
+impl Us {
+    /// `ms` milliseconds.
+    pub const fn from_ms(ms: u16) -> Us {
+        Us(ms as u32 * 1000)
+    }
 }
 
 /// The longest s2m period a node accepts (2^31 − 1 µs, about 35.8 minutes): deadlines

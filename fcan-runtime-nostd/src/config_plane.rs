@@ -22,6 +22,7 @@ use fcan_core::msg::{
     SchemaData, SchemaRead, ServiceResponse, ServiceStatus, Start,
 };
 use fcan_core::segment::ReassemblyPool;
+use fcan_core::timing::{At, Us};
 
 /// One configuration-plane frame from the receive queue.
 #[allow(clippy::too_many_arguments)]
@@ -34,7 +35,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
     app: &mut impl Dispatch,
     raw: u32,
     data: &[u8],
-    now: u32,
+    now: At,
 ) {
     let Ok(id) = ConfigId::from_raw(raw) else {
         bump(&mut core.counters.rx_malformed);
@@ -164,9 +165,9 @@ pub(crate) fn reassemble<'p, const S: usize, const N: usize>(
     pool: &'p mut ReassemblyPool<S, N>,
     id: ConfigId,
     data: &'p [u8],
-    now: u32,
+    now: At,
 ) -> Option<&'p [u8]> {
-    match pool.push(id, data, now) {
+    match pool.push(id, data, now.0) {
         Ok(Some(m)) => Some(m),
         Ok(None) => {
             bump(&mut core.counters.rx_handled);
@@ -194,7 +195,7 @@ fn on_message(
     app: &mut impl Dispatch,
     id: &ConfigId,
     msg: ConfigMessage<'_>,
-    now: u32,
+    now: At,
 ) {
     match msg {
         ConfigMessage::MasterHeartbeat(hb) => {
@@ -202,7 +203,7 @@ fn on_message(
                 return;
             }
             if hb.session == core.session {
-                core.last_master_us = now;
+                core.last_master = now;
             } else {
                 // Another master took over: it must acknowledge us before it may command.
                 core.acknowledged = false;
@@ -306,7 +307,7 @@ fn on_ack(
     app: &mut impl Dispatch,
     id: &ConfigId,
     a: AnnounceAck,
-    now: u32,
+    now: At,
 ) {
     if a.boot_id != core.boot_id {
         return;
@@ -335,7 +336,7 @@ fn on_ack(
             core.state = NodeState::Provisioned;
         }
     }
-    core.last_master_us = now;
+    core.last_master = now;
     // The first heartbeat tells the master the acknowledgement arrived.
     core.heartbeat_due = now;
     app.event(Event::Acknowledged);
@@ -356,7 +357,7 @@ fn on_start(
     app: &mut impl Dispatch,
     id: &ConfigId,
     s: Start,
-    now: u32,
+    now: At,
 ) {
     if !core.acknowledged {
         core.result(outq, id, ResultCode::BadState, 0);
@@ -366,8 +367,8 @@ fn on_start(
         NodeState::Running => {
             // A retried START (our ACK was lost): same plan, same answer.
             if s.frame_count as u16 == core.plan.frames {
-                core.watchdog_us = s.master_timeout_ms as u32 * 1000;
-                core.last_master_us = now;
+                core.watchdog = Us::from_ms(s.master_timeout_ms);
+                core.last_master = now;
                 core.result(outq, id, ResultCode::Ok, 0);
             } else {
                 core.result(outq, id, ResultCode::BadState, 0);
@@ -383,8 +384,8 @@ fn on_start(
                 t.stop_staging();
             }
             sched::start(core, p, now);
-            core.watchdog_us = s.master_timeout_ms as u32 * 1000;
-            core.last_master_us = now;
+            core.watchdog = Us::from_ms(s.master_timeout_ms);
+            core.last_master = now;
             core.state = NodeState::Running;
             core.announcing = false;
             core.result(outq, id, ResultCode::Ok, 0);

@@ -17,6 +17,7 @@ use crate::wired::Wired;
 use crate::{params, sched};
 use fcan_core::msg::{DataDirection, NodeState};
 use fcan_core::pack::Reader;
+use fcan_core::timing::At;
 
 /// The node's topics and parameters, for the application: read an m2s value, publish an
 /// s2m one, read a parameter. Every call checks the block is wired and the index exists.
@@ -34,7 +35,7 @@ pub struct Context<'a> {
     desc: &'static NodeDesc,
     wired: &'a Wired,
     running: bool,
-    now: u32,
+    now: At,
     plan_frames: u16,
     resume: &'a mut ResumeSlot,
     topic: &'a mut [u8],
@@ -106,7 +107,7 @@ impl<'a> Context<'a> {
 
     /// The latest time the application gave the node (µs, wrapping).
     pub fn now_us(&self) -> u32 {
-        self.now
+        self.now.0
     }
 
     /// The current value of a topic of a wired block (m2s: as last received, whole;
@@ -199,7 +200,7 @@ impl<'a> Context<'a> {
         let slot = bd.topic_slot.saturating_add(topic as u16);
         if let Some(st) = self.topics.get_mut(slot as usize) {
             st.generation = st.generation.wrapping_add(1).max(1);
-            st.received_at_us = self.now;
+            st.received_at = self.now;
             if !self.running {
                 st.unsent = true;
             }

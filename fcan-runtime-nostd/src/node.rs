@@ -22,6 +22,7 @@ use fcan_core::frame::{CanId, Frame};
 use fcan_core::id::{is_data_id, ConfigId, Direction, IdError, NodeId};
 use fcan_core::msg::{BusMode, Counters, FaultCode, NodeState};
 use fcan_core::segment::ReassemblyPool;
+use fcan_core::timing::At;
 
 /// How a board configures its node at boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,7 +207,8 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             return;
         }
         let core = &mut self.core;
-        core.see_time(now_us);
+        let now = At(now_us);
+        core.see_time(now);
         if core.state == NodeState::Fault {
             // Silent for good: the bus goes on without us.
             bump(&mut core.counters.rx_ignored);
@@ -227,7 +229,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
                             &mut core.counters,
                             fi,
                             frame.data(),
-                            now_us,
+                            now,
                         ),
                         None => bump(&mut core.counters.rx_ignored),
                     }
@@ -246,7 +248,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
                         // Nothing queued before it, so taking it now keeps the order: a
                         // long transfer (a FRAME_DEFINE is up to 50 Classical frames)
                         // takes no queue slot, only its last segment waits for `poll`.
-                        let _ = reassemble(core, &mut self.pool, id, frame.data(), now_us);
+                        let _ = reassemble(core, &mut self.pool, id, frame.data(), now);
                     } else if !self.rx.push(raw, frame.data()) {
                         bump(&mut core.rx_overflow);
                         bump(&mut core.counters.rx_ignored);
@@ -294,14 +296,15 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             return;
         }
         let desc = desc.desc();
-        core.see_time(now_us);
+        let now = At(now_us);
+        core.see_time(now);
         if core.state == NodeState::Fault {
             rx.clear();
             return;
         }
         let mut p = buffers.parts();
         pool.expire(now_us);
-        services::expire(&mut p, &mut core.counters, now_us);
+        services::expire(&mut p, &mut core.counters, now);
 
         // Requests: one per free place in the outgoing queue, so no reply is ever lost.
         for _ in 0..RX_QUEUE_LEN {
@@ -320,7 +323,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
                 app,
                 f.raw_id,
                 f.payload(),
-                now_us,
+                now,
             );
         }
         let dropped = pool.dropped();
@@ -337,11 +340,11 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             crate::dispatch::commit_params(desc, core, &mut p, app);
         }
         run_services(desc, core, &mut p, outq, app);
-        core.timers(now_us, outq, app);
+        core.timers(now, outq, app);
 
         // Data first: standard IDs win arbitration on the bus anyway.
         let data_ok = core.state != NodeState::Running
-            || sched::transmit_due(desc, core, &mut p, now_us, tx).is_ok();
+            || sched::transmit_due(desc, core, &mut p, now, tx).is_ok();
         if data_ok {
             let mut src = Sources {
                 desc,
@@ -384,7 +387,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             return None;
         }
         let work = !self.rx.is_empty() || self.outq.free() < crate::OUT_QUEUE_LEN;
-        crate::wake::poll_at(&self.core, &self.buffers.parts_ref(), work, now_us)
+        crate::wake::poll_at(&self.core, &self.buffers.parts_ref(), work, At(now_us)).map(|t| t.0)
     }
 
     /// The current value of a topic of a wired block (m2s: as last received, whole;

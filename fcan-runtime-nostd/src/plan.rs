@@ -13,6 +13,7 @@ use fcan_core::dataframe::{entry_fits, EntryTopic};
 use fcan_core::id::DATA_ID_RANGE;
 use fcan_core::msg::{DataDirection, FrameDefine, ResultCode};
 use fcan_core::presence::{needs_mask, PresenceBits};
+use fcan_core::timing::{At, Us};
 
 /// Where an entry's topic lives, from the descriptor.
 #[derive(Clone, Copy, Debug)]
@@ -210,10 +211,10 @@ pub(crate) fn define(
         len: h.len,
         group_parts: h.group_parts,
         group_index: h.group_index,
-        period_us: h.period_us,
+        period: Us(h.period_us),
         first_entry: base_entries,
         entry_count,
-        next_due: 0,
+        next_due: At(0),
         pending: 0,
     };
     if let Some(slot) = p.frames.get_mut(h.index as usize) {

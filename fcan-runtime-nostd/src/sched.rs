@@ -16,7 +16,7 @@ use crate::topics::{bit_of_slot, build_s2m};
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::msg::BusMode;
 use fcan_core::presence::PresenceBits;
-use fcan_core::timing::reached;
+use fcan_core::timing::{At, Us};
 
 /// Sends one plan frame.
 fn send(
@@ -37,10 +37,11 @@ fn send(
     let Some(data) = buf.get(..len) else {
         return Ok(());
     };
-    let Ok(frame) = Frame::padded(core.mode.mtu(), CanId::Standard(f.std_id), data) else {
+    let mode = core.mode;
+    let Ok(frame) = Frame::padded(mode.mtu(), CanId::Standard(f.std_id), data) else {
         return Ok(());
     };
-    let frame = if core.mode == BusMode::FdBrs {
+    let frame = if mode == BusMode::FdBrs {
         frame
     } else {
         frame.without_brs()
@@ -82,27 +83,27 @@ fn send_group(
 }
 
 /// The group at `head` went out: plan its next time.
-fn reschedule(p: &mut Parts<'_>, head: u16, now: u32) {
+fn reschedule(p: &mut Parts<'_>, head: u16, now: At) {
     let Some(f) = p.frames.get_mut(head as usize) else {
         return;
     };
     f.pending = 0;
-    if f.period_us > 0 {
-        let next = f.next_due.wrapping_add(f.period_us);
+    if f.period > Us(0) {
+        let next = f.next_due + f.period;
         // Keep the period's grid, unless polling fell a whole period behind.
-        f.next_due = if reached(now, next) {
-            now.wrapping_add(f.period_us)
+        f.next_due = if now.reached(next) {
+            now + f.period
         } else {
             next
         };
     }
 }
 
-fn due(f: &PlanFrame, now: u32) -> bool {
+fn due(f: &PlanFrame, now: At) -> bool {
     f.s2m
         && f.group_index == 0
-        && if f.period_us > 0 {
-            reached(now, f.next_due)
+        && if f.period > Us(0) {
+            now.reached(f.next_due)
         } else {
             f.pending != 0
         }
@@ -119,7 +120,7 @@ pub(crate) fn transmit_due(
     desc: &'static NodeDesc,
     core: &mut Core,
     p: &mut Parts<'_>,
-    now: u32,
+    now: At,
     tx: &mut impl Transmit,
 ) -> Result<(), TxRefused> {
     if let Some(r) = core.resume.take() {
@@ -149,7 +150,7 @@ pub(crate) fn transmit_due(
 
 /// START: every periodic frame is due now, every on-commit frame whose topic was
 /// published before START goes out at the first chance.
-pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
+pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: At) {
     core.resume.clear();
     for fi in 0..core.plan.frames as usize {
         let Some(f) = p.frames.get(fi).copied() else {
@@ -168,7 +169,7 @@ pub(crate) fn start(core: &mut Core, p: &mut Parts<'_>, now: u32) {
         }
         if let Some(fm) = p.frames.get_mut(fi) {
             fm.next_due = now;
-            fm.pending = if fm.s2m && fm.period_us == 0 && unsent {
+            fm.pending = if fm.s2m && fm.period == Us(0) && unsent {
                 pending.max(1)
             } else {
                 0
@@ -226,7 +227,7 @@ pub(crate) fn published(
         let bit = bit_of_slot(es, slot);
         let head = fi.saturating_sub(f.group_index as usize);
         if let Some(h) = frames.get_mut(head) {
-            if h.period_us == 0 {
+            if h.period == Us(0) {
                 // A masked frame delivers just the topics committed since it last went out.
                 h.pending |= bit.max(1);
             }

@@ -18,7 +18,7 @@ use fcan_core::frame::{CLASSIC_MAX_LEN, FD_MAX_LEN};
 use fcan_core::id::{ConfigId, Opcode};
 use fcan_core::msg::{ConfigMessage, Counters, ServiceStatus};
 use fcan_core::segment::TRANSFER_TIMEOUT_US;
-use fcan_core::timing::DEFERRED_SERVICE_TIMEOUT_US;
+use fcan_core::timing::{At, Us, DEFERRED_SERVICE_TIMEOUT_US};
 
 /// What the caller must send for a request frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +119,7 @@ pub(crate) struct Ctx<'d> {
     pub serving: bool,
     /// Slots in use (≤ the storage's).
     pub slots: usize,
-    pub now: u32,
+    pub now: At,
 }
 
 /// Takes one service request frame addressed to this node.
@@ -159,7 +159,7 @@ pub(crate) fn on_frame(
             return SvcAction::None;
         }
         s.next_seg = s.next_seg.saturating_add(1);
-        s.last_us = cx.now;
+        s.last = cx.now;
         bump(&mut counters.rx_handled);
         absorb(p, i, data);
         return if id.eot {
@@ -197,7 +197,7 @@ pub(crate) fn on_frame(
             busy_with_it = Some(s.state);
             if s.state == SlotState::Deferred {
                 // The master is still waiting: so does the slot.
-                s.last_us = cx.now;
+                s.last = cx.now;
             }
         }
     }
@@ -256,7 +256,7 @@ pub(crate) fn on_frame(
             next_seg: 1,
             seg_len: data.len() as u8,
             received: 0,
-            last_us: cx.now,
+            last: cx.now,
             req_size: sd.request_size,
             resp_size: sd.response_size,
             resp_len: 0,
@@ -272,13 +272,13 @@ pub(crate) fn on_frame(
 
 /// Frees slots whose request stopped arriving, and gives up deferred calls the
 /// application left uncompleted (their EXPIRED answer goes out from `poll`).
-pub(crate) fn expire(p: &mut Parts<'_>, counters: &mut Counters, now: u32) {
+pub(crate) fn expire(p: &mut Parts<'_>, counters: &mut Counters, now: At) {
     for s in p.svc.iter_mut() {
-        let idle = now.wrapping_sub(s.last_us);
-        if s.state == SlotState::Receiving && idle > TRANSFER_TIMEOUT_US {
+        let idle = now.since(s.last);
+        if s.state == SlotState::Receiving && idle > Us(TRANSFER_TIMEOUT_US) {
             s.state = SlotState::Free;
             bump(&mut counters.reassembly_dropped);
-        } else if s.state == SlotState::Deferred && idle > DEFERRED_SERVICE_TIMEOUT_US {
+        } else if s.state == SlotState::Deferred && idle > Us(DEFERRED_SERVICE_TIMEOUT_US) {
             s.state = SlotState::Expired;
         }
     }
@@ -287,22 +287,20 @@ pub(crate) fn expire(p: &mut Parts<'_>, counters: &mut Counters, now: u32) {
 /// When slot `s` next needs a poll: `Some(None)` now (a handler to run or a reply to
 /// send), `Some(Some(t))` at `t` (the first instant [`expire`] times it out), `None`
 /// never.
-pub(crate) fn due(s: &SvcSlot) -> Option<Option<u32>> {
+pub(crate) fn due(s: &SvcSlot) -> Option<Option<At>> {
     match s.state {
         SlotState::Ready | SlotState::Completed | SlotState::Expired => Some(None),
-        SlotState::Receiving => Some(Some(s.last_us.wrapping_add(TRANSFER_TIMEOUT_US + 1))),
-        SlotState::Deferred => Some(Some(
-            s.last_us.wrapping_add(DEFERRED_SERVICE_TIMEOUT_US + 1),
-        )),
+        SlotState::Receiving => Some(Some(s.last + Us(TRANSFER_TIMEOUT_US + 1))),
+        SlotState::Deferred => Some(Some(s.last + Us(DEFERRED_SERVICE_TIMEOUT_US + 1))),
         SlotState::Free | SlotState::Responding => None,
     }
 }
 
 /// The handler deferred slot `i`'s call at `now`.
-pub(crate) fn defer(p: &mut Parts<'_>, i: usize, now: u32) {
+pub(crate) fn defer(p: &mut Parts<'_>, i: usize, now: At) {
     if let Some(s) = p.svc.get_mut(i) {
         s.state = SlotState::Deferred;
-        s.last_us = now;
+        s.last = now;
     }
 }
 

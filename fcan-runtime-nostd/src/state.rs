@@ -15,7 +15,7 @@ use fcan_core::msg::{
     ResultCode,
 };
 use fcan_core::timing::{
-    reached, ANNOUNCE_BACKOFF_MAX_US, ANNOUNCE_BACKOFF_MIN_US, LISTEN_JITTER_US, LISTEN_WINDOW_US,
+    At, Us, ANNOUNCE_BACKOFF_MAX_US, ANNOUNCE_BACKOFF_MIN_US, LISTEN_JITTER_US, LISTEN_WINDOW_US,
     NODE_HEARTBEAT_PERIOD_US,
 };
 
@@ -103,22 +103,22 @@ pub(crate) struct Core {
     /// The clock has been seen (first `receive` or `poll`).
     pub clock_started: bool,
     /// Latest time the application gave us.
-    pub now: u32,
+    pub now: At,
     /// In the boot listen window.
     pub listening: bool,
-    pub listen_until: u32,
+    pub listen_until: At,
 
     /// A master acknowledged this boot (and no other master took over since).
     pub acknowledged: bool,
     pub session: u32,
     pub mode: BusMode,
     pub announcing: bool,
-    pub announce_due: u32,
-    pub backoff: u32,
-    pub heartbeat_due: u32,
-    /// Master-lost timeout in µs; 0 = off.
-    pub watchdog_us: u32,
-    pub last_master_us: u32,
+    pub announce_due: At,
+    pub backoff: Us,
+    pub heartbeat_due: At,
+    /// Master-lost timeout; 0 = off.
+    pub watchdog: Us,
+    pub last_master: At,
     /// Transfer id of the next node-initiated message.
     pub next_transfer: u8,
 
@@ -169,19 +169,19 @@ impl Core {
             state: NodeState::Unprovisioned,
             fault: FaultCode::None,
             clock_started: false,
-            now: 0,
+            now: At(0),
             listening: false,
-            listen_until: 0,
+            listen_until: At(0),
             acknowledged: false,
             session: 0,
             mode: BusMode::Classic,
             announcing: false,
-            announce_due: 0,
+            announce_due: At(0),
             // Set by `start_announcing` before the first ANNOUNCE.
-            backoff: 0,
-            heartbeat_due: 0,
-            watchdog_us: 0,
-            last_master_us: 0,
+            backoff: Us(0),
+            heartbeat_due: At(0),
+            watchdog: Us(0),
+            last_master: At(0),
             next_transfer: 0,
             counters: crate::counters::ZERO,
             rx_overflow: 0,
@@ -294,22 +294,20 @@ impl Core {
 
     /// Starts the clock at the first time the application gives us: the listen window
     /// opens then.
-    pub(crate) fn see_time(&mut self, now: u32) {
+    pub(crate) fn see_time(&mut self, now: At) {
         self.now = now;
         if !self.clock_started {
             self.clock_started = true;
             self.listening = true;
-            self.listen_until = now
-                .wrapping_add(LISTEN_WINDOW_US)
-                .wrapping_add(self.boot_id % LISTEN_JITTER_US);
+            self.listen_until = now + Us(LISTEN_WINDOW_US) + Us(self.boot_id % LISTEN_JITTER_US);
         }
     }
 
     /// (Re)starts announcing with the shortest back-off, first one now.
-    pub(crate) fn start_announcing(&mut self, now: u32) {
+    pub(crate) fn start_announcing(&mut self, now: At) {
         self.announcing = true;
         self.announce_due = now;
-        self.backoff = ANNOUNCE_BACKOFF_MIN_US;
+        self.backoff = Us(ANNOUNCE_BACKOFF_MIN_US);
     }
 
     /// FAULT for good: silent from now on.
@@ -330,12 +328,12 @@ impl Core {
 
     /// Timers: end of the listen window, master-lost watchdog, ANNOUNCE retries and the
     /// node heartbeat.
-    pub(crate) fn timers(&mut self, now: u32, q: &mut OutQueue, app: &mut impl Dispatch) {
+    pub(crate) fn timers(&mut self, now: At, q: &mut OutQueue, app: &mut impl Dispatch) {
         if self.state == NodeState::Fault {
             return;
         }
         if self.listening {
-            if !reached(now, self.listen_until) {
+            if !now.reached(self.listen_until) {
                 return;
             }
             self.listening = false;
@@ -344,8 +342,8 @@ impl Core {
             }
         }
         if self.state == NodeState::Running
-            && self.watchdog_us != 0
-            && now.wrapping_sub(self.last_master_us) > self.watchdog_us
+            && self.watchdog != Us(0)
+            && now.since(self.last_master) > self.watchdog
         {
             self.state = NodeState::Suspended;
             self.resume.clear();
@@ -353,15 +351,15 @@ impl Core {
             app.event(Event::MasterLost);
             self.start_announcing(now);
         }
-        if self.announcing && reached(now, self.announce_due) && self.announce(q) {
-            self.announce_due = now.wrapping_add(self.backoff);
-            self.backoff = self.backoff.saturating_mul(2).min(ANNOUNCE_BACKOFF_MAX_US);
+        if self.announcing && now.reached(self.announce_due) && self.announce(q) {
+            self.announce_due = now + self.backoff;
+            self.backoff = Us(self.backoff.0.saturating_mul(2)).min(Us(ANNOUNCE_BACKOFF_MAX_US));
         }
-        if self.acknowledged && reached(now, self.heartbeat_due) && self.heartbeat(q) {
-            let next = self.heartbeat_due.wrapping_add(NODE_HEARTBEAT_PERIOD_US);
+        if self.acknowledged && now.reached(self.heartbeat_due) && self.heartbeat(q) {
+            let next = self.heartbeat_due + Us(NODE_HEARTBEAT_PERIOD_US);
             // Keep the grid, unless polling fell a whole period behind.
-            self.heartbeat_due = if reached(now, next) {
-                now.wrapping_add(NODE_HEARTBEAT_PERIOD_US)
+            self.heartbeat_due = if now.reached(next) {
+                now + Us(NODE_HEARTBEAT_PERIOD_US)
             } else {
                 next
             };

@@ -4,6 +4,7 @@
 //! `services`, so the storage and the logic that uses it do not depend on each other.
 
 use fcan_core::group::GroupProgress;
+use fcan_core::timing::{At, Us};
 
 /// One copy entry as it came on the wire, checked at FRAME_DEFINE: 6 bytes, where a
 /// form resolved to arena offsets took 16 (96 entries: 576 B instead of 1,536 B on the
@@ -47,13 +48,14 @@ pub struct PlanFrame {
     pub(crate) len: u8,
     pub(crate) group_parts: u8,
     pub(crate) group_index: u8,
-    pub(crate) period_us: u32,
+    /// s2m: the period; zero = on commit.
+    pub(crate) period: Us,
     pub(crate) first_entry: u16,
     /// At most 255 (FRAME_DEFINE counts entries in a byte); a `u8` keeps the frame at
     /// 20 bytes of RAM.
     pub(crate) entry_count: u8,
     /// s2m periodic: when the frame (group) is next due.
-    pub(crate) next_due: u32,
+    pub(crate) next_due: At,
     /// s2m on-commit: the presence bits (`fcan_core::presence`) of the topics published
     /// since the frame was last sent; non-zero = due. An unmasked frame has one topic,
     /// bit 0.
@@ -72,10 +74,10 @@ impl PlanFrame {
         // 0 reads as 1 (`group_parts.max(1)`); zero keeps an unused plan all-zero.
         group_parts: 0,
         group_index: 0,
-        period_us: 0,
+        period: Us(0),
         first_entry: 0,
         entry_count: 0,
-        next_due: 0,
+        next_due: At(0),
         pending: 0,
     };
 
@@ -95,7 +97,7 @@ pub struct TopicState {
     /// publish). 0 = never written.
     pub(crate) generation: u32,
     /// When the current value arrived (m2s) or was published (s2m).
-    pub(crate) received_at_us: u32,
+    pub(crate) received_at: At,
     /// s2m: published and not sent yet (held until START).
     pub(crate) unsent: bool,
     /// m2s groups: the assembly of a publication in several frames (three bytes, so 12
@@ -108,7 +110,7 @@ impl TopicState {
     /// of your own (a PC node sizing its tables at run time).
     pub const EMPTY: TopicState = TopicState {
         generation: 0,
-        received_at_us: 0,
+        received_at: At(0),
         unsent: false,
         group: GroupProgress::IDLE,
     };
@@ -150,7 +152,7 @@ pub struct SvcSlot {
     /// Body bytes received so far (padding included), saturating.
     pub(crate) received: u16,
     /// Receiving: last segment; Deferred: acceptance or the master's last repeat.
-    pub(crate) last_us: u32,
+    pub(crate) last: At,
     /// Calls this slot has taken (wrapping): part of the deferred token.
     pub(crate) generation: u32,
     pub(crate) req_size: u16,
@@ -170,7 +172,7 @@ impl SvcSlot {
         next_seg: 0,
         seg_len: 0,
         received: 0,
-        last_us: 0,
+        last: At(0),
         req_size: 0,
         resp_size: 0,
         resp_len: 0,

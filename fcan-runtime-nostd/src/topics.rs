@@ -11,6 +11,7 @@ use fcan_core::dataframe::{self, Piece};
 use fcan_core::group::{stage_part, PartOutcome};
 use fcan_core::msg::Counters;
 use fcan_core::presence::PresenceBits;
+use fcan_core::timing::At;
 
 /// A read-only view of a topic's current value. Returned by [`crate::Node::topic`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +60,7 @@ pub(crate) fn read<'a>(
     Some(TopicRead {
         bytes,
         generation: st.generation,
-        received_at_us: st.received_at_us,
+        received_at_us: st.received_at.0,
     })
 }
 
@@ -110,7 +111,7 @@ pub(crate) fn apply_m2s(
     counters: &mut Counters,
     fi: u16,
     data: &[u8],
-    now: u32,
+    now: At,
 ) {
     let Some(f) = p.frames.get(fi as usize).copied() else {
         return;
@@ -154,7 +155,7 @@ pub(crate) fn apply_m2s(
                 bumped |= bit;
                 if let Some(t) = p.topics.get_mut(e.slot as usize) {
                     t.generation = t.generation.wrapping_add(1).max(1);
-                    t.received_at_us = now;
+                    t.received_at = now;
                 }
             }
         }
@@ -174,7 +175,7 @@ fn apply_group_part(
     fi: u16,
     f: &PlanFrame,
     data: &[u8],
-    now: u32,
+    now: At,
 ) {
     let Some(entries) = p.entries.get(f.entries()) else {
         return;
@@ -228,7 +229,7 @@ fn apply_group_part(
     if matches!(outcome, PartOutcome::Complete) {
         copy(p.topic, place.topic_base, p.stage, stage_base, place.size);
         ts.generation = ts.generation.wrapping_add(1).max(1);
-        ts.received_at_us = now;
+        ts.received_at = now;
     }
 }
 

@@ -6,24 +6,21 @@ use crate::services;
 use crate::state::Core;
 use crate::storage::PartsRef;
 use fcan_core::msg::NodeState;
+use fcan_core::timing::{At, Us};
 
 /// The earliest deadline so far, on the wrapping clock (deadlines already passed count
 /// as `now`).
 struct Earliest {
-    now: u32,
-    at: Option<u32>,
+    now: At,
+    at: Option<At>,
 }
 
 impl Earliest {
-    fn add(&mut self, deadline: u32) {
-        // How far ahead, as a signed distance: a deadline behind us is due now.
-        let ahead = |d: u32| (d.wrapping_sub(self.now) as i32).max(0);
-        if self.at.is_none_or(|a| ahead(deadline) < ahead(a)) {
-            self.at = Some(if ahead(deadline) == 0 {
-                self.now
-            } else {
-                deadline
-            });
+    fn add(&mut self, deadline: At) {
+        // How far ahead: a deadline behind us is due now.
+        let ahead = self.now.until(deadline);
+        if self.at.is_none_or(|a| ahead < self.now.until(a)) {
+            self.at = Some(if ahead == Us(0) { self.now } else { deadline });
         }
     }
 
@@ -34,7 +31,7 @@ impl Earliest {
 
 /// The node's next deadline at `now`; `None` when nothing is scheduled (only a received
 /// frame or a call of the application can give it work).
-pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: u32) -> Option<u32> {
+pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: At) -> Option<At> {
     if core.state == NodeState::Fault {
         return None;
     }
@@ -54,19 +51,15 @@ pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: u32
         e.add(core.heartbeat_due);
     }
     if core.state == NodeState::Running {
-        if core.watchdog_us != 0 {
+        if core.watchdog != Us(0) {
             // `timers` fires once more than the timeout has passed.
-            e.add(
-                core.last_master_us
-                    .wrapping_add(core.watchdog_us)
-                    .wrapping_add(1),
-            );
+            e.add(core.last_master + core.watchdog + Us(1));
         }
         for f in p.frames.get(..core.plan.frames as usize).unwrap_or(&[]) {
             if !f.s2m || f.group_index != 0 {
                 continue;
             }
-            if f.period_us > 0 {
+            if f.period > Us(0) {
                 e.add(f.next_due);
             } else if f.pending != 0 {
                 e.now();
