@@ -4,13 +4,14 @@
 //! running the application's service handlers from `poll`. `Node` (in `node`) is the
 //! application's side; this is the master's.
 
-use crate::api::{Event, ServiceCall, ServiceOutcome};
+use crate::api::{ServiceCall, ServiceOutcome};
 use crate::context::Context;
 use crate::counters::bump;
 use crate::desc::NodeDesc;
 use crate::dispatch::Dispatch;
+use crate::lifecycle::Input;
 use crate::outq::{Body, OutMsg, OutQueue};
-use crate::plan::{self, PlanCounts};
+use crate::plan;
 use crate::services::{self, Ctx, SvcAction};
 use crate::state::Core;
 use crate::storage::Parts;
@@ -18,13 +19,16 @@ use crate::tables::SlotState;
 use crate::{params, sched};
 use fcan_core::id::{ConfigId, Direction, Opcode};
 use fcan_core::msg::{
-    AnnounceAck, BusMode, ConfigMessage, FaultCode, FrameDefine, NodeState, ParamValue, ResultCode,
+    AnnounceAck, BusMode, ConfigMessage, FrameDefine, NodeState, ParamValue, ResultCode,
     SchemaData, SchemaRead, ServiceResponse, ServiceStatus, Start,
 };
 use fcan_core::segment::ReassemblyPool;
 use fcan_core::timing::{At, Us};
 
-/// One configuration-plane frame from the receive queue.
+/// One configuration-plane frame from the receive queue. A message that moves the life
+/// cycle (ANNOUNCE_ACK, a master HEARTBEAT, START, FRAME_DEFINE index 0, an id collision)
+/// sets `then` to its [`Input`]; the caller steps it (`Core::step`) and delivers the
+/// events, so this module holds no application for them.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn handle_frame<const S: usize, const N: usize>(
     desc: &'static NodeDesc,
@@ -32,7 +36,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
     p: &mut Parts<'_>,
     pool: &mut ReassemblyPool<S, N>,
     outq: &mut OutQueue,
-    app: &mut impl Dispatch,
+    then: &mut Option<Input>,
     raw: u32,
     data: &[u8],
     now: At,
@@ -42,10 +46,10 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
         return;
     };
     if id.dir == Direction::ToMaster {
-        collision(core, outq, app, &id, data);
+        collision(core, then, &id, data);
         return;
     }
-    if core.listening {
+    if core.life.is_listening() {
         // Silent while listening. A broadcast (the master's HEARTBEAT, DISCOVER) is
         // normal traffic; a frame for our id means a master still talks to our previous
         // boot, and what it said is lost.
@@ -64,7 +68,10 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
         let cx = Ctx {
             desc,
             wired: &core.wired,
-            serving: matches!(core.state, NodeState::Provisioned | NodeState::Running),
+            serving: matches!(
+                core.life.state(),
+                NodeState::Provisioned | NodeState::Running
+            ),
             slots: core.svc_slots,
             now,
         };
@@ -100,7 +107,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
     match ConfigMessage::decode_to_node(id.opcode, msg) {
         Ok(m) => {
             bump(&mut core.counters.rx_handled);
-            on_message(desc, core, p, outq, app, &id, m, now);
+            on_message(desc, core, p, outq, then, &id, m, now);
         }
         Err(_) => {
             bump(&mut core.counters.rx_malformed);
@@ -123,13 +130,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
 /// HEARTBEAT with another boot_id proves that another node holds the id; everything
 /// else (our own RESULT, SCHEMA_DATA, STATS, ... echoed by the controller, or heard from
 /// a second controller on the bus) cannot be told from an echo and is ignored.
-fn collision(
-    core: &mut Core,
-    outq: &mut OutQueue,
-    app: &mut impl Dispatch,
-    id: &ConfigId,
-    data: &[u8],
-) {
+fn collision(core: &mut Core, then: &mut Option<Input>, id: &ConfigId, data: &[u8]) {
     let boot = fcan_core::msg::peek_boot_id(id, data);
     if boot.is_none_or(|b| b == core.boot_id) {
         // No boot named (a foreign frame, a later segment, our own echo): proof of nothing.
@@ -137,14 +138,8 @@ fn collision(
         return;
     }
     bump(&mut core.counters.rx_handled);
-    if core.state == NodeState::Unprovisioned {
-        // We were never acknowledged: the other node has the better claim.
-        core.enter_fault(FaultCode::IdCollision, outq, app);
-    } else {
-        // We hold the id: assert it so the master sees two boot_ids and the newcomer,
-        // unacknowledged, hears us and faults.
-        core.heartbeat(outq);
-    }
+    // Never acknowledged: FAULT; holding the id: a HEARTBEAT asserts it.
+    *then = Some(Input::IdCollision);
 }
 
 /// Whether `id` is a segment before the last of a master→node transfer for this node
@@ -155,7 +150,7 @@ pub(crate) fn inner_segment(core: &Core, id: &ConfigId) -> bool {
         && !id.eot
         && id.opcode != Opcode::Service
         && !id.node.is_broadcast()
-        && !core.listening
+        && !core.life.is_listening()
 }
 
 /// One frame of a configuration transfer into the reassembly buffer: the whole message
@@ -192,32 +187,24 @@ fn on_message(
     core: &mut Core,
     p: &mut Parts<'_>,
     outq: &mut OutQueue,
-    app: &mut impl Dispatch,
+    then: &mut Option<Input>,
     id: &ConfigId,
     msg: ConfigMessage<'_>,
     now: At,
 ) {
     match msg {
         ConfigMessage::MasterHeartbeat(hb) => {
-            if !core.acknowledged {
-                return;
-            }
-            if hb.session == core.session {
-                core.last_master = now;
-            } else {
-                // Another master took over: it must acknowledge us before it may command.
-                core.acknowledged = false;
-                core.start_announcing(now);
-            }
+            let session = hb.session;
+            *then = Some(Input::MasterHeartbeat { session });
         }
         ConfigMessage::Discover(_) => {
             core.announce(outq);
         }
-        ConfigMessage::AnnounceAck(a) => on_ack(core, p, outq, app, id, a, now),
-        ConfigMessage::Start(s) => on_start(core, p, outq, app, id, s, now),
-        ConfigMessage::FrameDefine(d) => on_define(desc, core, p, outq, app, id, &d),
+        ConfigMessage::AnnounceAck(a) => on_ack(core, outq, then, id, a),
+        ConfigMessage::Start(s) => on_start(core, p, outq, then, id, s, now),
+        ConfigMessage::FrameDefine(d) => on_define(desc, core, p, outq, then, id, &d),
         ConfigMessage::ParamSet(m) => {
-            if !core.acknowledged {
+            if !core.life.acknowledged() {
                 core.result(outq, id, ResultCode::BadState, 0);
                 return;
             }
@@ -231,7 +218,7 @@ fn on_message(
             }
         }
         ConfigMessage::ParamGet(g) => {
-            if !core.acknowledged {
+            if !core.life.acknowledged() {
                 core.result(outq, id, ResultCode::BadState, 0);
                 return;
             }
@@ -302,12 +289,10 @@ fn on_schema_read(
 
 fn on_ack(
     core: &mut Core,
-    p: &mut Parts<'_>,
     outq: &mut OutQueue,
-    app: &mut impl Dispatch,
+    then: &mut Option<Input>,
     id: &ConfigId,
     a: AnnounceAck,
-    now: At,
 ) {
     if a.boot_id != core.boot_id {
         return;
@@ -316,59 +301,35 @@ fn on_ack(
         core.result(outq, id, ResultCode::Unsupported, 0);
         return;
     }
-    let mode_changed = a.mode != core.mode;
-    core.acknowledged = true;
-    core.session = a.session;
-    core.mode = a.mode;
-    core.announcing = false;
-    match core.state {
-        NodeState::Running if !mode_changed => {}
-        NodeState::Running => {
-            // The plan's frame lengths were for the other mode.
-            reset_plan(core, p);
-            core.state = NodeState::Provisioned;
-            app.event(Event::PlanReset);
-        }
-        _ => {
-            if mode_changed {
-                reset_plan(core, p);
-            }
-            core.state = NodeState::Provisioned;
-        }
-    }
-    core.last_master = now;
-    // The first heartbeat tells the master the acknowledgement arrived.
-    core.heartbeat_due = now;
-    app.event(Event::Acknowledged);
-}
-
-fn reset_plan(core: &mut Core, p: &mut Parts<'_>) {
-    core.plan = PlanCounts::EMPTY;
-    core.resume.clear();
-    for t in p.topics.iter_mut() {
-        t.stop_staging();
-    }
+    // PROVISIONED (RUNNING stays so in the same mode); a plan for the other mode is void.
+    let input = Input::Acked {
+        session: a.session,
+        mode: a.mode,
+    };
+    *then = Some(input);
 }
 
 fn on_start(
     core: &mut Core,
     p: &mut Parts<'_>,
     outq: &mut OutQueue,
-    app: &mut impl Dispatch,
+    then: &mut Option<Input>,
     id: &ConfigId,
     s: Start,
     now: At,
 ) {
-    if !core.acknowledged {
+    if !core.life.acknowledged() {
         core.result(outq, id, ResultCode::BadState, 0);
         return;
     }
-    match core.state {
+    let start = Input::Start {
+        timeout: Us::from_ms(s.master_timeout_ms),
+    };
+    match core.life.state() {
         NodeState::Running => {
             // A retried START (our ACK was lost): same plan, same answer.
             if s.frame_count as u16 == core.plan.frames {
-                core.watchdog = Us::from_ms(s.master_timeout_ms);
-                core.last_master = now;
+                *then = Some(start);
                 core.result(outq, id, ResultCode::Ok, 0);
             } else {
                 core.result(outq, id, ResultCode::BadState, 0);
@@ -384,12 +345,8 @@ fn on_start(
                 t.stop_staging();
             }
             sched::start(core, p, now);
-            core.watchdog = Us::from_ms(s.master_timeout_ms);
-            core.last_master = now;
-            core.state = NodeState::Running;
-            core.announcing = false;
             core.result(outq, id, ResultCode::Ok, 0);
-            app.event(Event::Started);
+            *then = Some(start);
         }
         NodeState::Unprovisioned | NodeState::Fault => {
             core.result(outq, id, ResultCode::BadState, 0)
@@ -402,13 +359,13 @@ fn on_define(
     core: &mut Core,
     p: &mut Parts<'_>,
     outq: &mut OutQueue,
-    app: &mut impl Dispatch,
+    then: &mut Option<Input>,
     id: &ConfigId,
     d: &FrameDefine<'_>,
 ) {
     let index = d.header.index;
-    let allowed = core.acknowledged
-        && match core.state {
+    let allowed = core.life.acknowledged()
+        && match core.life.state() {
             NodeState::Provisioned => true,
             NodeState::Running | NodeState::Suspended => index == 0,
             NodeState::Unprovisioned | NodeState::Fault => false,
@@ -417,16 +374,12 @@ fn on_define(
         core.result(outq, id, ResultCode::BadState, 0);
         return;
     }
-    let mtu = core.mode.mtu().payload();
+    let mtu = core.life.mode().mtu().payload();
     match plan::define(desc, &core.wired, p, &mut core.plan, mtu, d) {
         Ok(()) => {
-            if index == 0 && core.state != NodeState::Provisioned {
-                core.state = NodeState::Provisioned;
-                core.resume.clear();
-                for t in p.topics.iter_mut() {
-                    t.stop_staging();
-                }
-                app.event(Event::PlanReset);
+            if index == 0 {
+                // A new plan: PROVISIONED again if running or suspended.
+                *then = Some(Input::PlanRedefined);
             }
             core.result(outq, id, ResultCode::Ok, 0);
         }

@@ -15,7 +15,7 @@ use crate::topics::{self, TopicRead};
 use crate::typed::{Message, Param, ParamType, Received};
 use crate::wired::Wired;
 use crate::{params, sched};
-use fcan_core::msg::{DataDirection, NodeState};
+use fcan_core::msg::DataDirection;
 use fcan_core::pack::Reader;
 use fcan_core::timing::At;
 
@@ -63,7 +63,7 @@ impl<'a> Context<'a> {
         let cx = Context {
             desc,
             wired: &core.wired,
-            running: core.state == NodeState::Running,
+            running: core.life.is_running(),
             now: core.now,
             plan_frames: core.plan.frames,
             resume: &mut core.resume,

@@ -1,11 +1,13 @@
 //! The application side of `poll`: the [`Dispatch`] trait generated code implements over
 //! the application's typed handlers, and the calls into it that need the application's
-//! [`Context`] (the parameter hook after a commit). Service handlers are run by
+//! [`Context`] (the parameter hook after a commit) and the events a life-cycle
+//! transition asks for. Service handlers are run by
 //! `config_plane`.
 
 use crate::api::{Event, ServiceCall, ServiceOutcome};
 use crate::context::Context;
 use crate::desc::NodeDesc;
+use crate::lifecycle::Effects;
 use crate::state::Core;
 use crate::storage::Parts;
 
@@ -50,6 +52,16 @@ pub(crate) fn commit_params(
         let changed = core::mem::take(mask);
         if changed != 0 {
             app.params_changed(&mut cx, number as u8, changed);
+        }
+    }
+}
+
+/// Delivers the events of a life-cycle transition ([`Effects`]), in their order. Here,
+/// with the application, so the life cycle and the core need not know it.
+pub(crate) fn deliver(fx: Effects, app: &mut impl Dispatch) {
+    for (flag, e) in Effects::EVENTS {
+        if fx.has(flag) {
+            app.event(e);
         }
     }
 }

@@ -66,6 +66,7 @@ mod counters;
 mod desc;
 mod dispatch;
 mod error;
+mod lifecycle;
 mod mailbox;
 mod node;
 mod outq;

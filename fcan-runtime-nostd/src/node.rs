@@ -6,7 +6,7 @@ use crate::config_plane::{handle_frame, inner_segment, reassemble, run_services}
 use crate::context::Context;
 use crate::counters::bump;
 use crate::desc::{Descriptor, NodeDesc};
-use crate::dispatch::Dispatch;
+use crate::dispatch::{deliver, Dispatch};
 use crate::error::{CompleteError, ConfigError, PublishError};
 use crate::outq::{OutQueue, Sources};
 use crate::plan::{self};
@@ -209,7 +209,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
         let core = &mut self.core;
         let now = At(now_us);
         core.see_time(now);
-        if core.state == NodeState::Fault {
+        if core.life.is_fault() {
             // Silent for good: the bus goes on without us.
             bump(&mut core.counters.rx_ignored);
             return;
@@ -218,7 +218,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             CanId::Standard(id) => {
                 // Before RUNNING there is no plan to tell our m2s frames from other
                 // nodes' data, which a shared bus always carries: not an error.
-                if !is_data_id(id) || core.state != NodeState::Running {
+                if !is_data_id(id) || !core.life.is_running() {
                     bump(&mut core.counters.rx_ignored);
                 } else {
                     let mut p = self.buffers.parts();
@@ -298,7 +298,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
         let desc = desc.desc();
         let now = At(now_us);
         core.see_time(now);
-        if core.state == NodeState::Fault {
+        if core.life.is_fault() {
             rx.clear();
             return;
         }
@@ -308,30 +308,38 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
 
         // Requests: one per free place in the outgoing queue, so no reply is ever lost.
         for _ in 0..RX_QUEUE_LEN {
-            if outq.free() == 0 || core.state == NodeState::Fault {
+            if outq.free() == 0 || core.life.is_fault() {
                 break;
             }
             let Some(f) = rx.pop() else {
                 break;
             };
+            let mut then = None;
             handle_frame(
                 desc,
                 core,
                 &mut p,
                 pool,
                 outq,
-                app,
+                &mut then,
                 f.raw_id,
                 f.payload(),
                 now,
             );
+            // What the message did to the life cycle, stepped here (one place for every
+            // message; no reply the handler queued depends on it), its events delivered
+            // before the next frame as when the handler raised them.
+            if let Some(input) = then {
+                let fx = core.step(input, now, outq, p.topics);
+                deliver(fx, app);
+            }
         }
         let dropped = pool.dropped();
         for _ in 0..dropped.wrapping_sub(*pool_dropped).min(u16::MAX as u32) {
             bump(&mut core.counters.reassembly_dropped);
         }
         *pool_dropped = dropped;
-        if core.state == NodeState::Fault {
+        if core.life.is_fault() {
             rx.clear();
             return;
         }
@@ -340,11 +348,12 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             crate::dispatch::commit_params(desc, core, &mut p, app);
         }
         run_services(desc, core, &mut p, outq, app);
-        core.timers(now, outq, app);
+        let fx = core.timers(now, outq, p.topics);
+        deliver(fx, app);
 
         // Data first: standard IDs win arbitration on the bus anyway.
-        let data_ok = core.state != NodeState::Running
-            || sched::transmit_due(desc, core, &mut p, now, tx).is_ok();
+        let data_ok =
+            !core.life.is_running() || sched::transmit_due(desc, core, &mut p, now, tx).is_ok();
         if data_ok {
             let mut src = Sources {
                 desc,
@@ -471,12 +480,12 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
 
     /// The node's state.
     pub fn state(&self) -> NodeState {
-        self.core.state
+        self.core.life.state()
     }
 
     /// Why the node is in FAULT (`FaultCode::None` otherwise).
     pub fn fault(&self) -> FaultCode {
-        self.core.fault
+        self.core.life.fault()
     }
 
     /// The node's counters (what STATS sends). Receive-queue overflows are in
@@ -511,7 +520,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
 
     /// The bus mode the master chose (Classic until acknowledged).
     pub fn bus_mode(&self) -> BusMode {
-        self.core.mode
+        self.core.life.mode()
     }
 
     /// The descriptor the node runs.

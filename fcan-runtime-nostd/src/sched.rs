@@ -37,7 +37,7 @@ fn send(
     let Some(data) = buf.get(..len) else {
         return Ok(());
     };
-    let mode = core.mode;
+    let mode = core.life.mode();
     let Ok(frame) = Frame::padded(mode.mtu(), CanId::Standard(f.std_id), data) else {
         return Ok(());
     };

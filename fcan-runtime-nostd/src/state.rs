@@ -1,23 +1,21 @@
-//! The node's life cycle: boot listen window, ANNOUNCE with back-off, acknowledgement,
-//! heartbeats, the master-lost watchdog and node-id collisions. Everything here runs from
-//! `poll`; nothing transmits directly, it queues.
+//! The node's core: identity, the life cycle ([`Lifecycle`]) and the timers that drive
+//! it, counters and the plan's bookkeeping; queuing ANNOUNCE, HEARTBEAT and replies, and
+//! doing what a life-cycle transition asks ([`Core::step`]). Nothing transmits
+//! directly, it queues.
 
 use crate::api::Event;
 use crate::counters::bump;
-use crate::dispatch::Dispatch;
+use crate::lifecycle::{Effects, Input, Life, Lifecycle};
 use crate::outq::{Body, OutMsg, OutQueue};
 use crate::plan::PlanCounts;
+use crate::tables::TopicState;
 use crate::wired::Wired;
 use fcan_core::frame::Mtu;
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::{
-    caps, BusMode, CommandResult, ConfigMessage, Counters, FaultCode, NodeHeartbeat, NodeState,
-    ResultCode,
+    caps, BusMode, CommandResult, ConfigMessage, Counters, NodeHeartbeat, ResultCode,
 };
-use fcan_core::timing::{
-    At, Us, ANNOUNCE_BACKOFF_MAX_US, ANNOUNCE_BACKOFF_MIN_US, LISTEN_JITTER_US, LISTEN_WINDOW_US,
-    NODE_HEARTBEAT_PERIOD_US,
-};
+use fcan_core::timing::{At, Us, LISTEN_JITTER_US};
 
 /// A group partly sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,27 +96,10 @@ pub(crate) struct Core {
     /// Service slots in use.
     pub svc_slots: usize,
 
-    pub state: NodeState,
-    pub fault: FaultCode,
-    /// The clock has been seen (first `receive` or `poll`).
-    pub clock_started: bool,
+    /// The life cycle and its timers; changed only through [`Life::step`].
+    pub life: Life,
     /// Latest time the application gave us.
     pub now: At,
-    /// In the boot listen window.
-    pub listening: bool,
-    pub listen_until: At,
-
-    /// A master acknowledged this boot (and no other master took over since).
-    pub acknowledged: bool,
-    pub session: u32,
-    pub mode: BusMode,
-    pub announcing: bool,
-    pub announce_due: At,
-    pub backoff: Us,
-    pub heartbeat_due: At,
-    /// Master-lost timeout; 0 = off.
-    pub watchdog: Us,
-    pub last_master: At,
     /// Transfer id of the next node-initiated message.
     pub next_transfer: u8,
 
@@ -151,7 +132,8 @@ impl Core {
         0,
     );
 
-    /// A core at boot: `Unprovisioned`, not yet listening (the window opens at the first
+    /// A core at boot: [`Lifecycle::Boot`] (`Unprovisioned`), not yet listening (the window
+    /// opens at the first
     /// `receive`/`poll`), every timer, counter and plan count at zero.
     pub(crate) const fn new(
         node_id: NodeId,
@@ -166,22 +148,8 @@ impl Core {
             fd_capable,
             wired,
             svc_slots,
-            state: NodeState::Unprovisioned,
-            fault: FaultCode::None,
-            clock_started: false,
+            life: Life::BOOT,
             now: At(0),
-            listening: false,
-            listen_until: At(0),
-            acknowledged: false,
-            session: 0,
-            mode: BusMode::Classic,
-            announcing: false,
-            announce_due: At(0),
-            // Set by `start_announcing` before the first ANNOUNCE.
-            backoff: Us(0),
-            heartbeat_due: At(0),
-            watchdog: Us(0),
-            last_master: At(0),
             next_transfer: 0,
             counters: crate::counters::ZERO,
             rx_overflow: 0,
@@ -196,8 +164,9 @@ impl Core {
     /// The frame kind and bit-rate switching for configuration messages: classic until a
     /// master chose a mode.
     pub(crate) fn tx_mode(&self) -> (Mtu, bool) {
-        if self.acknowledged {
-            (self.mode.mtu(), self.mode == BusMode::FdBrs)
+        if self.life.acknowledged() {
+            let mode = self.life.mode;
+            (mode.mtu(), mode == BusMode::FdBrs)
         } else {
             (Mtu::Classic, false)
         }
@@ -257,7 +226,7 @@ impl Core {
             self.take_transfer(),
         );
         let body = Body::Announce {
-            state: self.state,
+            state: self.life.state(),
             caps: if self.fd_capable {
                 caps::FD | caps::BRS
             } else {
@@ -280,8 +249,8 @@ impl Core {
             self.take_transfer(),
         );
         let msg = ConfigMessage::NodeHeartbeat(NodeHeartbeat {
-            state: self.state,
-            fault: self.fault,
+            state: self.life.state(),
+            fault: self.life.fault(),
             boot_id: self.boot_id,
             errors: self.counters.error_summary(),
         });
@@ -292,77 +261,78 @@ impl Core {
         }
     }
 
-    /// Starts the clock at the first time the application gives us: the listen window
-    /// opens then.
+    /// Takes the time the application gave: the first opens the listen window.
     pub(crate) fn see_time(&mut self, now: At) {
         self.now = now;
-        if !self.clock_started {
-            self.clock_started = true;
-            self.listening = true;
-            self.listen_until = now + Us(LISTEN_WINDOW_US) + Us(self.boot_id % LISTEN_JITTER_US);
+        if matches!(self.life.phase, Lifecycle::Boot) {
+            let jitter = Us(self.boot_id % LISTEN_JITTER_US);
+            self.life.step(Input::ClockStarted { jitter }, now);
         }
     }
 
-    /// (Re)starts announcing with the shortest back-off, first one now.
-    pub(crate) fn start_announcing(&mut self, now: At) {
-        self.announcing = true;
-        self.announce_due = now;
-        self.backoff = Us(ANNOUNCE_BACKOFF_MIN_US);
+    /// Moves the life cycle on by `input` at `now` and does what the transition asks of
+    /// the node ([`Core::apply`]). Returns the effects, whose events the caller, which
+    /// holds the application, delivers (`dispatch::deliver`).
+    ///
+    /// Inlined (two call sites in `poll`: a frame's input, the timers' tick, where only
+    /// the tick's arm of [`Life::step`] is compiled); the effects are applied out of
+    /// line, once (flash, measured).
+    #[inline(always)]
+    pub(crate) fn step(
+        &mut self,
+        input: Input,
+        now: At,
+        q: &mut OutQueue,
+        topics: &mut [TopicState],
+    ) -> Effects {
+        let fx = self.life.step(input, now);
+        self.apply(fx, q, topics)
     }
 
-    /// FAULT for good: silent from now on.
-    pub(crate) fn enter_fault(
+    /// Does what a life-cycle transition asks: the data plane first, then the messages
+    /// to queue (ANNOUNCE before HEARTBEAT); counts a lost master. Returns `fx`.
+    #[inline(never)]
+    pub(crate) fn apply(
         &mut self,
-        code: FaultCode,
+        fx: Effects,
         q: &mut OutQueue,
-        app: &mut impl Dispatch,
-    ) {
-        self.state = NodeState::Fault;
-        self.fault = code;
-        self.announcing = false;
-        self.acknowledged = false;
-        self.resume.clear();
-        q.clear();
-        app.event(Event::IdCollision);
+        topics: &mut [TopicState],
+    ) -> Effects {
+        if fx.has(Effects::CLEAR_PLAN) {
+            self.plan = PlanCounts::EMPTY;
+        }
+        if fx.has(Effects::STOP) {
+            self.resume.clear();
+        }
+        if fx.has(Effects::UNSTAGE) {
+            for t in topics.iter_mut() {
+                t.stop_staging();
+            }
+        }
+        if fx.has(Effects::SILENCE) {
+            q.clear();
+        }
+        if fx.has(Effects::ANNOUNCE) {
+            self.announce(q);
+        }
+        if fx.has(Effects::HEARTBEAT) {
+            self.heartbeat(q);
+        }
+        if fx.has(Effects::event(Event::MasterLost)) {
+            bump(&mut self.counters.master_lost);
+        }
+        fx
     }
 
     /// Timers: end of the listen window, master-lost watchdog, ANNOUNCE retries and the
-    /// node heartbeat.
-    pub(crate) fn timers(&mut self, now: At, q: &mut OutQueue, app: &mut impl Dispatch) {
-        if self.state == NodeState::Fault {
-            return;
-        }
-        if self.listening {
-            if !now.reached(self.listen_until) {
-                return;
-            }
-            self.listening = false;
-            if !self.acknowledged {
-                self.start_announcing(now);
-            }
-        }
-        if self.state == NodeState::Running
-            && self.watchdog != Us(0)
-            && now.since(self.last_master) > self.watchdog
-        {
-            self.state = NodeState::Suspended;
-            self.resume.clear();
-            bump(&mut self.counters.master_lost);
-            app.event(Event::MasterLost);
-            self.start_announcing(now);
-        }
-        if self.announcing && now.reached(self.announce_due) && self.announce(q) {
-            self.announce_due = now + self.backoff;
-            self.backoff = Us(self.backoff.0.saturating_mul(2)).min(Us(ANNOUNCE_BACKOFF_MAX_US));
-        }
-        if self.acknowledged && now.reached(self.heartbeat_due) && self.heartbeat(q) {
-            let next = self.heartbeat_due + Us(NODE_HEARTBEAT_PERIOD_US);
-            // Keep the grid, unless polling fell a whole period behind.
-            self.heartbeat_due = if now.reached(next) {
-                now + Us(NODE_HEARTBEAT_PERIOD_US)
-            } else {
-                next
-            };
-        }
+    /// node heartbeat, each message queued only when it fits.
+    pub(crate) fn timers(
+        &mut self,
+        now: At,
+        q: &mut OutQueue,
+        topics: &mut [TopicState],
+    ) -> Effects {
+        let room = q.free();
+        self.step(Input::Tick { room }, now, q, topics)
     }
 }

@@ -2,10 +2,10 @@
 //! a firmware that sleeps (an RTIC or embassy task, a `wfi` loop) wakes only when the
 //! node has work, as smoltcp's `Interface::poll_at` does.
 
+use crate::lifecycle::Lifecycle;
 use crate::services;
 use crate::state::Core;
 use crate::storage::PartsRef;
-use fcan_core::msg::NodeState;
 use fcan_core::timing::{At, Us};
 
 /// The earliest deadline so far, on the wrapping clock (deadlines already passed count
@@ -32,28 +32,33 @@ impl Earliest {
 /// The node's next deadline at `now`; `None` when nothing is scheduled (only a received
 /// frame or a call of the application can give it work).
 pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: At) -> Option<At> {
-    if core.state == NodeState::Fault {
+    let life = &core.life;
+    if life.is_fault() {
         return None;
     }
     let mut e = Earliest { now, at: None };
-    if !core.clock_started || work_queued || core.commit_pending || core.resume.get().is_some() {
+    if matches!(life.phase, Lifecycle::Boot)
+        || work_queued
+        || core.commit_pending
+        || core.resume.get().is_some()
+    {
         e.now();
     }
-    if core.listening {
-        e.add(core.listen_until);
+    if life.is_listening() {
+        e.add(life.due);
         // Nothing else runs before the window closes.
         return e.at;
     }
-    if core.announcing {
-        e.add(core.announce_due);
+    if life.phase.announcing() {
+        e.add(life.due);
     }
-    if core.acknowledged {
-        e.add(core.heartbeat_due);
+    if life.acknowledged() {
+        e.add(life.heartbeat_due);
     }
-    if core.state == NodeState::Running {
-        if core.watchdog != Us(0) {
+    if life.is_running() {
+        if let Some(t) = life.watchdog_expiry() {
             // `timers` fires once more than the timeout has passed.
-            e.add(core.last_master + core.watchdog + Us(1));
+            e.add(t);
         }
         for f in p.frames.get(..core.plan.frames as usize).unwrap_or(&[]) {
             if !f.s2m || f.group_index != 0 {
