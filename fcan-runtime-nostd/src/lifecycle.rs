@@ -109,7 +109,7 @@ impl Lifecycle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Life {
     /// Where the node is.
-    pub phase: Lifecycle,
+    pub stage: Lifecycle,
     /// The bus mode the master chose: the last acknowledgement's, Classic before one
     /// (kept when another master takes over, until it acknowledges).
     pub mode: BusMode,
@@ -245,7 +245,7 @@ impl core::fmt::Debug for Effects {
 impl Life {
     /// At boot: [`Lifecycle::Boot`], every timer zero (all zero bytes).
     pub(crate) const BOOT: Life = Life {
-        phase: Lifecycle::Boot,
+        stage: Lifecycle::Boot,
         mode: BusMode::Classic,
         due: At(0),
         backoff: Us(0),
@@ -257,12 +257,12 @@ impl Life {
 
     /// The node's state, as ANNOUNCE and HEARTBEAT carry it.
     pub(crate) const fn state(&self) -> NodeState {
-        self.phase.state()
+        self.stage.state()
     }
 
     /// Why the node is in FAULT (`FaultCode::None` otherwise).
     pub(crate) const fn fault(&self) -> FaultCode {
-        match self.phase {
+        match self.stage {
             Lifecycle::Fault => FaultCode::IdCollision,
             _ => FaultCode::None,
         }
@@ -271,22 +271,22 @@ impl Life {
     /// Whether a master acknowledged this boot (and no other master took over since):
     /// the node takes commands then.
     pub(crate) const fn acknowledged(&self) -> bool {
-        self.phase.acknowledged()
+        self.stage.acknowledged()
     }
 
     /// RUNNING: data frames flow.
     pub(crate) const fn is_running(&self) -> bool {
-        self.phase.is_running()
+        self.stage.is_running()
     }
 
     /// FAULT: silent for good.
     pub(crate) const fn is_fault(&self) -> bool {
-        matches!(self.phase, Lifecycle::Fault)
+        matches!(self.stage, Lifecycle::Fault)
     }
 
     /// In the boot listen window: silent, every frame for the node dropped.
     pub(crate) const fn is_listening(&self) -> bool {
-        matches!(self.phase, Lifecycle::Listening)
+        matches!(self.stage, Lifecycle::Listening)
     }
 
     /// The bus mode: the last acknowledgement's, Classic before one.
@@ -315,10 +315,10 @@ impl Life {
     #[inline(always)]
     pub(crate) fn step(&mut self, input: Input, now: At) -> Effects {
         use Lifecycle as L;
-        let from = self.phase;
+        let from = self.stage;
         match (from, input) {
             (L::Boot, Input::ClockStarted { jitter }) => {
-                self.phase = L::Listening;
+                self.stage = L::Listening;
                 self.due = now + Us(LISTEN_WINDOW_US) + jitter;
                 Effects::NONE
             }
@@ -333,14 +333,14 @@ impl Life {
                     }
                     // Never acknowledged (frames are dropped while listening): announce,
                     // the first one now.
-                    self.phase = L::Unprovisioned;
+                    self.stage = L::Unprovisioned;
                     self.announce_now(now);
                 } else if from.is_running()
                     && self.watchdog != Us(0)
                     && now.since(self.last_master) > self.watchdog
                 {
                     // Master lost: SUSPENDED, announcing again, acknowledged as it was.
-                    self.phase = if from.acknowledged() {
+                    self.stage = if from.acknowledged() {
                         L::Suspended
                     } else {
                         L::SuspendedReplaced
@@ -355,7 +355,7 @@ impl Life {
             (_, Input::Acked { session, mode }) => {
                 let mut fx = Effects::event(Event::Acknowledged);
                 let same_mode = mode == self.mode;
-                self.phase = match from {
+                self.stage = match from {
                     L::Running | L::RunningReplaced if same_mode => L::Running,
                     L::Running | L::RunningReplaced => {
                         // The plan's frame lengths were for the other mode.
@@ -381,7 +381,7 @@ impl Life {
                     } else {
                         // Another master took over: it must acknowledge the node before
                         // it may command.
-                        self.phase = match from {
+                        self.stage = match from {
                             L::Running => L::RunningReplaced,
                             L::Suspended => L::SuspendedReplaced,
                             _ => L::ProvisionedReplaced,
@@ -399,7 +399,7 @@ impl Life {
                 L::Running | L::Provisioned | L::ProvisionedLost | L::Suspended,
                 Input::Start { timeout },
             ) => {
-                self.phase = L::Running;
+                self.stage = L::Running;
                 self.watchdog = timeout;
                 self.last_master = now;
                 if matches!(from, L::Running) {
@@ -412,7 +412,7 @@ impl Life {
             // FRAME_DEFINE index 0 went in (only acknowledged): PROVISIONED again,
             // still announcing if it was.
             (L::Running | L::Suspended, Input::PlanRedefined) => {
-                self.phase = if matches!(from, L::Running) {
+                self.stage = if matches!(from, L::Running) {
                     L::Provisioned
                 } else {
                     L::ProvisionedLost
@@ -422,7 +422,7 @@ impl Life {
             (_, Input::PlanRedefined) => Effects::NONE,
             (L::Boot | L::Listening | L::Unprovisioned, Input::IdCollision) => {
                 // Never acknowledged: the other node has the better claim.
-                self.phase = L::Fault;
+                self.stage = L::Fault;
                 Effects::STOP | Effects::SILENCE | Effects::event(Event::IdCollision)
             }
             // Silent already.
@@ -438,13 +438,13 @@ impl Life {
     fn send_due(&mut self, room: usize, now: At) -> Effects {
         let mut fx = Effects::NONE;
         let mut room = room;
-        if self.phase.announcing() && room > 0 && now.reached(self.due) {
+        if self.stage.announcing() && room > 0 && now.reached(self.due) {
             room -= 1;
             self.due = now + self.backoff;
             self.backoff = Us(self.backoff.0.saturating_mul(2)).min(Us(ANNOUNCE_BACKOFF_MAX_US));
             fx |= Effects::ANNOUNCE;
         }
-        if self.phase.acknowledged() && room > 0 && now.reached(self.heartbeat_due) {
+        if self.stage.acknowledged() && room > 0 && now.reached(self.heartbeat_due) {
             let next = self.heartbeat_due + Us(NODE_HEARTBEAT_PERIOD_US);
             // Keep the grid, unless polling fell a whole period behind.
             self.heartbeat_due = if now.reached(next) {
@@ -478,10 +478,10 @@ mod tests {
     fn ago(v: u32) -> At {
         At(T.0.wrapping_sub(v))
     }
-    /// A node in `phase`, in Classic mode, session `S`, nothing due, no watchdog.
-    fn at(phase: Lifecycle) -> Life {
+    /// A node in `stage`, in Classic mode, session `S`, nothing due, no watchdog.
+    fn at(stage: Lifecycle) -> Life {
         Life {
-            phase,
+            stage,
             mode: CL,
             due: FAR,
             backoff: us(MIN),
@@ -574,7 +574,7 @@ mod tests {
         let table: &[(Life, Input, Life, Effects)] = &[
             // The clock starts: listen, LISTEN_WINDOW_US + jitter.
             (Life::BOOT, Input::ClockStarted { jitter: us(7) },
-             Life { phase: L::Listening, due: T + us(LISTEN_WINDOW_US + 7), ..Life::BOOT }, NONE),
+             Life { stage: L::Listening, due: T + us(LISTEN_WINDOW_US + 7), ..Life::BOOT }, NONE),
             (ann(at(L::Listening), T, MIN), Input::ClockStarted { jitter: us(7) },
              ann(at(L::Listening), T, MIN), NONE),
             (Life::BOOT, tick(4), Life::BOOT, NONE),
@@ -684,7 +684,7 @@ mod tests {
     #[test]
     fn derived_state() {
         use NodeState as N;
-        // (phase, state, acknowledged, announcing, running)
+        // (stage, state, acknowledged, announcing, running)
         #[rustfmt::skip]
         let table = [
             (L::Boot, N::Unprovisioned, false, false, false),
@@ -699,27 +699,27 @@ mod tests {
             (L::SuspendedReplaced, N::Suspended, false, true, false),
             (L::Fault, N::Fault, false, false, false),
         ];
-        for (phase, state, acknowledged, announcing, running) in table {
+        for (stage, state, acknowledged, announcing, running) in table {
             assert_eq!(
                 (
-                    phase.state(),
-                    phase.acknowledged(),
-                    phase.announcing(),
-                    phase.is_running()
+                    stage.state(),
+                    stage.acknowledged(),
+                    stage.announcing(),
+                    stage.is_running()
                 ),
                 (state, acknowledged, announcing, running),
-                "{phase:?}"
+                "{stage:?}"
             );
-            let fault = if phase == L::Fault {
+            let fault = if stage == L::Fault {
                 FaultCode::IdCollision
             } else {
                 FaultCode::None
             };
-            assert_eq!(at(phase).fault(), fault);
+            assert_eq!(at(stage).fault(), fault);
         }
         // An unconfigured node is all zero bytes: Boot is discriminant 0.
         assert_eq!(Lifecycle::default() as u8, 0);
-        assert_eq!(Life::BOOT.phase as u8, 0);
+        assert_eq!(Life::BOOT.stage as u8, 0);
         assert_eq!(BusMode::Classic as u8, 0);
         let w = wd(at(L::Running), 10, T);
         assert_eq!(w.watchdog_expiry(), Some(T + us(11)));

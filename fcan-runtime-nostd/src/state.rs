@@ -264,7 +264,7 @@ impl Core {
     /// Takes the time the application gave: the first opens the listen window.
     pub(crate) fn see_time(&mut self, now: At) {
         self.now = now;
-        if matches!(self.life.phase, Lifecycle::Boot) {
+        if matches!(self.life.stage, Lifecycle::Boot) {
             let jitter = Us(self.boot_id % LISTEN_JITTER_US);
             self.life.step(Input::ClockStarted { jitter }, now);
         }

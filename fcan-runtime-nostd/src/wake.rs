@@ -37,7 +37,7 @@ pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: At)
         return None;
     }
     let mut e = Earliest { now, at: None };
-    if matches!(life.phase, Lifecycle::Boot)
+    if matches!(life.stage, Lifecycle::Boot)
         || work_queued
         || core.commit_pending
         || core.resume.get().is_some()
@@ -49,7 +49,7 @@ pub(crate) fn poll_at(core: &Core, p: &PartsRef<'_>, work_queued: bool, now: At)
         // Nothing else runs before the window closes.
         return e.at;
     }
-    if life.phase.announcing() {
+    if life.stage.announcing() {
         e.add(life.due);
     }
     if life.acknowledged() {
