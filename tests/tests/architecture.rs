@@ -656,3 +656,100 @@ fn the_checks_catch_a_disagreement() {
     more.push(ghost);
     assert!(!check_table(&text, "<!-- crates: workspace -->", &more).is_empty());
 }
+
+/// The modules of `crate_src` (its `src/*.rs` files other than `lib.rs`) and, for each,
+/// the sibling modules it names through `crate::<module>`.
+fn module_uses(crate_src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let files: Vec<PathBuf> = std::fs::read_dir(crate_src)
+        .expect("the crate's src directory")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "lib.rs"))
+        .collect();
+    let names: BTreeSet<String> = files
+        .iter()
+        .filter_map(|p| p.file_stem()?.to_str().map(str::to_owned))
+        .collect();
+    let mut graph = BTreeMap::new();
+    for f in &files {
+        let me = f
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+            .to_owned();
+        let text = std::fs::read_to_string(f).expect("a module file");
+        let mut uses = BTreeSet::new();
+        // `crate::a::…`, and the names inside `use crate::{a, b::c}`.
+        let mut words: Vec<&str> = Vec::new();
+        for (i, _) in text.match_indices("crate::") {
+            let rest = &text[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                words.extend(group[..end].split(',').map(|w| w.trim()));
+            } else {
+                words.push(rest);
+            }
+        }
+        for w in words {
+            let name: String = w
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if names.contains(&name) && name != me {
+                uses.insert(name);
+            }
+        }
+        graph.insert(me, uses);
+    }
+    graph
+}
+
+/// A cycle in `graph`, as the modules along it, if there is one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(n.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_owned());
+        for m in graph.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, graph, done, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
+}
+
+/// The node runtime's modules depend on each other in one direction only: each can be
+/// read (and changed) knowing only the ones below it.
+#[test]
+fn the_runtime_has_no_module_cycles() {
+    let graph = module_uses(&root().join("fcan-runtime-nostd/src"));
+    assert!(graph.len() > 10, "modules found: {graph:?}");
+    assert!(
+        graph.get("node").is_some_and(|u| u.contains("state")),
+        "the scan must see `use crate::state` in node.rs: {graph:?}"
+    );
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "fcan-runtime-nostd has a module cycle: {}",
+            cycle.join(" -> ")
+        );
+    }
+}
