@@ -25,6 +25,7 @@ mod clock;
 mod mailbox;
 #[cfg(feature = "selftest")]
 mod selftest;
+mod stop;
 
 use core::ptr::addr_of_mut;
 
@@ -32,6 +33,7 @@ use cortex_m_rt::entry;
 use fcan_example_motor_driver::{gen, MotorDriver};
 use fcan_runtime_nostd::fcan_core::id::NodeId;
 use fcan_runtime_nostd::Controller;
+use stop::halt;
 
 /// This board's node id (on a real board: address switches).
 pub const NODE_ID: u8 = 5;
@@ -167,31 +169,5 @@ fn main() -> ! {
             exit(EXIT_FAILURE);
         }
     }
-    halt()
-}
-
-fn halt() -> ! {
-    loop {
-        cortex_m::asm::wfi();
-    }
-}
-
-/// A panic cannot come from bus input (the runtime never panics on input); if anything
-/// panics anyway: report and exit QEMU with failure in the self-test, stop otherwise.
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    #[cfg(feature = "selftest")]
-    {
-        cortex_m_semihosting::hprintln!("FAIL: panic: {}", _info);
-        cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
-    }
-    halt()
-}
-
-#[cfg(feature = "selftest")]
-#[cortex_m_rt::exception]
-unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
-    cortex_m_semihosting::hprintln!("FAIL: HardFault at {:#x}", _frame.pc());
-    cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
     halt()
 }

@@ -41,6 +41,8 @@ mod mailbox;
 #[cfg(feature = "selftest")]
 #[path = "../../selftest.rs"]
 mod selftest;
+#[path = "../../stop.rs"]
+mod stop;
 mod systick_driver;
 
 /// The node clock of this binary, as `mailbox.rs` and `selftest.rs` read it: the
@@ -53,6 +55,7 @@ mod clock {
 }
 
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use stop::halt;
 
 use cortex_m_rt::entry;
 use embassy_executor::Executor;
@@ -384,31 +387,5 @@ fn fail(_what: &str) -> ! {
         cortex_m_semihosting::hprintln!("FAIL: {}", _what);
         cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
     }
-    halt()
-}
-
-fn halt() -> ! {
-    loop {
-        cortex_m::asm::wfi();
-    }
-}
-
-/// As in the polling binary: report and exit QEMU with failure in the self-test, stop
-/// otherwise.
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    #[cfg(feature = "selftest")]
-    {
-        cortex_m_semihosting::hprintln!("FAIL: panic: {}", _info);
-        cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
-    }
-    halt()
-}
-
-#[cfg(feature = "selftest")]
-#[cortex_m_rt::exception]
-unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
-    cortex_m_semihosting::hprintln!("FAIL: HardFault at {:#x}", _frame.pc());
-    cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
     halt()
 }
