@@ -21,6 +21,7 @@ use fcan_codegen::{diff, generate, inspect, load_files, Diagnostics};
   fcan-codegen generate node.yaml motor.type.yaml --out src/generated
   fcan-codegen inspect node.yaml motor.type.yaml --json
   fcan-codegen diff --old v1/*.yaml --new v2/*.yaml
+  fcan-codegen ros-package node.yaml motor.type.yaml --out ros_ws/src
 
 The schema language: docs/schema.md. In build.rs use fcan_codegen::Builder instead.")]
 struct Cli {
@@ -93,6 +94,111 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write ROS 2 interface packages (.msg/.srv, package.xml, CMakeLists.txt) for the
+    /// ROS types the bridge builds from these nodes' schemas, so `colcon build` once
+    /// lets `ros2 topic echo` decode what `fcan serve --ros2` publishes.
+    ///
+    /// A topic or service whose `ros.type` names a bundled standard interface
+    /// (std_msgs, std_srvs, geometry_msgs, sensor_msgs, trajectory_msgs, ...) needs no
+    /// package. One that names another type (`fibril_control_msgs/msg/Feedback`) gets
+    /// it built from its fcan fields, sorted by name; one without `ros:` gets a
+    /// generated type in `fcan_<node>_msgs`. Give every node of the robot in one run
+    /// (the first node's files, then `--node FILE...` per further node): nodes that
+    /// name one custom type must agree on it, and the packages are written once.
+    ///
+    /// Prints each topic's and service's ROS type and RIHS01 hash; notes (a field the
+    /// ROS type does not carry, a `ros:` that could not be honoured and the type used
+    /// instead) go to stderr. A package directory this command did not write is never
+    /// touched. The mapping: docs/ros2.md.
+    #[command(after_help = "Examples:
+  fcan-codegen ros-package schema/examples/motor_driver.yaml --out ros_ws/src
+  fcan-codegen ros-package md.node.yaml md.instances.yaml md_motor.type.yaml \\
+      --node robstride.node.yaml robstride.instances.yaml robstride_motor.type.yaml \\
+      --out ros_ws/src
+  cd ros_ws && colcon build && source install/setup.bash")]
+    RosPackage {
+        /// Schema files forming the first node.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Schema files forming one more node (repeat for each node).
+        #[arg(long = "node", num_args = 1.., action = clap::ArgAction::Append, value_name = "FILE")]
+        // Flat here; main() reads the grouping from clap's occurrences.
+        nodes: Vec<PathBuf>,
+        /// The directory the packages are written into (a colcon workspace's `src`).
+        #[arg(long, short, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+fn ros_package(nodes: Vec<Vec<PathBuf>>, out: &std::path::Path) -> ExitCode {
+    use fcan_ros2::{mapping, package, rihs, Interfaces};
+    let mut store = Interfaces::bundled();
+    let mut mapped = Vec::new();
+    let mut failed = false;
+    for files in &nodes {
+        match load_files(files).and_then(|l| generate(&l).map(|_| l)) {
+            Ok(l) => mapped.push(mapping::map_schema(&l.schema, &mut store)),
+            Err(d) => {
+                report(&d);
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return ExitCode::from(1);
+    }
+    let origin = |o: mapping::Origin| match o {
+        mapping::Origin::Bundled => "bundled",
+        mapping::Origin::Custom => "custom",
+        _ => "generated",
+    };
+    let hash = |name: &str| {
+        rihs::type_hash(&store, name).map_or_else(|e| e.to_string(), |h| h.to_string())
+    };
+    for m in &mapped {
+        for t in &m.topics {
+            println!(
+                "{}.{}: {} ({}) {}",
+                t.block,
+                t.topic,
+                t.ros_type,
+                origin(t.origin),
+                hash(&t.ros_type)
+            );
+        }
+        for s in &m.services {
+            println!(
+                "{}.{}: {} ({}) {}",
+                s.block,
+                s.service,
+                s.ros_type,
+                origin(s.origin),
+                hash(&s.ros_type)
+            );
+        }
+        for n in &m.notes {
+            eprintln!("note: {n}");
+        }
+    }
+    let packages = package::packages(&store, &mapped);
+    if packages.is_empty() {
+        println!("every type is a bundled standard interface: no package to write");
+    }
+    for p in packages {
+        match p.write(out) {
+            Ok(dir) => println!(
+                "wrote {} ({} messages, {} services)",
+                dir.display(),
+                p.messages.len(),
+                p.services.len()
+            ),
+            Err(e) => {
+                eprintln!("{}: error: {e}", out.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn report(d: &Diagnostics) -> ExitCode {
@@ -104,8 +210,23 @@ fn report(d: &Diagnostics) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match cli.command {
+        Command::RosPackage { files, out, .. } => {
+            // Each `--node` occurrence is one node's files.
+            let mut all = vec![files];
+            if let Some(occurrences) = matches
+                .subcommand_matches("ros-package")
+                .and_then(|m| m.get_occurrences::<PathBuf>("nodes"))
+            {
+                all.extend(occurrences.map(|o| o.cloned().collect::<Vec<_>>()));
+            }
+            ros_package(all, &out)
+        }
         Command::Check { files } => match load_files(&files).and_then(|l| {
             let out = generate(&l)?;
             Ok((l, out))

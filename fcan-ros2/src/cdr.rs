@@ -421,7 +421,7 @@ impl Reader<'_> {
             (ScalarType::F32, Value::Float(x))
                 if x.is_finite() && x.abs() > f64::from(f32::MAX) =>
             {
-                Err(err(path, format!("{x} does not fit an f32")))
+                Err(err(path, format!("{x:e} does not fit an f32")))
             }
             (ScalarType::F32 | ScalarType::F64, v @ Value::Float(_)) => Ok(v),
             (ty, _) => Err(err(
