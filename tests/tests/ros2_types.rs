@@ -558,8 +558,8 @@ fn export_for_rosbags() {
     let (store, mapped) = all_mapped();
     let mut types = Vec::new();
     for m in store.messages() {
-        let is_service_whole = store.service(&m.name).is_some() || m.name.ends_with("_Event");
-        if is_service_whole {
+        // A service's parts are listed with the service.
+        if m.name.contains("/srv/") {
             continue;
         }
         types.push(json!({
@@ -572,6 +572,8 @@ fn export_for_rosbags() {
         types.push(json!({
             "name": s.name, "kind": "srv", "text": s.to_srv_text(),
             "hash": rihs::type_hash(&store, &s.name).unwrap().to_string(),
+            "request_hash": rihs::type_hash(&store, &s.request.name).unwrap().to_string(),
+            "response_hash": rihs::type_hash(&store, &s.response.name).unwrap().to_string(),
             "bundled": store.is_bundled(&s.name),
         }));
     }
