@@ -4,7 +4,8 @@
 # - a firmware's build.rs (fcan-codegen without its `cli` feature) compiles no clap;
 # - the master as a library compiles neither clap nor a YAML parser (the CLI is fcan-cli);
 # - fcan-transport knows nothing of the master;
-# - the Foxglove face (fcan-foxglove) compiles neither the CLI nor Zenoh.
+# - the Foxglove face (fcan-foxglove) compiles neither the CLI nor Zenoh;
+# - fcan-codegen's command takes the ROS 2 types without the master (ros-package).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 status=0
@@ -27,7 +28,8 @@ refuse() {
 
 refuse 'fcan-master' 'the router must not depend on the master' -p fcan-router
 refuse 'fcan-master' 'the router must not depend on the master' -p fcan-router --no-default-features
-refuse 'clap|clap_builder' 'a build.rs must not compile clap' -p fcan-codegen --no-default-features -e normal
+refuse 'clap|clap_builder|fcan-ros2' 'a build.rs must not compile clap nor the ROS 2 types' -p fcan-codegen --no-default-features -e normal
+refuse 'fcan-master|tokio' 'fcan-codegen ros-package needs the ROS 2 types, not the master' -p fcan-codegen -e normal
 refuse 'clap|clap_builder' "a firmware's build.rs must not compile clap" -p fcan-example-motor-driver -e build,normal
 refuse 'clap|clap_builder|serde_yaml_ng|unsafe-libyaml' 'the master library must not compile the CLI' -p fcan-master -e normal
 refuse 'fcan-master|clap|clap_builder' 'fcan-transport is below the master' -p fcan-transport -e normal

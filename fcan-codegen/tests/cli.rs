@@ -488,3 +488,147 @@ fn a_hostile_file_name_is_escaped_in_the_generated_rust() {
         "{line}"
     );
 }
+
+/// `ros-package` for the three ancestor nodes in one run: every custom and generated
+/// type written once, in its package, with the files colcon needs; run again, a type
+/// no schema uses any more is gone; a directory it did not write is never touched.
+#[test]
+fn ros_package_writes_each_package_once_and_guards_foreign_directories() {
+    let Some(nodes) = fibril_cases() else {
+        say_fibril_absent();
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("src");
+    let mut args = vec!["ros-package".to_string()];
+    for (i, n) in nodes.iter().enumerate() {
+        if i > 0 {
+            args.push("--node".into());
+        }
+        args.extend(paths(&n.files));
+    }
+    args.extend(["--out".into(), out.display().to_string()]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(&argv);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(
+        stdout.contains("MdMotor.feedback: fibril_control_msgs/msg/Feedback (custom) RIHS01_"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Solenoid.state: std_msgs/msg/Bool (bundled)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("wrote "), "{stdout}");
+    let fb = std::fs::read_to_string(out.join("fibril_control_msgs/msg/Feedback.msg")).unwrap();
+    assert!(
+        fb.ends_with("bool is_ready\nfloat32 output\nfloat32 position\nfloat32 velocity\n"),
+        "{fb}"
+    );
+    let srv =
+        std::fs::read_to_string(out.join("fibril_control_msgs/srv/ResetEncoder.srv")).unwrap();
+    assert!(
+        srv.ends_with("bool offset\nfloat32 value\n---\nbool success\n"),
+        "{srv}"
+    );
+    let cmake = std::fs::read_to_string(out.join("fibril_control_msgs/CMakeLists.txt")).unwrap();
+    for f in [
+        "\"msg/Feedback.msg\"",
+        "\"msg/Target.msg\"",
+        "\"srv/ResetEncoder.srv\"",
+        "rosidl_generate_interfaces",
+    ] {
+        assert!(cmake.contains(f), "{cmake}");
+    }
+    let xml = std::fs::read_to_string(out.join("fibril_control_msgs/package.xml")).unwrap();
+    assert!(
+        xml.contains("<name>fibril_control_msgs</name>")
+            && xml.contains("rosidl_interface_packages")
+    );
+    assert!(out
+        .join("fcan_rc26_robstride_msgs/msg/RobstrideMotorDiagnostics.msg")
+        .is_file());
+    assert!(
+        !out.join("std_msgs").exists() && !out.join("std_srvs").exists(),
+        "bundled types need no package"
+    );
+
+    // Again with the md node only: robstride's generated package stays (another node's),
+    // but within fibril_control_msgs nothing is stale, and a stray file in msg/ goes.
+    std::fs::write(out.join("fibril_control_msgs/msg/Old.msg"), "int32 x\n").unwrap();
+    let mut again = vec!["ros-package".to_string()];
+    again.extend(paths(&nodes[0].files));
+    again.extend(["--out".into(), out.display().to_string()]);
+    let argv: Vec<&str> = again.iter().map(String::as_str).collect();
+    let o = run(&argv);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!out.join("fibril_control_msgs/msg/Old.msg").exists());
+    assert!(out.join("fibril_control_msgs/msg/Feedback.msg").is_file());
+
+    // A package directory someone else wrote is refused, untouched.
+    std::fs::write(
+        out.join("fibril_control_msgs/package.xml"),
+        "<package>mine</package>",
+    )
+    .unwrap();
+    let o = run(&argv);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("was not written by fcan-codegen ros-package"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("fibril_control_msgs/package.xml")).unwrap(),
+        "<package>mine</package>"
+    );
+}
+
+/// A `ros:` the bridge cannot honour is a note on stderr, and the topic still gets a
+/// type (its generated one), in the package written.
+#[test]
+fn ros_package_notes_a_fallback_and_still_writes_the_type() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let schema = tmp.path().join("n.yaml");
+    std::fs::write(
+        &schema,
+        "node: n{i}\nprotocol: 2\ntypes:\n  T:\n    topics:\n      x: { dir: s2m, period_us: 1000, fields: { v: u32 }, ros: { type: std_msgs/msg/Int16, map: { v: data } } }\ninstances:\n  - { type: T, max_count: 1, ns: t }\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("src");
+    let o = run(&[
+        "ros-package",
+        &schema.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("note: n{i}: T.x: `v` → Int16.data: int16 cannot hold every u32 value; carried as fcan_n_msgs/msg/TX instead"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("fcan_n_msgs/msg/TX.msg"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("uint32 v")
+    );
+    // A schema with errors writes nothing.
+    std::fs::write(
+        &schema,
+        "node: n{i}\nprotocol: 2\ntypes: {}\ninstances: []\nbogus: 1\n",
+    )
+    .unwrap();
+    let out2 = tmp.path().join("src2");
+    let o = run(&[
+        "ros-package",
+        &schema.display().to_string(),
+        "--out",
+        &out2.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out2.exists());
+}

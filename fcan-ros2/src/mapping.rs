@@ -193,7 +193,7 @@ fn snake_case(s: &str) -> String {
     let parts: Vec<&str> = out.split('_').filter(|p| !p.is_empty()).collect();
     let mut s = parts.join("_");
     if s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert_str(0, "n");
+        s.insert(0, 'n');
     }
     s
 }

@@ -267,7 +267,8 @@ fn crate_tables_match_cargo_metadata() {
     assert!(bad.is_empty(), "docs/architecture.md:\n{}", bad.join("\n"));
 }
 
-/// (from, to, kind) with kind `normal`, `normal (std)` for an optional one, `build`, `dev`.
+/// (from, to, kind) with kind `normal`, `normal (optional)` for one a feature turns on
+/// (drawn `-- FEATURE -->`), `build`, `dev`.
 type Edge = (String, String, String);
 
 /// The edges of the page's mermaid graph, crate names with `-`.
@@ -283,10 +284,15 @@ fn page_edges(text: &str) -> BTreeSet<Edge> {
         .lines()
         .filter_map(|l| {
             let l = l.trim();
+            // `a -- feature --> b`: the feature's name is for the reader.
+            if let Some((a, rest)) = l.split_once(" -- ") {
+                if let Some((_, b)) = rest.split_once(" --> ") {
+                    return Some((name(a), name(b), "normal (optional)".to_string()));
+                }
+            }
             for (arrow, kind) in [
                 (" -. build .-> ", "build"),
                 (" -. dev .-> ", "dev"),
-                (" -- std --> ", "normal (std)"),
                 (" --> ", "normal"),
             ] {
                 if let Some((a, b)) = l.split_once(arrow) {
@@ -311,7 +317,7 @@ fn tree_edges(crates: &[Krate]) -> BTreeSet<Edge> {
         for (dep, kind, optional) in &k.deps {
             let kind = match (kind.as_str(), optional) {
                 ("dev", _) if normal.contains(dep.as_str()) => continue,
-                ("normal", true) => "normal (std)".to_string(),
+                ("normal", true) => "normal (optional)".to_string(),
                 (k, _) => k.to_string(),
             };
             edges.insert((k.name.clone(), dep.clone(), kind));

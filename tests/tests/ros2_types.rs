@@ -482,7 +482,11 @@ fn decoding_refuses_what_the_fcan_fields_cannot_hold() {
     }
     bytes.extend(u32::MAX.to_le_bytes());
     let e = cdr::decode(&store, &point.binding, &fields("point"), &bytes).unwrap_err();
-    assert!(e.to_string().starts_with("accelerations: 4294967295 elements in"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("accelerations: 4294967295 elements in"),
+        "{e}"
+    );
     // A number out of the fcan type's range (custom: mid is u8[4], fed from uint8: fine;
     // zeta is int64 into i64: fine; alpha is uint16): the custom type is exact, so
     // range refusals come from wider ROS fields, as in std_msgs/Int32 → u8 below.
