@@ -14,7 +14,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use fcan_core::hash::SchemaDigest;
 use fcan_core::ir::{Field, Param};
 use fcan_core::msg::DataDirection;
 use fcan_core::types::{Scalar, ScalarType};
@@ -363,58 +362,14 @@ impl WallClock {
     }
 }
 
-/// A node as served: its id and what makes a new boot or schema a new node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct NodeKey {
-    /// Node id.
-    pub id: u8,
-    /// Boot id.
-    pub boot_id: u32,
-    /// Schema digest.
-    pub digest: Option<SchemaDigest>,
-}
-
-impl NodeKey {
-    /// A node key.
-    pub fn new(id: u8, boot_id: u32, digest: Option<SchemaDigest>) -> NodeKey {
-        NodeKey {
-            id,
-            boot_id,
-            digest,
-        }
-    }
-}
-
-/// What a resync does: the nodes to stop serving, then the ones to start serving.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Resync {
-    /// Served, but not running any more, or running another boot or schema.
-    pub stop: Vec<NodeKey>,
-    /// Running and not served (a rebooted node is in both lists).
-    pub start: Vec<NodeKey>,
-}
-
-/// Makes the served set the running set: which nodes to stop and start serving.
-pub fn resync(served: &[NodeKey], running: &[NodeKey]) -> Resync {
-    Resync {
-        stop: served
-            .iter()
-            .filter(|s| !running.contains(s))
-            .copied()
-            .collect(),
-        start: running
-            .iter()
-            .filter(|r| !served.contains(r))
-            .copied()
-            .collect(),
-    }
-}
+/// A node as served, and which nodes to stop and start serving: one rule for every
+/// face, in [`fcan_master::serving`].
+pub use fcan_master::serving::{resync, NodeKey, Resync};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fcan_core::hash::SchemaDigest;
     use fcan_core::id::NodeId;
     use fcan_master::engine::NodeSchema;
 
@@ -613,31 +568,6 @@ mod tests {
         let mut buf = vec![1, 2, 3];
         encode_message(&big, &mut buf);
         assert_eq!(buf, br#"{"n":"18446744073709551615"}"#);
-    }
-
-    #[test]
-    fn resync_stops_what_went_and_starts_what_came() {
-        let d = Some(SchemaDigest::of(b"x"));
-        let a = NodeKey::new(1, 10, d);
-        let b = NodeKey::new(2, 20, d);
-        let b2 = NodeKey::new(2, 21, d);
-        let c = NodeKey::new(3, 30, None);
-        assert_eq!(
-            resync(&[], &[a, b]),
-            Resync {
-                stop: vec![],
-                start: vec![a, b]
-            }
-        );
-        assert_eq!(resync(&[a, b], &[a, b]), Resync::default());
-        // b rebooted (new boot id), c came, a went.
-        assert_eq!(
-            resync(&[a, b], &[b2, c]),
-            Resync {
-                stop: vec![a, b],
-                start: vec![b2, c]
-            }
-        );
     }
 
     #[test]

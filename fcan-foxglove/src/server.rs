@@ -362,11 +362,7 @@ impl<M: MasterApi> Shared<M> {
         let Ok(nodes) = self.master.nodes().await else {
             return;
         };
-        let running: Vec<NodeKey> = nodes
-            .iter()
-            .filter(|n| n.phase == Phase::Running)
-            .map(|n| NodeKey::new(n.id.get(), n.boot_id, n.digest))
-            .collect();
+        let running = fcan_master::serving::running(&nodes);
         let served: Vec<NodeKey> = lock(&self.state).nodes.values().map(|n| n.key).collect();
         let plan = mapping::resync(&served, &running);
         if plan.stop.is_empty() && plan.start.is_empty() {

@@ -31,6 +31,7 @@ pub mod master;
 pub mod observer;
 pub mod planner;
 pub mod registry;
+pub mod serving;
 pub mod value;
 pub use api::MasterApi;
 pub use engine::Phase;

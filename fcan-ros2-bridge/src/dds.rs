@@ -1,0 +1,59 @@
+//! The DDS the bridge needs, as a thin trait of ours: a participant that makes writers
+//! and readers of already-encoded CDR on a named topic with a named type. The bridge
+//! never names a RustDDS type; [`crate::rustdds_backend`] is the one implementation.
+
+use futures_util::stream::BoxStream;
+
+/// How reliable and how deep an endpoint is (ROS 2's QoS profiles, the part the bridge
+/// sets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Qos {
+    /// Reliable (`true`) or best effort.
+    pub reliable: bool,
+    /// Keep the last `depth` samples.
+    pub depth: u16,
+    /// Transient local (a late joiner gets the last samples) or volatile.
+    pub transient_local: bool,
+}
+
+impl Qos {
+    /// ROS 2's default for topics: reliable, volatile, keep last 10.
+    pub const DEFAULT: Qos = Qos {
+        reliable: true,
+        depth: 10,
+        transient_local: false,
+    };
+}
+
+/// One writer or reader to make.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The DDS topic (`rt/motor_driver1/motor0/feedback`).
+    pub topic: String,
+    /// The DDS type (`example_msgs::msg::dds_::Feedback_`).
+    pub type_name: String,
+    /// Its QoS.
+    pub qos: Qos,
+}
+
+/// Why DDS refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("DDS: {0}")]
+pub struct DdsError(pub String);
+
+/// A DDS participant.
+pub trait Dds: Send + Sync + 'static {
+    /// A writer of one topic.
+    type Writer: DdsWriter;
+    /// Makes a writer.
+    fn writer(&self, e: &Endpoint) -> Result<Self::Writer, DdsError>;
+    /// Makes a reader: a stream of samples, each CDR with its encapsulation header.
+    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Vec<u8>>, DdsError>;
+}
+
+/// A writer of one topic.
+pub trait DdsWriter: Send + Sync + 'static {
+    /// Writes one sample: CDR with its encapsulation header.
+    fn write(&self, cdr: &[u8]) -> Result<(), DdsError>;
+}

@@ -1,0 +1,181 @@
+//! [`Dds`] on RustDDS: raw CDR in and out, so types exist only at run time.
+//!
+//! RustDDS writes the encapsulation header itself from the adapter's encoding and hands
+//! a reader the payload after it; the adapters here move the header between the two.
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use futures_util::stream::{BoxStream, StreamExt};
+use rustdds::no_key::{DataReader, DataWriter};
+use rustdds::policy::{Durability, History, Reliability};
+use rustdds::{
+    DomainParticipant, DomainParticipantBuilder, Publisher, QosPolicies, QosPolicyBuilder,
+    RepresentationIdentifier, Subscriber, TopicKind,
+};
+
+use crate::dds::{Dds, DdsError, DdsWriter, Endpoint, Qos};
+
+/// One sample's CDR, encapsulation header included.
+#[derive(Clone, Debug)]
+pub struct RawCdr(pub Vec<u8>);
+
+/// Passes [`RawCdr`] through, splitting off or restoring the header.
+pub struct RawAdapter;
+
+impl rustdds::no_key::SerializerAdapter<RawCdr> for RawAdapter {
+    type Error = DdsError;
+
+    fn output_encoding() -> RepresentationIdentifier {
+        RepresentationIdentifier::CDR_LE
+    }
+
+    fn to_bytes(value: &RawCdr) -> Result<Bytes, DdsError> {
+        match value.0.get(..2) {
+            Some([0x00, 0x01]) => Ok(Bytes::copy_from_slice(&value.0[4..])),
+            _ => Err(DdsError("only little-endian plain CDR is written".into())),
+        }
+    }
+}
+
+impl rustdds::no_key::DeserializerAdapter<RawCdr> for RawAdapter {
+    type Error = DdsError;
+    type Decoded = RawCdr;
+
+    fn supported_encodings() -> &'static [RepresentationIdentifier] {
+        &[
+            RepresentationIdentifier::CDR_LE,
+            RepresentationIdentifier::CDR_BE,
+        ]
+    }
+
+    fn transform_decoded(decoded: RawCdr) -> RawCdr {
+        decoded
+    }
+}
+
+impl rustdds::no_key::DefaultDecoder<RawCdr> for RawAdapter {
+    type Decoder = RawDecoder;
+    const DECODER: RawDecoder = RawDecoder;
+}
+
+/// Restores the header in front of a received payload.
+#[derive(Clone)]
+pub struct RawDecoder;
+
+impl<'de> rustdds::no_key::Decode<'de, RawCdr> for RawDecoder {
+    type Error = DdsError;
+
+    fn decode_bytes(
+        self,
+        input: &'de [u8],
+        encoding: RepresentationIdentifier,
+    ) -> Result<RawCdr, DdsError> {
+        let second = if encoding == RepresentationIdentifier::CDR_LE {
+            1
+        } else {
+            0
+        };
+        let mut v = Vec::with_capacity(4 + input.len());
+        v.extend_from_slice(&[0, second, 0, 0]);
+        v.extend_from_slice(input);
+        Ok(RawCdr(v))
+    }
+}
+
+/// A RustDDS participant.
+pub struct RustDds {
+    participant: DomainParticipant,
+    publisher: Publisher,
+    subscriber: Subscriber,
+}
+
+impl RustDds {
+    /// Joins DDS domain `domain` (ROS_DOMAIN_ID; 0 by default).
+    pub fn new(domain: u16) -> Result<RustDds, DdsError> {
+        let participant = DomainParticipantBuilder::new(domain)
+            .build()
+            .map_err(|e| DdsError(format!("participant: {e}")))?;
+        let qos = QosPolicyBuilder::new().build();
+        let publisher = participant
+            .create_publisher(&qos)
+            .map_err(|e| DdsError(format!("publisher: {e}")))?;
+        let subscriber = participant
+            .create_subscriber(&qos)
+            .map_err(|e| DdsError(format!("subscriber: {e}")))?;
+        Ok(RustDds {
+            participant,
+            publisher,
+            subscriber,
+        })
+    }
+
+    fn qos(q: Qos) -> QosPolicies {
+        let b = QosPolicyBuilder::new()
+            .history(History::KeepLast {
+                depth: i32::from(q.depth),
+            })
+            .durability(if q.transient_local {
+                Durability::TransientLocal
+            } else {
+                Durability::Volatile
+            });
+        if q.reliable {
+            b.reliability(Reliability::Reliable {
+                max_blocking_time: rustdds::Duration::from_millis(100),
+            })
+            .build()
+        } else {
+            b.reliability(Reliability::BestEffort).build()
+        }
+    }
+
+    fn topic(&self, e: &Endpoint) -> Result<rustdds::Topic, DdsError> {
+        self.participant
+            .create_topic(
+                e.topic.clone(),
+                e.type_name.clone(),
+                &Self::qos(e.qos),
+                TopicKind::NoKey,
+            )
+            .map_err(|err| DdsError(format!("topic {}: {err}", e.topic)))
+    }
+}
+
+/// A RustDDS writer of raw CDR.
+pub struct RustDdsWriter(Mutex<DataWriter<RawCdr, RawAdapter>>);
+
+impl DdsWriter for RustDdsWriter {
+    fn write(&self, cdr: &[u8]) -> Result<(), DdsError> {
+        let w = self
+            .0
+            .lock()
+            .map_err(|_| DdsError("writer poisoned".into()))?;
+        w.write(RawCdr(cdr.to_vec()), None)
+            .map_err(|e| DdsError(format!("write: {e}")))
+    }
+}
+
+impl Dds for RustDds {
+    type Writer = RustDdsWriter;
+
+    fn writer(&self, e: &Endpoint) -> Result<RustDdsWriter, DdsError> {
+        let topic = self.topic(e)?;
+        let w = self
+            .publisher
+            .create_datawriter_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
+            .map_err(|err| DdsError(format!("writer {}: {err}", e.topic)))?;
+        Ok(RustDdsWriter(Mutex::new(w)))
+    }
+
+    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Vec<u8>>, DdsError> {
+        let topic = self.topic(e)?;
+        let r: DataReader<RawCdr, RawAdapter> = self
+            .subscriber
+            .create_datareader_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
+            .map_err(|err| DdsError(format!("reader {}: {err}", e.topic)))?;
+        Ok(r.async_sample_stream()
+            .filter_map(|s| async move { s.ok().map(|s| s.into_value().0) })
+            .boxed())
+    }
+}
