@@ -5,7 +5,8 @@
 # - the master as a library compiles neither clap nor a YAML parser (the CLI is fcan-cli);
 # - fcan-transport knows nothing of the master;
 # - the Foxglove face (fcan-foxglove) compiles neither the CLI nor Zenoh;
-# - fcan-codegen's command takes the ROS 2 types without the master (ros-package).
+# - fcan-codegen's command takes the ROS 2 types without the master (ros-package);
+# - the ROS 2 bridge (fcan-ros2-bridge) compiles neither the CLI nor Zenoh.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 status=0
@@ -34,5 +35,6 @@ refuse 'clap|clap_builder' "a firmware's build.rs must not compile clap" -p fcan
 refuse 'clap|clap_builder|serde_yaml_ng|unsafe-libyaml' 'the master library must not compile the CLI' -p fcan-master -e normal
 refuse 'fcan-master|clap|clap_builder' 'fcan-transport is below the master' -p fcan-transport -e normal
 refuse 'clap|clap_builder|zenoh|fcan-remote|fcan-cli' 'the Foxglove face is a room of its own' -p fcan-foxglove -e normal
+refuse 'clap|clap_builder|zenoh|fcan-remote|fcan-cli|foxglove' 'the ROS 2 bridge is a room of its own' -p fcan-ros2-bridge -e normal
 refuse 'fcan-codegen|fcan-master|clap|clap_builder|zenoh' 'the fake-node library runs blobs: no codegen, no master, no CLI' -p fcan-fake -e normal
 exit $status

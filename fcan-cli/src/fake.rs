@@ -259,6 +259,9 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
                 no_cache: cli.no_cache,
                 delivery: fcan_remote::Delivery::Prompt,
                 foxglove: None,
+                ros2: false,
+                ros2_domain: None,
+                ros2_range: fcan_ros2_bridge::rustdds_backend::Range::Localhost,
             };
             crate::serve::serve(serve, Some(sim)).await
         }

@@ -1,6 +1,7 @@
 //! `fcan serve`: the bus owner. One long-running master per bus, each served over Zenoh
 //! by `fcan_remote::Server` (key space: `docs/remote.md`), until Ctrl-C; with
-//! `--foxglove ADDR`, its one bus also as a Foxglove WebSocket (`docs/foxglove.md`).
+//! `--foxglove ADDR`, its one bus also as a Foxglove WebSocket (`docs/foxglove.md`);
+//! with `--ros2`, every bus's running nodes as ROS 2 topics over DDS (`docs/ros2.md`).
 //!
 //! `serve` has its own argument parser ([`ServeCli`]) because it takes `--bus` several
 //! times, where every other command takes one: the binary hands it the command line
@@ -25,6 +26,7 @@ Examples:
   fcan serve --bus arm=socketcan:can0 --listen tcp/0.0.0.0:7447
   fcan serve --bus can0=socketcan:can0 --zenoh-config zenoh-tls.json5
   fcan serve --bus socketcan:can0 --foxglove 127.0.0.1:8765   # and for Foxglove/Lichtblick
+  fcan serve --bus socketcan:can0 --ros2                       # and as ROS 2 topics (DDS)
 
 Then, from any program on this machine (or another, with --listen): the key space
 fcan/<bus>/… (docs/remote.md), e.g. the status:  z_get -s 'fcan/*/status'.
@@ -81,6 +83,37 @@ pub struct ServeCli {
     /// opens one connection, so run one `fcan serve` per bus to view several.
     #[arg(long, value_name = "ADDR")]
     pub foxglove: Option<std::net::SocketAddr>,
+    /// Also put every running node's topics in a ROS 2 graph over DDS (docs/ros2.md):
+    /// `/motor_driver1/motor0/feedback` is a ROS 2 topic, commands published from ROS
+    /// reach the nodes. No ROS installation needed.
+    #[arg(long)]
+    pub ros2: bool,
+    /// The DDS domain of `--ros2` (default: $ROS_DOMAIN_ID, else 0).
+    #[arg(long, value_name = "N", requires = "ros2")]
+    pub ros2_domain: Option<u16>,
+    /// How far `--ros2` reaches: `localhost` (this machine only, the default) or
+    /// `subnet` (every network interface, as stock ROS 2 does).
+    #[arg(
+        long,
+        value_name = "localhost|subnet",
+        default_value = "localhost",
+        requires = "ros2"
+    )]
+    pub ros2_range: fcan_ros2_bridge::rustdds_backend::Range,
+}
+
+/// The DDS domain: `--ros2-domain`, else `$ROS_DOMAIN_ID`, else 0.
+pub fn ros2_domain(flag: Option<u16>) -> Result<u16, String> {
+    if let Some(d) = flag {
+        return Ok(d);
+    }
+    match std::env::var("ROS_DOMAIN_ID") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| format!("ROS_DOMAIN_ID={v} is not a domain number")),
+        _ => Ok(0),
+    }
 }
 
 /// If the command line's subcommand is `serve`, its arguments for [`ServeCli`]
@@ -202,6 +235,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
     let clock = Instant::now();
     let mut servers = Vec::new();
     let mut foxglove = Vec::new();
+    let mut ros2 = Vec::new();
     for (name, spec) in &buses {
         let own_sim;
         let sim = match sim {
@@ -239,12 +273,30 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
             );
             foxglove.push(fox);
         }
+        if cli.ros2 {
+            let domain = ros2_domain(cli.ros2_domain).map_err(CliError::Usage)?;
+            let dds = fcan_ros2_bridge::rustdds_backend::RustDds::new(domain, cli.ros2_range)
+                .map_err(|e| CliError::Usage(format!("--ros2: {e}")))?;
+            let mut ropts = fcan_ros2_bridge::Ros2Options::default();
+            let bus = name.clone();
+            ropts.log = Some(Arc::new(move |line: &str| {
+                eprintln!("fcan serve [{bus}] ros2: {line}")
+            }));
+            let bridge = fcan_ros2_bridge::Ros2Bridge::start(master.clone(), dds, ropts).await;
+            eprintln!(
+                "ROS 2: DDS domain {domain}, {:?}; {} topics now (ros2 topic list; docs/ros2.md)",
+                cli.ros2_range,
+                bridge.routes().len()
+            );
+            ros2.push(bridge);
+        }
         servers.push(server);
     }
     eprintln!("fcan serve: ready; Ctrl-C stops");
     tokio::signal::ctrl_c().await?;
     eprintln!("fcan serve: stopping");
     drop(foxglove);
+    drop(ros2);
     drop(servers);
     let _ = opened.session.close().await;
     Ok(())

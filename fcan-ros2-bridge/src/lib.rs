@@ -1,6 +1,21 @@
-//! The ROS 2 face of an fcan bus over DDS.
+//! The ROS 2 face of an fcan bus over DDS: every running node's topics as ROS 2 topics,
+//! built at run time from the nodes' blobs (`fcan serve --ros2`, the demo's `--ros2`).
+//!
+//! - [`names`]: ROS names as DDS spells them;
+//! - [`routes`] (sans I/O): a node's topics → DDS endpoints, ROS types and bindings;
+//! - [`dds`]: the thin DDS trait the bridge uses; [`rustdds_backend`] implements it on
+//!   RustDDS (pure Rust: no ROS installation needed to build or run);
+//! - [`bridge`]: the shell that keeps the endpoints in step with the bus.
+//!
+//! The types come from [`fcan_ros2`]; the mapping is described in `docs/ros2.md`.
+
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bridge;
 pub mod dds;
+pub mod names;
+pub mod routes;
 pub mod rustdds_backend;
+
+pub use bridge::{Log, Ros2Bridge, Ros2Options, Ros2Stats};

@@ -83,6 +83,27 @@ impl<'de> rustdds::no_key::Decode<'de, RawCdr> for RawDecoder {
     }
 }
 
+/// How far DDS discovery and traffic reach: ROS 2's `ROS_AUTOMATIC_DISCOVERY_RANGE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Range {
+    /// This machine only (the loopback interface): fcan's default, closed until opened.
+    Localhost,
+    /// Every network interface, as stock ROS 2 does.
+    Subnet,
+}
+
+impl std::str::FromStr for Range {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Range, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "localhost" => Ok(Range::Localhost),
+            "subnet" => Ok(Range::Subnet),
+            _ => Err(format!("`{s}`: expected localhost or subnet")),
+        }
+    }
+}
+
 /// A RustDDS participant.
 pub struct RustDds {
     participant: DomainParticipant,
@@ -91,9 +112,13 @@ pub struct RustDds {
 }
 
 impl RustDds {
-    /// Joins DDS domain `domain` (ROS_DOMAIN_ID; 0 by default).
-    pub fn new(domain: u16) -> Result<RustDds, DdsError> {
-        let participant = DomainParticipantBuilder::new(domain)
+    /// Joins DDS domain `domain` (ROS 2's `ROS_DOMAIN_ID`), reaching as far as `range`.
+    pub fn new(domain: u16, range: Range) -> Result<RustDds, DdsError> {
+        let mut b = DomainParticipantBuilder::new(domain);
+        if range == Range::Localhost {
+            b = b.with_only_networks([std::net::IpAddr::from([127, 0, 0, 1])]);
+        }
+        let participant = b
             .build()
             .map_err(|e| DdsError(format!("participant: {e}")))?;
         let qos = QosPolicyBuilder::new().build();

@@ -1,8 +1,8 @@
 //! RIHS01 type hashes, computed the way ROS 2 (Iron and later) does: the type's
 //! description (its fields, and those of every type it references, default values left
 //! out) as JSON in one fixed layout, hashed with SHA-256, written `RIHS01_<hex>`. Jazzy
-//! announces it in each endpoint's `USER_DATA` (`typehash=RIHS01_…;`) and refuses to
-//! match endpoints whose hashes differ.
+//! announces it in each endpoint's `USER_DATA` (`typehash=RIHS01_…;`), and tools such as
+//! `ros2 topic info -v` show it.
 //!
 //! A service is hashed as ROS describes it: a type `pkg/srv/Name` with the fields
 //! `request_message`, `response_message` and `event_message` (`pkg/srv/Name_Event`:

@@ -14,6 +14,10 @@
 //! open Lichtblick or Foxglove, connect to `ws://127.0.0.1:8765`, plot
 //! `/motor_driver1/motor0/feedback.position`.
 //!
+//! `--ros2` also puts every node's topics in a ROS 2 graph over DDS (docs/ros2.md),
+//! on this machine only: `ros2 topic echo /motor_driver1/motor0/feedback` in a ROS 2
+//! shell (with the interface package `fcan-codegen ros-package` writes).
+//!
 //! ```sh
 //! cargo run -p fcan-examples --bin demo
 //! ```
@@ -31,6 +35,8 @@ use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
 use fcan_remote::{Server, ServerOptions, SessionConfig};
+use fcan_ros2_bridge::rustdds_backend::{Range, RustDds};
+use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
 use tokio::io::AsyncBufReadExt;
 
 /// fcan demo: master + example nodes on a simulated bus.
@@ -61,6 +67,10 @@ struct Args {
     /// (docs/foxglove.md).
     #[arg(long, value_name = "ADDR")]
     foxglove: Option<std::net::SocketAddr>,
+    /// Put every node's topics in a ROS 2 graph over DDS (domain $ROS_DOMAIN_ID or 0,
+    /// this machine only; docs/ros2.md).
+    #[arg(long)]
+    ros2: bool,
 }
 
 /// Where the demo serves by default: loopback only, like `fcan serve`.
@@ -134,6 +144,12 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let _foxglove = match args.foxglove {
         Some(addr) => Some(foxglove(&master, addr).await?),
         None => None,
+    };
+
+    let _ros2 = if args.ros2 {
+        Some(ros2(&master).await?)
+    } else {
+        None
     };
 
     live(&master, &bus, args.seconds).await?;
@@ -217,6 +233,20 @@ async fn foxglove(
         server.url()
     );
     Ok(server)
+}
+
+/// Puts the demo's nodes in a ROS 2 graph over DDS, on this machine only.
+async fn ros2(master: &Master) -> Result<Ros2Bridge, Box<dyn std::error::Error>> {
+    let domain = fcan_cli::serve::ros2_domain(None)?;
+    let dds = RustDds::new(domain, Range::Localhost)?;
+    let mut opts = Ros2Options::default();
+    opts.log = Some(std::sync::Arc::new(|line: &str| eprintln!("ros2: {line}")));
+    let bridge = Ros2Bridge::start(master.clone(), dds, opts).await;
+    println!(
+        "ROS 2: {} topics in DDS domain {domain}, this machine only (ros2 topic list; docs/ros2.md)\n",
+        bridge.routes().len()
+    );
+    Ok(bridge)
 }
 
 /// Whether a listener on `tcp/HOST:PORT` would fail now because someone holds it.

@@ -1,0 +1,326 @@
+//! The bridge: a master's running nodes as ROS 2 topics, kept in step with the bus.
+//!
+//! The shell around [`crate::routes`]: on every node event (and every
+//! [`Ros2Options::resync_period`] as a backstop) the served nodes are made the running
+//! ones ([`fcan_master::serving::resync`]); a node served gets a DDS writer per s2m
+//! topic, fed by a master subscription, and a DDS reader per m2s topic, whose samples
+//! are decoded and published through [`MasterApi::publish`], the same checks as any
+//! publish. A node that goes, reboots or changes schema loses its endpoints at once.
+//! A ROS message that cannot be mapped is counted and logged, never sent.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fcan_core::id::NodeId;
+use fcan_core::msg::DataDirection;
+use fcan_master::api::MasterApi;
+use fcan_master::engine::Event;
+use fcan_master::serving::{resync, running, NodeKey};
+use fcan_ros2::{cdr, Interfaces};
+use futures_util::StreamExt;
+use tokio::task::JoinHandle;
+
+use crate::dds::{Dds, DdsWriter};
+use crate::routes::{node_routes, Route};
+
+/// Where log lines go.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How the bridge runs.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Ros2Options {
+    /// How often the served nodes are compared with the running ones even without an
+    /// event.
+    pub resync_period: Duration,
+    /// Where log lines go (default: stderr, `fcan ros2: …`).
+    pub log: Option<Log>,
+}
+
+impl Default for Ros2Options {
+    fn default() -> Self {
+        Ros2Options {
+            resync_period: Duration::from_secs(1),
+            log: None,
+        }
+    }
+}
+
+/// What crossed the bridge so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ros2Stats {
+    /// Samples written to DDS (s2m topics).
+    pub written: u64,
+    /// Samples read from DDS and published on the bus (m2s topics).
+    pub forwarded: u64,
+    /// Samples from DDS that were not sent: undecodable, not fitting the fcan fields, or
+    /// refused by the master.
+    pub refused: u64,
+    /// Bus samples that could not be written (encoding or DDS failure).
+    pub failed: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    written: AtomicU64,
+    forwarded: AtomicU64,
+    refused: AtomicU64,
+    failed: AtomicU64,
+}
+
+struct Served {
+    key: NodeKey,
+    routes: Vec<Route>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        // The tasks own the node's DDS endpoints: aborting them drops the writers and
+        // readers, which leaves the graph.
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+struct Shared<M, D> {
+    master: M,
+    dds: D,
+    log: Log,
+    store: Mutex<Interfaces>,
+    served: Mutex<BTreeMap<u8, Served>>,
+    resyncing: tokio::sync::Mutex<()>,
+    counters: Arc<Counters>,
+    opts: Ros2Options,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves consistent data here: go on.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A running bridge. Dropping it (or [`stop`](Ros2Bridge::stop)) removes every endpoint.
+pub struct Ros2Bridge {
+    stats: Arc<Counters>,
+    routes: Arc<dyn Fn() -> Vec<Route> + Send + Sync>,
+    task: JoinHandle<()>,
+    stop: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Ros2Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ros2Bridge").finish_non_exhaustive()
+    }
+}
+
+impl Ros2Bridge {
+    /// Bridges `master`'s running nodes onto `dds`. Serves the nodes running now before
+    /// it returns.
+    pub async fn start<M: MasterApi, D: Dds>(master: M, dds: D, opts: Ros2Options) -> Ros2Bridge {
+        let log = opts
+            .log
+            .clone()
+            .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan ros2: {line}")));
+        let shared = Arc::new(Shared {
+            master,
+            dds,
+            log,
+            store: Mutex::new(Interfaces::bundled()),
+            served: Mutex::new(BTreeMap::new()),
+            resyncing: tokio::sync::Mutex::new(()),
+            counters: Arc::new(Counters::default()),
+            opts,
+        });
+        shared.resync().await;
+        let task = tokio::spawn(shared.clone().event_loop());
+        let for_routes = shared.clone();
+        let for_stop = shared.clone();
+        Ros2Bridge {
+            stats: shared.counters.clone(),
+            routes: Arc::new(move || {
+                lock(&for_routes.served)
+                    .values()
+                    .flat_map(|s| s.routes.iter().cloned())
+                    .collect()
+            }),
+            task,
+            stop: Arc::new(move || lock(&for_stop.served).clear()),
+        }
+    }
+
+    /// What crossed the bridge so far.
+    pub fn stats(&self) -> Ros2Stats {
+        let c = &self.stats;
+        Ros2Stats {
+            written: c.written.load(Ordering::Relaxed),
+            forwarded: c.forwarded.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            failed: c.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The topics carried now.
+    pub fn routes(&self) -> Vec<Route> {
+        (self.routes)()
+    }
+
+    /// Stops: every endpoint leaves the graph.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Ros2Bridge {
+    fn drop(&mut self) {
+        self.task.abort();
+        (self.stop)();
+    }
+}
+
+impl<M: MasterApi, D: Dds> Shared<M, D> {
+    async fn event_loop(self: Arc<Self>) {
+        let mut rx = self.master.events();
+        let mut tick = tokio::time::interval(self.opts.resync_period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                e = rx.recv() => match e {
+                    Ok(Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }) => {
+                        self.resync().await
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                _ = tick.tick() => self.resync().await,
+            }
+        }
+    }
+
+    async fn resync(self: &Arc<Self>) {
+        let _one = self.resyncing.lock().await;
+        let Ok(nodes) = self.master.nodes().await else {
+            return;
+        };
+        let served: Vec<NodeKey> = lock(&self.served).values().map(|s| s.key).collect();
+        let plan = resync(&served, &running(&nodes));
+        for key in &plan.stop {
+            if lock(&self.served).remove(&key.id).is_some() {
+                (self.log)(&format!("node {} left the ROS 2 graph", key.id));
+            }
+        }
+        if plan.start.is_empty() {
+            return;
+        }
+        let Ok(registry) = self.master.registry().await else {
+            return;
+        };
+        for key in plan.start {
+            let Some(id) = NodeId::new(key.id) else {
+                continue;
+            };
+            let Ok(Some(schema)) = self.master.schema(id).await else {
+                continue;
+            };
+            let (routes, notes) = node_routes(id, &schema, &registry, &mut lock(&self.store));
+            for n in notes {
+                (self.log)(&format!("note: {n}"));
+            }
+            let mut tasks = Vec::new();
+            for r in &routes {
+                match self.carry(r).await {
+                    Ok(t) => tasks.push(t),
+                    Err(e) => (self.log)(&format!("{}: {e}", r.name)),
+                }
+            }
+            let name = nodes
+                .iter()
+                .find(|n| n.id == id)
+                .map_or(String::new(), |n| n.name.clone());
+            (self.log)(&format!("{name}: {} topics on ROS 2", tasks.len()));
+            lock(&self.served).insert(key.id, Served { key, routes, tasks });
+        }
+    }
+
+    /// Starts carrying one topic: the task owns its DDS endpoint.
+    async fn carry(self: &Arc<Self>, r: &Route) -> Result<JoinHandle<()>, String> {
+        let me = self.clone();
+        let route = r.clone();
+        match r.dir {
+            DataDirection::S2m => {
+                let writer = self.dds.writer(&r.endpoint).map_err(|e| e.to_string())?;
+                let mut rx = self
+                    .master
+                    .subscribe(&r.name)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(tokio::spawn(async move {
+                    let mut warned = false;
+                    while let Some(sample) = rx.recv().await {
+                        let store = lock(&me.store);
+                        let bytes =
+                            cdr::encode(&store, &route.binding, &route.fields, &sample.value);
+                        drop(store);
+                        match bytes
+                            .map_err(|e| e.to_string())
+                            .and_then(|b| writer.write(&b).map_err(|e| e.to_string()))
+                        {
+                            Ok(()) => {
+                                me.counters.written.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => {
+                                me.counters.failed.fetch_add(1, Ordering::Relaxed);
+                                if !warned {
+                                    (me.log)(&format!(
+                                        "{}: not written: {e} (further failures counted only)",
+                                        route.name
+                                    ));
+                                    warned = true;
+                                }
+                            }
+                        }
+                    }
+                }))
+            }
+            DataDirection::M2s => {
+                let mut samples = self.dds.reader(&r.endpoint).map_err(|e| e.to_string())?;
+                Ok(tokio::spawn(async move {
+                    let mut warned = false;
+                    while let Some(bytes) = samples.next().await {
+                        let decoded = {
+                            let store = lock(&me.store);
+                            cdr::decode(&store, &route.binding, &route.fields, &bytes)
+                        };
+                        let result = match decoded {
+                            Ok(v) => me
+                                .master
+                                .publish(&route.name, v)
+                                .await
+                                .map_err(|e| e.to_string()),
+                            Err(e) => Err(format!("a {} that does not fit: {e}", route.ros_type)),
+                        };
+                        match result {
+                            Ok(()) => {
+                                me.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => {
+                                me.counters.refused.fetch_add(1, Ordering::Relaxed);
+                                if !warned {
+                                    (me.log)(&format!(
+                                        "{}: refused: {e} (further refusals counted only)",
+                                        route.name
+                                    ));
+                                    warned = true;
+                                }
+                            }
+                        }
+                    }
+                }))
+            }
+        }
+    }
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Cyclone DDS's Python binding (PyPI `cyclonedds`), which no one here wrote, as the ROS 2
+side of `fcan serve --ros2`: it speaks the ROS 2 conventions on DDS itself (topic
+`rt/<name>`, type `<pkg>::msg::dds_::<Name>_`, plain CDR), with the types written here
+by hand from docs/ros2.md's rules and the example schemas, not from fcan's code.
+
+Usage: ros2_dds_peer.py --fcan FCAN --connect ENDPOINT
+
+Checks, printing one line each and `N passed, M failed` last:
+  1. /io_board3/analog/samples (generated type, int16[16] + uint16): the samples
+     `fcan topic echo` prints are equal, by the node's sequence number, to the ones DDS
+     delivers.
+  2. /motor_driver1/motor0/feedback (custom example_msgs/msg/Feedback, fields sorted by
+     name): every DDS sample equals one `fcan topic echo` printed meanwhile.
+  3. A command from ROS reaches the node: example_msgs/msg/Target (setpoint, type) in
+     duty mode on /motor_driver1/motor0/target makes motor0's velocity rise, seen both
+     on DDS and through `fcan topic echo`.
+  4. A ROS message the bridge cannot map is not sent: a Target_ of another shape (no
+     `type` byte) on motor1's target leaves motor1 standing.
+  5. io_board3's out0/state is a std_msgs/msg/Bool on DDS: switched on through the
+     CLI's service call, DDS sees `data: true`.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from cyclonedds.core import Policy, Qos
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.idl import IdlStruct
+from cyclonedds.idl.types import array, float32, int16, uint8, uint16
+from cyclonedds.pub import DataWriter
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+from cyclonedds.util import duration
+
+
+@dataclass
+class AnalogSensorSamples_(IdlStruct, typename="fcan_io_board_msgs::msg::dds_::AnalogSensorSamples_"):
+    raw: array[int16, 16]
+    sequence: uint16
+
+
+@dataclass
+class Feedback_(IdlStruct, typename="example_msgs::msg::dds_::Feedback_"):
+    current: float32
+    position: float32
+    ready: bool
+    velocity: float32
+
+
+@dataclass
+class Target_(IdlStruct, typename="example_msgs::msg::dds_::Target_"):
+    setpoint: float32
+    type: uint8
+
+
+@dataclass
+class BadTarget(IdlStruct, typename="example_msgs::msg::dds_::Target_"):
+    """Same DDS type name, another shape: no `type` byte."""
+    setpoint: float32
+
+
+@dataclass
+class Bool_(IdlStruct, typename="std_msgs::msg::dds_::Bool_"):
+    data: bool
+
+
+passed = 0
+failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {what}")
+    else:
+        failed += 1
+        print(f"FAIL {what} {detail}")
+
+
+class Reader:
+    """Takes samples in a thread, with their arrival time."""
+
+    def __init__(self, dp, name, cls, qos):
+        self.samples = []
+        self.lock = threading.Lock()
+        self.reader = DataReader(dp, Topic(dp, name, cls, qos=qos), qos=qos)
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            got = self.reader.take(N=100)
+            if got:
+                with self.lock:
+                    self.samples.extend(got)
+            else:
+                time.sleep(0.002)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.samples)
+
+
+def echo(args, topic, n):
+    out = subprocess.run(
+        [args.fcan, "--connect", args.connect, "--bus", "sim", "--json", "topic", "echo", topic, "-n", str(n)],
+        capture_output=True, text=True, timeout=60,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"fcan topic echo {topic}: {out.stderr}")
+    return [json.loads(line)["value"] for line in out.stdout.splitlines() if line.strip()]
+
+
+def wait_for(pred, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fcan", required=True)
+    ap.add_argument("--connect", required=True)
+    args = ap.parse_args()
+
+    reliable = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.History.KeepLast(50))
+    dp = DomainParticipant(0)
+    samples = Reader(dp, "rt/io_board3/analog/samples", AnalogSensorSamples_, reliable)
+    feedback = Reader(dp, "rt/motor_driver1/motor0/feedback", Feedback_, reliable)
+    feedback1 = Reader(dp, "rt/motor_driver1/motor1/feedback", Feedback_, reliable)
+    state = Reader(dp, "rt/io_board3/out0/state", Bool_,
+                   Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.History.KeepLast(1)))
+    target = DataWriter(dp, Topic(dp, "rt/motor_driver1/motor0/target", Target_, qos=reliable), qos=reliable)
+    bad = DataWriter(dp, Topic(dp, "rt/motor_driver1/motor1/target", BadTarget, qos=reliable), qos=reliable)
+
+    check(wait_for(lambda: len(samples.snapshot()) >= 5 and len(feedback.snapshot()) >= 5, 20),
+          "DDS discovers the bridge and receives analog samples and motor feedback",
+          f"({len(samples.snapshot())} samples, {len(feedback.snapshot())} feedback)")
+
+    # 1. Numbered samples: equal by sequence number.
+    echoed = echo(args, "/io_board3/analog/samples", 40)
+    time.sleep(0.3)
+    dds = {s.sequence: list(s.raw) for s in samples.snapshot()}
+    matched = [e for e in echoed if e["sequence"] in dds]
+    same = [e for e in matched if dds[e["sequence"]] == e["raw"]]
+    check(len(echoed) == 40 and len(matched) == 40 and len(same) == 40,
+          "every analog sample fcan topic echo printed arrived on DDS, equal in every field",
+          f"(echoed {len(echoed)}, on DDS {len(matched)}, equal {len(same)})")
+
+    # 2 and 3. Drive motor0 in duty mode from ROS while echo watches its feedback.
+    stop = threading.Event()
+
+    def drive():
+        while not stop.is_set():
+            target.write(Target_(setpoint=0.5, type=0))
+            time.sleep(0.02)
+
+    before = [f.velocity for f in feedback.snapshot()[-5:]]
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    echoed_fb = echo(args, "/motor_driver1/motor0/feedback", 60)
+    time.sleep(0.3)
+    moving = wait_for(lambda: feedback.snapshot()[-1].velocity > 0.05, 5)
+    stop.set()
+    driver.join()
+    seen = {(round(f.position, 6), round(f.velocity, 6), round(f.current, 6), f.ready) for f in feedback.snapshot()}
+    in_dds = [e for e in echoed_fb
+              if (round(e["position"], 6), round(e["velocity"], 6), round(e["current"], 6), e["ready"]) in seen]
+    check(len(echoed_fb) == 60 and len(in_dds) == 60,
+          "every motor0 feedback fcan topic echo printed arrived on DDS with the same values",
+          f"(echoed {len(echoed_fb)}, found on DDS {len(in_dds)})")
+    check(all(abs(v) < 1e-6 for v in before) and moving,
+          "a Target published from ROS (duty 0.5) reached motor0: its velocity rose from 0",
+          f"(before {before}, last {feedback.snapshot()[-1].velocity})")
+    check(any(e["velocity"] > 0.05 for e in echoed_fb),
+          "the same motion shows through fcan topic echo",
+          f"(max {max((e['velocity'] for e in echoed_fb), default=None)})")
+
+    # 4. Same type name, another shape: not mappable, never sent.
+    n0 = len(feedback1.snapshot())
+    end = time.time() + 1.0
+    while time.time() < end:
+        bad.write(BadTarget(setpoint=0.9))
+        time.sleep(0.02)
+    time.sleep(0.3)
+    fb1 = feedback1.snapshot()[n0:]
+    check(len(fb1) > 20 and all(abs(f.velocity) < 1e-6 for f in fb1),
+          "a Target of another shape (no type byte) on motor1 did not move it",
+          f"({len(fb1)} feedback, max velocity {max((abs(f.velocity) for f in fb1), default=None)})")
+
+    # 5. An on-commit topic as std_msgs/Bool: switch out0 on through the CLI.
+    out = subprocess.run(
+        [args.fcan, "--connect", args.connect, "--bus", "sim", "--json", "service", "call",
+         "/io_board3/out0/set", '{"on": true}'],
+        capture_output=True, text=True, timeout=60,
+    )
+    check(out.returncode == 0, "fcan service call /io_board3/out0/set on", out.stderr)
+    check(wait_for(lambda: any(s.data is True for s in state.snapshot()), 5),
+          "io_board3/out0/state arrives as std_msgs/msg/Bool, on",
+          f"({state.snapshot()[-3:]})")
+
+    for r in (samples, feedback, feedback1, state):
+        r.stop = True
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or not passed else 0)
+
+
+if __name__ == "__main__":
+    main()
