@@ -50,7 +50,7 @@ export CYCLONEDDS_URI='<CycloneDDS><Domain><General><Interfaces><NetworkInterfac
 
 zport=7447
 echo "==> fcan serve --ros2 (serve-sim) in network namespace $ns (log: $log)"
-inns timeout 600 "$serve_sim" --bus sim --no-cache --listen "tcp/127.0.0.1:$zport" --ros2 </dev/null >"$log" 2>&1 &
+inns timeout 600 "$serve_sim" --bus sim --no-cache --listen "tcp/127.0.0.1:$zport" --ros2 --ros2-rmw cyclonedds </dev/null >"$log" 2>&1 &
 up=""
 for _ in $(seq 600); do
   if grep -q "^ROS 2: DDS domain" "$log"; then

@@ -100,6 +100,11 @@ pub struct ServeCli {
         requires = "ros2"
     )]
     pub ros2_range: fcan_ros2_bridge::rustdds_backend::Range,
+    /// How `--ros2` frames service requests and replies, as the ROS 2 programs calling
+    /// them do: `cyclonedds` (rmw_cyclonedds) or `fastdds` (rmw_fastrtps, stock ROS 2's
+    /// default). Default: from $RMW_IMPLEMENTATION, else fastdds.
+    #[arg(long, value_name = "cyclonedds|fastdds", requires = "ros2")]
+    pub ros2_rmw: Option<fcan_ros2_bridge::Framing>,
 }
 
 /// The DDS domain: `--ros2-domain`, else `$ROS_DOMAIN_ID`, else 0.
@@ -278,6 +283,9 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
             let dds = fcan_ros2_bridge::rustdds_backend::RustDds::new(domain, cli.ros2_range)
                 .map_err(|e| CliError::Usage(format!("--ros2: {e}")))?;
             let mut ropts = fcan_ros2_bridge::Ros2Options::default();
+            if let Some(f) = cli.ros2_rmw {
+                ropts.framing = f;
+            }
             let bus = name.clone();
             ropts.log = Some(Arc::new(move |line: &str| {
                 eprintln!("fcan serve [{bus}] ros2: {line}")

@@ -23,7 +23,8 @@ use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
 use crate::dds::{Dds, DdsWriter};
-use crate::routes::{node_routes, Route};
+use crate::routes::{node_routes, Route, ServiceRoute};
+use crate::rpc::{reply, split_request, Framing};
 
 /// Where log lines go.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
@@ -37,6 +38,11 @@ pub struct Ros2Options {
     pub resync_period: Duration,
     /// Where log lines go (default: stderr, `fcan ros2: …`).
     pub log: Option<Log>,
+    /// How service requests and replies are framed (default: from `RMW_IMPLEMENTATION`,
+    /// [`Framing::from_rmw`]).
+    pub framing: Framing,
+    /// How long a service call may take on the bus before the caller gets a refusal.
+    pub call_timeout: Duration,
 }
 
 impl Default for Ros2Options {
@@ -44,6 +50,8 @@ impl Default for Ros2Options {
         Ros2Options {
             resync_period: Duration::from_secs(1),
             log: None,
+            framing: Framing::from_rmw(std::env::var("RMW_IMPLEMENTATION").ok().as_deref()),
+            call_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -61,6 +69,10 @@ pub struct Ros2Stats {
     pub refused: u64,
     /// Bus samples that could not be written (encoding or DDS failure).
     pub failed: u64,
+    /// Service calls answered with the node's response.
+    pub calls: u64,
+    /// Service requests refused (undecodable, or the call failed on the bus).
+    pub calls_refused: u64,
 }
 
 #[derive(Default)]
@@ -69,11 +81,17 @@ struct Counters {
     forwarded: AtomicU64,
     refused: AtomicU64,
     failed: AtomicU64,
+    calls: AtomicU64,
+    calls_refused: AtomicU64,
 }
+
+/// Calls one service may have in flight at once.
+pub const MAX_CALLS_IN_FLIGHT: usize = 8;
 
 struct Served {
     key: NodeKey,
     routes: Vec<Route>,
+    services: Vec<ServiceRoute>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -107,6 +125,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct Ros2Bridge {
     stats: Arc<Counters>,
     routes: Arc<dyn Fn() -> Vec<Route> + Send + Sync>,
+    services: Arc<dyn Fn() -> Vec<ServiceRoute> + Send + Sync>,
     task: JoinHandle<()>,
     stop: Arc<dyn Fn() + Send + Sync>,
 }
@@ -138,6 +157,7 @@ impl Ros2Bridge {
         shared.resync().await;
         let task = tokio::spawn(shared.clone().event_loop());
         let for_routes = shared.clone();
+        let for_services = shared.clone();
         let for_stop = shared.clone();
         Ros2Bridge {
             stats: shared.counters.clone(),
@@ -145,6 +165,12 @@ impl Ros2Bridge {
                 lock(&for_routes.served)
                     .values()
                     .flat_map(|s| s.routes.iter().cloned())
+                    .collect()
+            }),
+            services: Arc::new(move || {
+                lock(&for_services.served)
+                    .values()
+                    .flat_map(|s| s.services.iter().cloned())
                     .collect()
             }),
             task,
@@ -160,12 +186,19 @@ impl Ros2Bridge {
             forwarded: c.forwarded.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
+            calls: c.calls.load(Ordering::Relaxed),
+            calls_refused: c.calls_refused.load(Ordering::Relaxed),
         }
     }
 
     /// The topics carried now.
     pub fn routes(&self) -> Vec<Route> {
         (self.routes)()
+    }
+
+    /// The services served now.
+    pub fn services(&self) -> Vec<ServiceRoute> {
+        (self.services)()
     }
 
     /// Stops: every endpoint leaves the graph.
@@ -226,13 +259,20 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             let Ok(Some(schema)) = self.master.schema(id).await else {
                 continue;
             };
-            let (routes, notes) = node_routes(id, &schema, &registry, &mut lock(&self.store));
-            for n in notes {
+            let nr = node_routes(id, &schema, &registry, &mut lock(&self.store));
+            for n in &nr.notes {
                 (self.log)(&format!("note: {n}"));
             }
             let mut tasks = Vec::new();
-            for r in &routes {
+            for r in &nr.topics {
                 match self.carry(r).await {
+                    Ok(t) => tasks.push(t),
+                    Err(e) => (self.log)(&format!("{}: {e}", r.name)),
+                }
+            }
+            let topics = tasks.len();
+            for r in &nr.services {
+                match self.serve_calls(r) {
                     Ok(t) => tasks.push(t),
                     Err(e) => (self.log)(&format!("{}: {e}", r.name)),
                 }
@@ -241,8 +281,118 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 .iter()
                 .find(|n| n.id == id)
                 .map_or(String::new(), |n| n.name.clone());
-            (self.log)(&format!("{name}: {} topics on ROS 2", tasks.len()));
-            lock(&self.served).insert(key.id, Served { key, routes, tasks });
+            (self.log)(&format!(
+                "{name}: {topics} topics, {} services on ROS 2 ({:?} service framing)",
+                tasks.len() - topics,
+                self.opts.framing
+            ));
+            lock(&self.served).insert(
+                key.id,
+                Served {
+                    key,
+                    routes: nr.topics,
+                    services: nr.services,
+                    tasks,
+                },
+            );
+        }
+    }
+
+    /// Starts serving one service: the task owns its request reader and reply writer.
+    /// Calls run concurrently, at most [`MAX_CALLS_IN_FLIGHT`] per service (a node
+    /// holds few calls at once anyway and answers BUSY beyond them); a request beyond
+    /// that waits for one to finish.
+    fn serve_calls(self: &Arc<Self>, r: &ServiceRoute) -> Result<JoinHandle<()>, String> {
+        let writer = Arc::new(
+            self.dds
+                .writer(&r.reply_endpoint)
+                .map_err(|e| e.to_string())?,
+        );
+        let mut requests = self
+            .dds
+            .reader(&r.request_endpoint)
+            .map_err(|e| e.to_string())?;
+        let me = self.clone();
+        let route = Arc::new(r.clone());
+        Ok(tokio::spawn(async move {
+            let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_IN_FLIGHT));
+            let warned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let mut calls = tokio::task::JoinSet::new();
+            while let Some(req) = requests.next().await {
+                // Finished calls are reaped as new ones come.
+                while calls.try_join_next().is_some() {}
+                let Ok((id, body)) = split_request(me.opts.framing, &req.cdr, req.id) else {
+                    // Not a request in this framing: a client of the other framing, or
+                    // garbage. Nothing to answer.
+                    me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let Ok(permit) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                let (me, route, writer, warned) =
+                    (me.clone(), route.clone(), writer.clone(), warned.clone());
+                calls.spawn(async move {
+                    let _permit = permit;
+                    let sample = me.answer(&route, &body, &warned).await;
+                    if let Some(b) = sample {
+                        let (bytes, related) = reply(&id, &b);
+                        if let Err(e) = writer.write(&bytes, related) {
+                            (me.log)(&format!("{}: reply not written: {e}", route.name));
+                        }
+                    }
+                });
+            }
+        }))
+    }
+
+    /// One call: the request decoded, called on the bus, the response encoded; or the
+    /// refusal with its reason where the response type can say it.
+    async fn answer(
+        &self,
+        route: &ServiceRoute,
+        body: &[u8],
+        warned: &std::sync::atomic::AtomicBool,
+    ) -> Option<Vec<u8>> {
+        let decoded = {
+            let store = lock(&self.store);
+            cdr::decode(&store, &route.request.0, &route.request.1, body)
+        };
+        let outcome = match decoded {
+            Ok(v) => {
+                match tokio::time::timeout(self.opts.call_timeout, self.master.call(&route.name, v))
+                    .await
+                {
+                    Ok(Ok(resp)) => {
+                        let store = lock(&self.store);
+                        cdr::encode(&store, &route.response.0, &route.response.1, &resp)
+                            .map_err(|e| e.to_string())
+                    }
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!("no answer within {:?}", self.opts.call_timeout)),
+                }
+            }
+            Err(e) => Err(format!(
+                "a {} request that does not fit: {e}",
+                route.ros_type
+            )),
+        };
+        match outcome {
+            Ok(b) => {
+                self.counters.calls.fetch_add(1, Ordering::Relaxed);
+                Some(b)
+            }
+            Err(why) => {
+                self.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
+                if !warned.swap(true, Ordering::Relaxed) {
+                    (self.log)(&format!(
+                        "{}: refused: {why} (further refusals counted only)",
+                        route.name
+                    ));
+                }
+                let store = lock(&self.store);
+                cdr::encode_refusal(&store, &route.response.0, &why)
+            }
         }
     }
 
@@ -267,7 +417,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                         drop(store);
                         match bytes
                             .map_err(|e| e.to_string())
-                            .and_then(|b| writer.write(&b).map_err(|e| e.to_string()))
+                            .and_then(|b| writer.write(&b, None).map_err(|e| e.to_string()))
                         {
                             Ok(()) => {
                                 me.counters.written.fetch_add(1, Ordering::Relaxed);
@@ -293,7 +443,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     while let Some(bytes) = samples.next().await {
                         let decoded = {
                             let store = lock(&me.store);
-                            cdr::decode(&store, &route.binding, &route.fields, &bytes)
+                            cdr::decode(&store, &route.binding, &route.fields, &bytes.cdr)
                         };
                         let result = match decoded {
                             Ok(v) => me

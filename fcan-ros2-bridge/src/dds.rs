@@ -4,6 +4,8 @@
 
 use futures_util::stream::BoxStream;
 
+use crate::rpc::SampleId;
+
 /// How reliable and how deep an endpoint is (ROS 2's QoS profiles, the part the bridge
 /// sets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,12 +50,22 @@ pub trait Dds: Send + Sync + 'static {
     type Writer: DdsWriter;
     /// Makes a writer.
     fn writer(&self, e: &Endpoint) -> Result<Self::Writer, DdsError>;
-    /// Makes a reader: a stream of samples, each CDR with its encapsulation header.
-    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Vec<u8>>, DdsError>;
+    /// Makes a reader: a stream of samples.
+    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Received>, DdsError>;
+}
+
+/// A sample read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// CDR with its encapsulation header.
+    pub cdr: Vec<u8>,
+    /// The sample's identity (its writer and sequence number), where the DDS knows it.
+    pub id: Option<SampleId>,
 }
 
 /// A writer of one topic.
 pub trait DdsWriter: Send + Sync + 'static {
-    /// Writes one sample: CDR with its encapsulation header.
-    fn write(&self, cdr: &[u8]) -> Result<(), DdsError>;
+    /// Writes one sample: CDR with its encapsulation header, and, for a service reply
+    /// in the Fast DDS framing, the request it answers as its related sample identity.
+    fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError>;
 }

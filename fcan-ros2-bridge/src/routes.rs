@@ -55,15 +55,85 @@ pub const READER_QOS: Qos = Qos {
     transient_local: false,
 };
 
-/// The routes of node `node` running `schema`, for the topics `registry` lists for it;
-/// and the notes of its mapping (a field left out, a `ros:` not honoured).
+/// One service as the bridge serves it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceRoute {
+    /// The service's name, on the bus and in ROS (`/io_board3/out0/set`).
+    pub name: String,
+    /// The ROS service type (`std_srvs/srv/SetBool`).
+    pub ros_type: String,
+    /// Where the type came from.
+    pub origin: Origin,
+    /// Where requests arrive: `rq/<name>Request`, type `<pkg>::srv::dds_::<Name>_Request_`.
+    pub request_endpoint: Endpoint,
+    /// Where replies go: `rr/<name>Reply`, type `…_Response_`.
+    pub reply_endpoint: Endpoint,
+    /// The request's fields and binding.
+    pub request: (Binding, Vec<Field>),
+    /// The response's fields and binding.
+    pub response: (Binding, Vec<Field>),
+}
+
+/// QoS of service requests and replies: ROS 2's default for services (reliable,
+/// volatile, keep last 10).
+pub const SERVICE_QOS: Qos = Qos::DEFAULT;
+
+/// Everything the bridge carries for one node.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct NodeRoutes {
+    /// Its topics.
+    pub topics: Vec<Route>,
+    /// Its services.
+    pub services: Vec<ServiceRoute>,
+    /// What its mapping noted (a field left out, a `ros:` not honoured).
+    pub notes: Vec<Note>,
+}
+
+/// The routes of node `node` running `schema`, for the topics and services `registry`
+/// lists for it.
 pub fn node_routes(
     node: NodeId,
     schema: &NodeSchema,
     registry: &Registry,
     store: &mut Interfaces,
-) -> (Vec<Route>, Vec<Note>) {
+) -> NodeRoutes {
     let types = map_schema(&schema.schema, store);
+    let mut services = Vec::new();
+    for sv in registry.services.iter().filter(|s| s.node == node) {
+        let Some(block) = schema
+            .numbering
+            .blocks
+            .iter()
+            .find(|b| b.number == sv.block)
+        else {
+            continue;
+        };
+        let Some(bt) = schema.schema.types.get(block.type_index) else {
+            continue;
+        };
+        let Some(decl) = bt.services.get(sv.service as usize) else {
+            continue;
+        };
+        let Some(st) = types.service(&bt.name, &decl.name) else {
+            continue;
+        };
+        let ep = |topic: String, ty: String| Endpoint {
+            topic,
+            type_name: dds_type(&ty),
+            qos: SERVICE_QOS,
+        };
+        let base = sv.name.trim_start_matches('/');
+        services.push(ServiceRoute {
+            name: sv.name.clone(),
+            ros_type: st.ros_type.clone(),
+            origin: st.origin,
+            request_endpoint: ep(format!("rq/{base}Request"), st.request.message.clone()),
+            reply_endpoint: ep(format!("rr/{base}Reply"), st.response.message.clone()),
+            request: (st.request.clone(), decl.request.clone()),
+            response: (st.response.clone(), decl.response.clone()),
+        });
+    }
     let mut routes = Vec::new();
     for t in registry.topics.iter().filter(|t| t.node == node) {
         let Some(block) = schema.numbering.blocks.iter().find(|b| b.number == t.block) else {
@@ -99,5 +169,9 @@ pub fn node_routes(
             fields: topic.fields.clone(),
         });
     }
-    (routes, types.notes)
+    NodeRoutes {
+        topics: routes,
+        services,
+        notes: types.notes,
+    }
 }

@@ -14,7 +14,8 @@ use rustdds::{
     RepresentationIdentifier, Subscriber, TopicKind,
 };
 
-use crate::dds::{Dds, DdsError, DdsWriter, Endpoint, Qos};
+use crate::dds::{Dds, DdsError, DdsWriter, Endpoint, Qos, Received};
+use crate::rpc::SampleId;
 
 /// One sample's CDR, encapsulation header included.
 #[derive(Clone, Debug)]
@@ -171,12 +172,20 @@ impl RustDds {
 pub struct RustDdsWriter(Mutex<DataWriter<RawCdr, RawAdapter>>);
 
 impl DdsWriter for RustDdsWriter {
-    fn write(&self, cdr: &[u8]) -> Result<(), DdsError> {
+    fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError> {
         let w = self
             .0
             .lock()
             .map_err(|_| DdsError("writer poisoned".into()))?;
-        w.write(RawCdr(cdr.to_vec()), None)
+        let mut opts = rustdds::with_key::WriteOptionsBuilder::new();
+        if let Some(r) = related {
+            opts = opts.related_sample_identity(rustdds::rpc::SampleIdentity {
+                writer_guid: rustdds::GUID::from_bytes(r.writer_guid),
+                sequence_number: rustdds::SequenceNumber::from(r.seq),
+            });
+        }
+        w.write_with_options(RawCdr(cdr.to_vec()), opts.build())
+            .map(|_| ())
             .map_err(|e| DdsError(format!("write: {e}")))
     }
 }
@@ -193,14 +202,25 @@ impl Dds for RustDds {
         Ok(RustDdsWriter(Mutex::new(w)))
     }
 
-    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Vec<u8>>, DdsError> {
+    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Received>, DdsError> {
         let topic = self.topic(e)?;
         let r: DataReader<RawCdr, RawAdapter> = self
             .subscriber
             .create_datareader_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
             .map_err(|err| DdsError(format!("reader {}: {err}", e.topic)))?;
         Ok(r.async_sample_stream()
-            .filter_map(|s| async move { s.ok().map(|s| s.into_value().0) })
+            .filter_map(|s| async move {
+                let s = s.ok()?;
+                let id = s.sample_info().sample_identity();
+                let id = SampleId {
+                    writer_guid: id.writer_guid.to_bytes(),
+                    seq: i64::from(id.sequence_number),
+                };
+                Some(Received {
+                    cdr: s.into_value().0,
+                    id: Some(id),
+                })
+            })
             .boxed())
     }
 }

@@ -15,7 +15,8 @@ use fcan_core::msg::DataDirection;
 use fcan_e2e::{World, IO3, MD1, MD2};
 use fcan_ros2::mapping::Origin;
 use fcan_ros2::{cdr, Interfaces};
-use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint};
+use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint, Received};
+use fcan_ros2_bridge::rpc::{Framing, SampleId};
 use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
 use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
@@ -23,8 +24,8 @@ use tokio::sync::mpsc;
 /// Every sample written, by DDS topic; readers fed by the test; live writers counted.
 #[derive(Clone, Default)]
 struct MemDds {
-    written: Arc<Mutex<BTreeMap<String, Vec<Vec<u8>>>>>,
-    feeds: Arc<Mutex<BTreeMap<String, mpsc::UnboundedSender<Vec<u8>>>>>,
+    written: Arc<Mutex<BTreeMap<String, Vec<(Vec<u8>, Option<SampleId>)>>>>,
+    feeds: Arc<Mutex<BTreeMap<String, mpsc::UnboundedSender<Received>>>>,
     made: Arc<AtomicUsize>,
     live_writers: Arc<AtomicUsize>,
 }
@@ -41,9 +42,11 @@ impl Drop for MemWriter {
 }
 
 impl DdsWriter for MemWriter {
-    fn write(&self, cdr: &[u8]) -> Result<(), DdsError> {
+    fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError> {
         let mut w = self.dds.written.lock().unwrap();
-        w.entry(self.topic.clone()).or_default().push(cdr.to_vec());
+        w.entry(self.topic.clone())
+            .or_default()
+            .push((cdr.to_vec(), related));
         Ok(())
     }
 }
@@ -58,7 +61,7 @@ impl Dds for MemDds {
             dds: self.clone(),
         })
     }
-    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Vec<u8>>, DdsError> {
+    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Received>, DdsError> {
         self.made.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::unbounded_channel();
         self.feeds.lock().unwrap().insert(e.topic.clone(), tx);
@@ -71,6 +74,7 @@ impl Dds for MemDds {
 
 fn quiet() -> Ros2Options {
     let mut o = Ros2Options::default();
+    o.framing = Framing::Cyclone;
     o.log = Some(Arc::new(|_: &str| {}));
     o.resync_period = Duration::from_millis(100);
     o
@@ -133,11 +137,16 @@ async fn every_topic_of_the_running_nodes_gets_its_endpoint() {
         (target.dir, target.endpoint.qos.reliable),
         (DataDirection::M2s, false)
     );
+    // A writer per s2m topic, and a reply writer per service.
     let writers = routes
         .iter()
         .filter(|r| r.dir == DataDirection::S2m)
         .count();
-    assert_eq!(dds.live_writers.load(Ordering::SeqCst), writers);
+    assert_eq!(bridge.services().len(), registry.services.len());
+    assert_eq!(
+        dds.live_writers.load(Ordering::SeqCst),
+        writers + registry.services.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,7 +178,7 @@ async fn what_is_written_is_the_masters_samples_in_cdr() {
     fcan_ros2::mapping::map_schema(&schema.schema, &mut store);
     let written: Vec<_> = dds.written.lock().unwrap()[&route.endpoint.topic]
         .iter()
-        .map(|b| cdr::decode(&store, &route.binding, &route.fields, b).unwrap())
+        .map(|(b, _)| cdr::decode(&store, &route.binding, &route.fields, b).unwrap())
         .collect();
     // The master's samples are a run of what the bridge wrote (numbered by `sequence`).
     let start = written
@@ -194,17 +203,18 @@ async fn a_command_from_dds_reaches_the_node_and_a_malformed_one_does_not() {
     let dds = MemDds::default();
     let bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
     let feed = |topic: &str| dds.feeds.lock().unwrap()[topic].clone();
+    let sample = |cdr: Vec<u8>| Received { cdr, id: None };
     // motor1: a Target without its `type` byte, and a cut header: never sent.
     let bad = feed("rt/motor_driver1/motor1/target");
     for _ in 0..20 {
-        bad.send(vec![0, 1, 0, 0, 0, 0, 0, 63]).unwrap();
-        bad.send(vec![0, 1]).unwrap();
+        bad.send(sample(vec![0, 1, 0, 0, 0, 0, 0, 63])).unwrap();
+        bad.send(sample(vec![0, 1])).unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // motor0: duty 0.5, streamed as a ROS node would.
     let good = feed("rt/motor_driver1/motor0/target");
     for _ in 0..60 {
-        good.send(target_cdr(0.5, 0)).unwrap();
+        good.send(sample(target_cdr(0.5, 0))).unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let v0 = w.motor(MD1).with(|f| f.axis(0).unwrap().velocity);
@@ -227,7 +237,15 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
             .filter(|r| r.name.starts_with(node))
             .count()
     };
-    let md1 = count(&bridge, "/motor_driver1/");
+    let svc = |b: &Ros2Bridge, node: &str| {
+        b.services()
+            .iter()
+            .filter(|r| r.name.starts_with(node))
+            .count()
+    };
+    let md1_topics = count(&bridge, "/motor_driver1/");
+    // Endpoints: one per topic, two (request reader, reply writer) per service.
+    let md1 = md1_topics + 2 * svc(&bridge, "/motor_driver1/");
     let md2 = count(&bridge, "/motor_driver2/");
     let writers = dds.live_writers.load(Ordering::SeqCst);
     let made = dds.made.load(Ordering::SeqCst);
@@ -236,15 +254,17 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     w.reboot_motor(MD1);
     settle("motor_driver1 served again on new endpoints", || {
         dds.made.load(Ordering::SeqCst) == made + md1
-            && count(&bridge, "/motor_driver1/") == md1
+            && count(&bridge, "/motor_driver1/") == md1_topics
             && dds.live_writers.load(Ordering::SeqCst) == writers
     })
     .await;
-    // motor_driver2 leaves the bus: its endpoints go (4 motors: one feedback writer each).
+    // motor_driver2 leaves the bus: its endpoints go (4 motors: a feedback writer and
+    // two service reply writers each).
     w.motors.remove(&MD2).unwrap().stop();
     settle("motor_driver2's endpoints gone", || {
         count(&bridge, "/motor_driver2/") == 0
-            && dds.live_writers.load(Ordering::SeqCst) == writers - 4
+            && svc(&bridge, "/motor_driver2/") == 0
+            && dds.live_writers.load(Ordering::SeqCst) == writers - 12
     })
     .await;
     bridge.stop();
@@ -252,4 +272,169 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
         dds.live_writers.load(Ordering::SeqCst) == 0
     })
     .await;
+}
+
+/// A SetBool request for io_board3/out0/set in the given framing.
+fn set_request(framing: Framing, on: bool, client: u64, seq: i64) -> Received {
+    match framing {
+        Framing::Cyclone => {
+            let mut b = vec![0, 1, 0, 0];
+            b.extend(client.to_le_bytes());
+            b.extend(seq.to_le_bytes());
+            b.push(u8::from(on));
+            Received { cdr: b, id: None }
+        }
+        _ => Received {
+            cdr: vec![0, 1, 0, 0, u8::from(on)],
+            id: Some(SampleId {
+                writer_guid: [client as u8; 16],
+                seq,
+            }),
+        },
+    }
+}
+
+/// `SetBool_Response` (bool success, string message) after `skip` header bytes.
+fn set_response(b: &[u8], skip: usize) -> (bool, String) {
+    let body = &b[4 + skip..];
+    let len = u32::from_le_bytes(body[4..8].try_into().unwrap()) as usize;
+    let text = String::from_utf8(body[8..8 + len - 1].to_vec()).unwrap();
+    (body[0] == 1, text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_call_is_answered_in_the_cyclone_framing_and_a_refusal_says_why() {
+    let (w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
+    let svc = bridge
+        .services()
+        .into_iter()
+        .find(|s| s.name == "/io_board3/out0/set")
+        .unwrap();
+    assert_eq!(
+        (
+            svc.ros_type.as_str(),
+            svc.request_endpoint.topic.as_str(),
+            svc.request_endpoint.type_name.as_str(),
+            svc.reply_endpoint.topic.as_str(),
+            svc.reply_endpoint.type_name.as_str()
+        ),
+        (
+            "std_srvs/srv/SetBool",
+            "rq/io_board3/out0/setRequest",
+            "std_srvs::srv::dds_::SetBool_Request_",
+            "rr/io_board3/out0/setReply",
+            "std_srvs::srv::dds_::SetBool_Response_"
+        )
+    );
+    let requests = dds.feeds.lock().unwrap()["rq/io_board3/out0/setRequest"].clone();
+    let replies = || {
+        dds.written
+            .lock()
+            .unwrap()
+            .get("rr/io_board3/out0/setReply")
+            .cloned()
+            .unwrap_or_default()
+    };
+    // A sequence number above 2^32: echoed whole.
+    let seq = (7i64 << 32) | 3;
+    requests
+        .send(set_request(Framing::Cyclone, true, 0xfeed, seq))
+        .unwrap();
+    settle("the reply", || replies().len() == 1).await;
+    let (b, related) = replies()[0].clone();
+    assert_eq!(related, None);
+    assert_eq!(&b[4..12], &0xfeedu64.to_le_bytes());
+    assert_eq!(&b[12..20], &seq.to_le_bytes());
+    assert_eq!(set_response(&b, 16), (true, String::new()));
+    settle("out0 on", || w.io(IO3).with(|f| f.output(0)) == Some(true)).await;
+    // out1 settles for 500 ms (its `min_on_ms`): a set is answered when the relay has
+    // settled, and a set while one settles is the node's BUSY, answered as
+    // success = false with the node's reason.
+    m.param_set("io_board3.out1.min_on_ms", fcan_e2e::val("500"))
+        .await
+        .unwrap();
+    let requests1 = dds.feeds.lock().unwrap()["rq/io_board3/out1/setRequest"].clone();
+    for (on, seq) in [(true, 1), (false, 2), (true, 3)] {
+        requests1
+            .send(set_request(Framing::Cyclone, on, 2, seq))
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let replies1 = || {
+        dds.written
+            .lock()
+            .unwrap()
+            .get("rr/io_board3/out1/setReply")
+            .cloned()
+            .unwrap_or_default()
+    };
+    settle("three replies on out1", || replies1().len() == 3).await;
+    let by_seq = |seq: i64| {
+        let r = replies1();
+        let b = r
+            .iter()
+            .find(|(b, _)| b[12..20] == seq.to_le_bytes())
+            .unwrap_or_else(|| panic!("no reply to {seq}"))
+            .0
+            .clone();
+        set_response(&b, 16)
+    };
+    assert_eq!(by_seq(1), (true, String::new()));
+    for seq in [2, 3] {
+        let (ok, why) = by_seq(seq);
+        assert!(!ok && why.to_lowercase().contains("busy"), "{seq}: {why}");
+    }
+    assert_eq!(bridge.stats().calls_refused, 2);
+    // Garbage on the request topic (shorter than the header): no reply, counted.
+    let before = replies().len();
+    requests
+        .send(Received {
+            cdr: vec![0, 1, 0, 0, 1],
+            id: None,
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(replies().len(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_fast_dds_framing_the_reply_names_the_request_by_its_sample_identity() {
+    let (_w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let mut opts = quiet();
+    opts.framing = Framing::FastDds;
+    let _bridge = Ros2Bridge::start(m.clone(), dds.clone(), opts).await;
+    let requests = dds.feeds.lock().unwrap()["rq/io_board3/out2/setRequest"].clone();
+    requests
+        .send(set_request(Framing::FastDds, true, 9, 41))
+        .unwrap();
+    let replies = || {
+        dds.written
+            .lock()
+            .unwrap()
+            .get("rr/io_board3/out2/setReply")
+            .cloned()
+            .unwrap_or_default()
+    };
+    settle("the reply", || replies().len() == 1).await;
+    let (b, related) = replies()[0].clone();
+    assert_eq!(
+        related,
+        Some(SampleId {
+            writer_guid: [9; 16],
+            seq: 41
+        })
+    );
+    assert_eq!(set_response(&b, 0), (true, String::new()));
+    // A request without a sample identity cannot be answered: none is.
+    requests
+        .send(Received {
+            cdr: vec![0, 1, 0, 0, 1],
+            id: None,
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(replies().len(), 1);
 }

@@ -80,6 +80,49 @@ pub fn encode(
     Ok(w.buf)
 }
 
+/// The reply a service gives when the call failed (the node refused, the master timed
+/// out): every field zero except a top-level `string message` no fcan field fills,
+/// which carries `why`, as `std_srvs/srv/SetBool` and `Trigger` answer `success: false`
+/// with a message. `None` when the response type has no such field.
+///
+/// ```
+/// use fcan_core::ir::Field;
+/// use fcan_core::types::ScalarType;
+/// let mut store = fcan_ros2::Interfaces::bundled();
+/// let fields = [Field { name: "ok".into(), ty: ScalarType::Bool, len: None }];
+/// let ros = fcan_core::ir::Ros { ty: "std_msgs/msg/Bool".into(), map: vec![("ok".into(), "data".into())] };
+/// let b = fcan_ros2::mapping::bind_topic(&mut store, &ros, &fields, fcan_ros2::mapping::Flow::ToRos).unwrap();
+/// // std_msgs/Bool has no `message`: no refusal to give.
+/// assert!(fcan_ros2::cdr::encode_refusal(&store, &b, "busy").is_none());
+/// ```
+pub fn encode_refusal(store: &Interfaces, binding: &Binding, why: &str) -> Option<Vec<u8>> {
+    let msg = store.message(&binding.message)?;
+    let wire = msg.wire_fields();
+    let at = wire.iter().position(|f| {
+        f.name == "message"
+            && f.base == BaseType::Primitive(Primitive::String)
+            && f.shape == Shape::Single
+    })?;
+    if binding.slots.get(at) != Some(&Slot::Zero) {
+        return None;
+    }
+    let mut w = Writer {
+        buf: CDR_LE.to_vec(),
+    };
+    for (k, rf) in wire.iter().enumerate() {
+        if k == at {
+            w.align(4);
+            let len = u32::try_from(why.len() + 1).ok()?;
+            w.buf.extend_from_slice(&len.to_le_bytes());
+            w.buf.extend_from_slice(why.as_bytes());
+            w.buf.push(0);
+        } else {
+            w.zero(store, rf, &rf.name).ok()?;
+        }
+    }
+    Some(w.buf)
+}
+
 fn field_values<'a>(fields: &[Field], value: &'a Value) -> Result<Vec<&'a Value>, CdrError> {
     fields
         .iter()

@@ -19,6 +19,10 @@ Checks, printing one line each and `N passed, M failed` last:
      `type` byte) on motor1's target leaves motor1 standing.
   5. io_board3's out0/state is a std_msgs/msg/Bool on DDS: switched on through the
      CLI's service call, DDS sees `data: true`.
+  6. Services in rmw_cyclonedds's framing: std_srvs/SetBool on out2 answered with the
+     client's id and 64-bit sequence number echoed; a second call while the first
+     settles answered success = false with the node's BUSY reason; the state after it
+     reaches a late transient-local subscriber; std_srvs/Trigger on a motor.
 """
 import argparse
 import json
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
-from cyclonedds.idl.types import array, float32, int16, uint8, uint16
+from cyclonedds.idl.types import array, float32, int16, int64, uint8, uint16, uint64
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
@@ -67,6 +71,38 @@ class BadTarget(IdlStruct, typename="example_msgs::msg::dds_::Target_"):
 @dataclass
 class Bool_(IdlStruct, typename="std_msgs::msg::dds_::Bool_"):
     data: bool
+
+
+# rmw_cyclonedds puts a request header (the client's id, a sequence number) before the
+# request and reply fields; written here as two leading members.
+@dataclass
+class SetBool_Request_(IdlStruct, typename="std_srvs::srv::dds_::SetBool_Request_"):
+    client: uint64
+    seq: int64
+    data: bool
+
+
+@dataclass
+class SetBool_Response_(IdlStruct, typename="std_srvs::srv::dds_::SetBool_Response_"):
+    client: uint64
+    seq: int64
+    success: bool
+    message: str
+
+
+@dataclass
+class Trigger_Request_(IdlStruct, typename="std_srvs::srv::dds_::Trigger_Request_"):
+    client: uint64
+    seq: int64
+    structure_needs_at_least_one_member: uint8
+
+
+@dataclass
+class Trigger_Response_(IdlStruct, typename="std_srvs::srv::dds_::Trigger_Response_"):
+    client: uint64
+    seq: int64
+    success: bool
+    message: str
 
 
 passed = 0
@@ -209,7 +245,47 @@ def main():
           "io_board3/out0/state arrives as std_msgs/msg/Bool, on",
           f"({state.snapshot()[-3:]})")
 
-    for r in (samples, feedback, feedback1, state):
+    # 6. Services in the Cyclone framing: SetBool on out2, then a second call while the
+    #    first settles is the node's BUSY, answered as success = false with the reason.
+    rq = DataWriter(dp, Topic(dp, "rq/io_board3/out2/setRequest", SetBool_Request_, qos=reliable), qos=reliable)
+    rr = Reader(dp, "rr/io_board3/out2/setReply", SetBool_Response_, reliable)
+    client = 0x5eed_0000_0000_0001
+    # out2's relay settles for 500 ms, so the second call comes while the first settles.
+    out = subprocess.run(
+        [args.fcan, "--connect", args.connect, "--bus", "sim", "param", "set", "io_board3.out2.min_on_ms", "500"],
+        capture_output=True, text=True, timeout=60,
+    )
+    check(out.returncode == 0, "fcan param set io_board3.out2.min_on_ms 500", out.stderr)
+    wait_for(lambda: False, 1.0)  # discovery of the new endpoints
+    rq.write(SetBool_Request_(client=client, seq=(3 << 32) + 1, data=True))
+    time.sleep(0.05)
+    rq.write(SetBool_Request_(client=client, seq=(3 << 32) + 2, data=False))
+    got = wait_for(lambda: len(rr.snapshot()) >= 2, 10)
+    replies = {r.seq: r for r in rr.snapshot() if r.client == client}
+    first = replies.get((3 << 32) + 1)
+    second = replies.get((3 << 32) + 2)
+    check(got and first is not None and first.success,
+          "SetBool on /io_board3/out2/set answered success (Cyclone framing, 64-bit sequence number echoed)",
+          f"({rr.snapshot()})")
+    check(second is not None and not second.success and "busy" in second.message.lower(),
+          "a second SetBool while the first settles: success = false with the node's reason",
+          f"({second})")
+    state2 = Reader(dp, "rt/io_board3/out2/state", Bool_,
+                    Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
+                        Policy.Durability.TransientLocal, Policy.History.KeepLast(1)))
+    check(wait_for(lambda: any(s.data is True for s in state2.snapshot()), 5),
+          "out2 is on: its state (transient local) reaches a subscriber that joined after the call",
+          f"({state2.snapshot()})")
+    # Trigger: motor_driver1 motor0's clear_fault, an empty request.
+    tq = DataWriter(dp, Topic(dp, "rq/motor_driver1/motor0/clear_faultRequest", Trigger_Request_, qos=reliable), qos=reliable)
+    tr = Reader(dp, "rr/motor_driver1/motor0/clear_faultReply", Trigger_Response_, reliable)
+    wait_for(lambda: False, 1.0)
+    tq.write(Trigger_Request_(client=7, seq=1, structure_needs_at_least_one_member=0))
+    check(wait_for(lambda: any(r.client == 7 and r.seq == 1 for r in tr.snapshot()), 10),
+          "Trigger on /motor_driver1/motor0/clear_fault answered",
+          f"({tr.snapshot()})")
+
+    for r in (samples, feedback, feedback1, state, rr, state2, tr):
         r.stop = True
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)
