@@ -21,10 +21,13 @@ use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
 use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
 
+/// A sample written and its related sample identity.
+type Written = (Vec<u8>, Option<SampleId>);
+
 /// Every sample written, by DDS topic; readers fed by the test; live writers counted.
 #[derive(Clone, Default)]
 struct MemDds {
-    written: Arc<Mutex<BTreeMap<String, Vec<(Vec<u8>, Option<SampleId>)>>>>,
+    written: Arc<Mutex<BTreeMap<String, Vec<Written>>>>,
     feeds: Arc<Mutex<BTreeMap<String, mpsc::UnboundedSender<Received>>>>,
     made: Arc<AtomicUsize>,
     live_writers: Arc<AtomicUsize>,
