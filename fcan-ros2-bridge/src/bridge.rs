@@ -18,12 +18,19 @@ use fcan_core::msg::DataDirection;
 use fcan_master::api::MasterApi;
 use fcan_master::engine::Event;
 use fcan_master::serving::{resync, running, NodeKey};
+use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::{cdr, Interfaces};
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
+use crate::dds::Endpoint;
 use crate::dds::{Dds, DdsWriter};
-use crate::routes::{node_routes, Route, ServiceRoute};
+use crate::names::dds_type;
+use crate::params::{
+    descriptor, from_value, kind, list, not_set, set_result, to_value as param_value, type_of,
+    unknown_descriptor, NodeParams, SERVICES as PARAM_SERVICES,
+};
+use crate::routes::{node_routes, Route, ServiceRoute, SERVICE_QOS};
 use crate::rpc::{reply, split_request, Framing};
 
 /// Where log lines go.
@@ -281,9 +288,17 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 .iter()
                 .find(|n| n.id == id)
                 .map_or(String::new(), |n| n.name.clone());
+            let services = tasks.len() - topics;
+            let params = Arc::new(NodeParams::of(&name, &registry.params));
+            for (svc, ty) in PARAM_SERVICES {
+                match self.serve_params(&name, svc, ty, params.clone()) {
+                    Ok(t) => tasks.push(t),
+                    Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
+                }
+            }
             (self.log)(&format!(
-                "{name}: {topics} topics, {} services on ROS 2 ({:?} service framing)",
-                tasks.len() - topics,
+                "{name}: {topics} topics, {services} services, {} parameters on ROS 2 ({:?} service framing)",
+                params.params.len(),
                 self.opts.framing
             ));
             lock(&self.served).insert(
@@ -344,6 +359,144 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 });
             }
         }))
+    }
+
+    /// Serves one of a node's parameter services (`/<node>/get_parameters`, …):
+    /// requests answered one at a time, from the registry or through the master.
+    fn serve_params(
+        self: &Arc<Self>,
+        node: &str,
+        svc: &'static str,
+        ty: &'static str,
+        params: Arc<NodeParams>,
+    ) -> Result<JoinHandle<()>, String> {
+        let ep = |topic: String, ty: String| Endpoint {
+            topic,
+            type_name: dds_type(&ty),
+            qos: SERVICE_QOS,
+        };
+        let request_ty = format!("{ty}_Request");
+        let response_ty = format!("{ty}_Response");
+        let writer = self
+            .dds
+            .writer(&ep(format!("rr/{node}/{svc}Reply"), response_ty.clone()))
+            .map_err(|e| e.to_string())?;
+        let mut requests = self
+            .dds
+            .reader(&ep(format!("rq/{node}/{svc}Request"), request_ty.clone()))
+            .map_err(|e| e.to_string())?;
+        let me = self.clone();
+        let name = format!("/{node}/{svc}");
+        Ok(tokio::spawn(async move {
+            while let Some(req) = requests.next().await {
+                let Ok((id, body)) = split_request(me.opts.framing, &req.cdr, req.id) else {
+                    me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let decoded = dynamic::decode(&lock(&me.store), &request_ty, &body);
+                let Ok(request) = decoded else {
+                    me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let response = me.param_call(svc, &params, &request).await;
+                let encoded = dynamic::encode(&lock(&me.store), &response_ty, &response);
+                match encoded {
+                    Ok(b) => {
+                        me.counters.calls.fetch_add(1, Ordering::Relaxed);
+                        let (bytes, related) = reply(&id, &b);
+                        if let Err(e) = writer.write(&bytes, related) {
+                            (me.log)(&format!("{name}: reply not written: {e}"));
+                        }
+                    }
+                    Err(e) => (me.log)(&format!("{name}: {e}")),
+                }
+            }
+        }))
+    }
+
+    /// The response of parameter service `svc` to `request`.
+    async fn param_call(&self, svc: &str, params: &NodeParams, request: &RosValue) -> RosValue {
+        let RosValue::Msg(req) = request else {
+            return RosValue::Msg(vec![]);
+        };
+        let strings = |v: Option<&RosValue>| -> Vec<String> {
+            v.and_then(RosValue::as_seq)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        };
+        match svc {
+            "get_parameters" => {
+                let mut values = Vec::new();
+                for n in strings(req.first()) {
+                    values.push(match params.get(&n) {
+                        Some((fcan, decl)) => match self.master.param_get(fcan).await {
+                            Ok(v) => param_value(decl, &v),
+                            Err(_) => not_set(),
+                        },
+                        None => not_set(),
+                    });
+                }
+                RosValue::Msg(vec![RosValue::Seq(values)])
+            }
+            "set_parameters" | "set_parameters_atomically" => {
+                let items = req.first().and_then(RosValue::as_seq).unwrap_or(&[]);
+                let mut results = Vec::new();
+                if svc == "set_parameters_atomically" && items.len() != 1 {
+                    return RosValue::Msg(vec![set_result(Err(
+                        "fcan sets a node's parameters one at a time, not atomically; use set_parameters".into(),
+                    ))]);
+                }
+                for item in items {
+                    let RosValue::Msg(p) = item else { continue };
+                    let name = p.first().and_then(RosValue::as_str).unwrap_or("");
+                    let result = match (params.get(name), p.get(1)) {
+                        (Some((fcan, decl)), Some(pv)) => match from_value(decl, pv) {
+                            Ok(v) => self
+                                .master
+                                .param_set(fcan, v)
+                                .await
+                                .map_err(|e| e.to_string()),
+                            Err(e) => Err(e),
+                        },
+                        _ => Err(format!("no parameter `{name}` on this node")),
+                    };
+                    results.push(set_result(result));
+                }
+                if svc == "set_parameters_atomically" {
+                    RosValue::Msg(results)
+                } else {
+                    RosValue::Msg(vec![RosValue::Seq(results)])
+                }
+            }
+            "list_parameters" => {
+                let depth = match req.get(1) {
+                    Some(RosValue::UInt(d)) => *d,
+                    _ => 0,
+                };
+                RosValue::Msg(vec![list(params, &strings(req.first()), depth)])
+            }
+            "describe_parameters" => RosValue::Msg(vec![RosValue::Seq(
+                strings(req.first())
+                    .iter()
+                    .map(|n| match params.get(n) {
+                        Some((_, d)) => descriptor(n, d),
+                        None => unknown_descriptor(n),
+                    })
+                    .collect(),
+            )]),
+            _ => RosValue::Msg(vec![RosValue::Seq(
+                strings(req.first())
+                    .iter()
+                    .map(|n| {
+                        RosValue::UInt(u64::from(
+                            params.get(n).map_or(kind::NOT_SET, |(_, d)| type_of(d)),
+                        ))
+                    })
+                    .collect(),
+            )]),
+        }
     }
 
     /// One call: the request decoded, called on the bus, the response encoded; or the

@@ -6,6 +6,7 @@
 //! - [`dds`]: the thin DDS trait the bridge uses; [`rustdds_backend`] implements it on
 //!   RustDDS (pure Rust: no ROS installation needed to build or run);
 //! - [`rpc`] (sans I/O): ROS 2 services on DDS, both framings;
+//! - [`params`] (sans I/O): a node's parameters as its ROS 2 parameters;
 //! - [`bridge`]: the shell that keeps the endpoints in step with the bus.
 //!
 //! The types come from [`fcan_ros2`]; the mapping is described in `docs/ros2.md`.
@@ -16,6 +17,7 @@
 pub mod bridge;
 pub mod dds;
 pub mod names;
+pub mod params;
 pub mod routes;
 pub mod rpc;
 pub mod rustdds_backend;

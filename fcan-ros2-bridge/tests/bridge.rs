@@ -13,6 +13,7 @@ use fcan_core::frame::Mtu;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_e2e::{World, IO3, MD1, MD2};
+use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::mapping::Origin;
 use fcan_ros2::{cdr, Interfaces};
 use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint, Received};
@@ -146,9 +147,10 @@ async fn every_topic_of_the_running_nodes_gets_its_endpoint() {
         .filter(|r| r.dir == DataDirection::S2m)
         .count();
     assert_eq!(bridge.services().len(), registry.services.len());
+    // And the six parameter services of each of the three nodes.
     assert_eq!(
         dds.live_writers.load(Ordering::SeqCst),
-        writers + registry.services.len()
+        writers + registry.services.len() + 3 * 6
     );
 }
 
@@ -247,8 +249,9 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
             .count()
     };
     let md1_topics = count(&bridge, "/motor_driver1/");
-    // Endpoints: one per topic, two (request reader, reply writer) per service.
-    let md1 = md1_topics + 2 * svc(&bridge, "/motor_driver1/");
+    // Endpoints: one per topic, two (request reader, reply writer) per service and per
+    // parameter service.
+    let md1 = md1_topics + 2 * svc(&bridge, "/motor_driver1/") + 2 * 6;
     let md2 = count(&bridge, "/motor_driver2/");
     let writers = dds.live_writers.load(Ordering::SeqCst);
     let made = dds.made.load(Ordering::SeqCst);
@@ -262,12 +265,12 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     })
     .await;
     // motor_driver2 leaves the bus: its endpoints go (4 motors: a feedback writer and
-    // two service reply writers each).
+    // two service reply writers each; six parameter service reply writers).
     w.motors.remove(&MD2).unwrap().stop();
     settle("motor_driver2's endpoints gone", || {
         count(&bridge, "/motor_driver2/") == 0
             && svc(&bridge, "/motor_driver2/") == 0
-            && dds.live_writers.load(Ordering::SeqCst) == writers - 12
+            && dds.live_writers.load(Ordering::SeqCst) == writers - 12 - 6
     })
     .await;
     bridge.stop();
@@ -440,4 +443,160 @@ async fn in_the_fast_dds_framing_the_reply_names_the_request_by_its_sample_ident
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(replies().len(), 1);
+}
+
+/// A parameter service request in the Cyclone framing.
+fn param_request(store: &Interfaces, ty: &str, seq: i64, v: &RosValue) -> Received {
+    let body = dynamic::encode(store, &format!("{ty}_Request"), v).unwrap();
+    let mut b = vec![0, 1, 0, 0];
+    b.extend(5u64.to_le_bytes());
+    b.extend(seq.to_le_bytes());
+    b.extend(&body[4..]);
+    Received { cdr: b, id: None }
+}
+
+fn strs(v: &[&str]) -> RosValue {
+    RosValue::Seq(v.iter().map(|s| RosValue::Str(s.to_string())).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_are_listed_read_described_and_set_with_the_nodes_answer() {
+    let (_w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let _bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
+    let store = Interfaces::bundled();
+    let call = |svc: &'static str, ty: &'static str, seq: i64, v: RosValue| {
+        let dds = dds.clone();
+        let store = store.clone();
+        async move {
+            let reply_topic = format!("rr/motor_driver1/{svc}Reply");
+            let before = dds
+                .written
+                .lock()
+                .unwrap()
+                .get(&reply_topic)
+                .map_or(0, |w| w.len());
+            let feed = dds.feeds.lock().unwrap()[&format!("rq/motor_driver1/{svc}Request")].clone();
+            feed.send(param_request(&store, ty, seq, &v)).unwrap();
+            settle(svc, || {
+                dds.written
+                    .lock()
+                    .unwrap()
+                    .get(&reply_topic)
+                    .is_some_and(|w| w.len() > before)
+            })
+            .await;
+            let (b, _) = dds.written.lock().unwrap()[&reply_topic][before].clone();
+            assert_eq!(&b[12..20], &seq.to_le_bytes());
+            let mut body = b[..4].to_vec();
+            body.extend(&b[20..]);
+            dynamic::decode(&store, &format!("{ty}_Response"), &body).unwrap()
+        }
+    };
+    let field = |v: &RosValue, i: usize| match v {
+        RosValue::Msg(f) => f[i].clone(),
+        other => panic!("{other:?}"),
+    };
+    // list: motor0's parameters, recursively, as `motor0.…`.
+    let listed = call(
+        "list_parameters",
+        "rcl_interfaces/srv/ListParameters",
+        1,
+        RosValue::Msg(vec![strs(&["motor0"]), RosValue::UInt(0)]),
+    )
+    .await;
+    let names = field(&field(&listed, 0), 0);
+    let names: Vec<_> = names
+        .as_seq()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        names.contains(&"motor0.velocity.kp".to_string()),
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| n.starts_with("motor0.")), "{names:?}");
+    // describe: the schema's range.
+    let d = call(
+        "describe_parameters",
+        "rcl_interfaces/srv/DescribeParameters",
+        2,
+        RosValue::Msg(vec![strs(&["motor0.velocity.kp"])]),
+    )
+    .await;
+    let desc = field(&d, 0).as_seq().unwrap()[0].clone();
+    assert_eq!(field(&desc, 1), RosValue::UInt(3), "double");
+    assert_eq!(
+        field(&desc, 6).as_seq().unwrap()[0],
+        RosValue::Msg(vec![
+            RosValue::Float(0.0),
+            RosValue::Float(100.0),
+            RosValue::Float(0.0)
+        ])
+    );
+    // set 1.5: successful; get reads it back from the node.
+    let pv = |x: f64| {
+        RosValue::Msg(vec![
+            RosValue::UInt(3),
+            RosValue::Bool(false),
+            RosValue::Int(0),
+            RosValue::Float(x),
+            RosValue::Str(String::new()),
+            RosValue::Seq(vec![]),
+            RosValue::Seq(vec![]),
+            RosValue::Seq(vec![]),
+            RosValue::Seq(vec![]),
+            RosValue::Seq(vec![]),
+        ])
+    };
+    let param = |name: &str, v: RosValue| RosValue::Msg(vec![RosValue::Str(name.into()), v]);
+    let set = call(
+        "set_parameters",
+        "rcl_interfaces/srv/SetParameters",
+        3,
+        RosValue::Msg(vec![RosValue::Seq(vec![
+            param("motor0.velocity.kp", pv(1.5)),
+            param("motor0.velocity.kp", pv(1000.0)),
+            param("motor0.nope", pv(1.0)),
+        ])]),
+    )
+    .await;
+    let results = field(&set, 0).as_seq().unwrap().to_vec();
+    assert_eq!(
+        results[0],
+        RosValue::Msg(vec![RosValue::Bool(true), RosValue::Str(String::new())])
+    );
+    for (r, words) in [
+        (&results[1], "100"),
+        (&results[2], "no parameter `motor0.nope`"),
+    ] {
+        assert_eq!(field(r, 0), RosValue::Bool(false));
+        let why = field(r, 1);
+        assert!(why.as_str().unwrap().contains(words), "{why:?}");
+    }
+    let got = call(
+        "get_parameters",
+        "rcl_interfaces/srv/GetParameters",
+        4,
+        RosValue::Msg(vec![strs(&["motor0.velocity.kp", "motor0.nope"])]),
+    )
+    .await;
+    let values = field(&got, 0).as_seq().unwrap().to_vec();
+    assert_eq!(
+        (field(&values[0], 0), field(&values[0], 3)),
+        (RosValue::UInt(3), RosValue::Float(1.5))
+    );
+    assert_eq!(field(&values[1], 0), RosValue::UInt(0), "NOT_SET");
+    let types = call(
+        "get_parameter_types",
+        "rcl_interfaces/srv/GetParameterTypes",
+        5,
+        RosValue::Msg(vec![strs(&["motor0.invert", "motor0.command_timeout_ms"])]),
+    )
+    .await;
+    assert_eq!(
+        field(&types, 0),
+        RosValue::Seq(vec![RosValue::UInt(1), RosValue::UInt(2)])
+    );
 }

@@ -50,6 +50,62 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         include_str!("../interfaces/geometry_msgs/msg/Wrench.msg"),
     ),
     (
+        "rcl_interfaces/msg/FloatingPointRange",
+        include_str!("../interfaces/rcl_interfaces/msg/FloatingPointRange.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/IntegerRange",
+        include_str!("../interfaces/rcl_interfaces/msg/IntegerRange.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/ListParametersResult",
+        include_str!("../interfaces/rcl_interfaces/msg/ListParametersResult.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/Parameter",
+        include_str!("../interfaces/rcl_interfaces/msg/Parameter.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/ParameterDescriptor",
+        include_str!("../interfaces/rcl_interfaces/msg/ParameterDescriptor.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/ParameterType",
+        include_str!("../interfaces/rcl_interfaces/msg/ParameterType.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/ParameterValue",
+        include_str!("../interfaces/rcl_interfaces/msg/ParameterValue.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/SetParametersResult",
+        include_str!("../interfaces/rcl_interfaces/msg/SetParametersResult.msg"),
+    ),
+    (
+        "rcl_interfaces/srv/DescribeParameters",
+        include_str!("../interfaces/rcl_interfaces/srv/DescribeParameters.srv"),
+    ),
+    (
+        "rcl_interfaces/srv/GetParameterTypes",
+        include_str!("../interfaces/rcl_interfaces/srv/GetParameterTypes.srv"),
+    ),
+    (
+        "rcl_interfaces/srv/GetParameters",
+        include_str!("../interfaces/rcl_interfaces/srv/GetParameters.srv"),
+    ),
+    (
+        "rcl_interfaces/srv/ListParameters",
+        include_str!("../interfaces/rcl_interfaces/srv/ListParameters.srv"),
+    ),
+    (
+        "rcl_interfaces/srv/SetParameters",
+        include_str!("../interfaces/rcl_interfaces/srv/SetParameters.srv"),
+    ),
+    (
+        "rcl_interfaces/srv/SetParametersAtomically",
+        include_str!("../interfaces/rcl_interfaces/srv/SetParametersAtomically.srv"),
+    ),
+    (
         "sensor_msgs/msg/FluidPressure",
         include_str!("../interfaces/sensor_msgs/msg/FluidPressure.msg"),
     ),

@@ -12,6 +12,7 @@
 //!   (`ros: {type, map}`, custom types built from the fcan fields, generated types);
 //! - [`rihs`]: RIHS01 type hashes, as Jazzy announces them;
 //! - [`cdr`] (feature `values`): fcan values ↔ CDR bytes through a binding;
+//! - [`dynamic`]: any ROS message as a value tree ↔ CDR (the parameter services' types);
 //! - [`package`]: the ROS 2 interface package `fcan-codegen ros-package` writes.
 //!
 //! The mapping is described in `docs/ros2.md`.
@@ -32,6 +33,7 @@
 mod bundled;
 #[cfg(feature = "values")]
 pub mod cdr;
+pub mod dynamic;
 pub mod idl;
 pub mod interfaces;
 pub mod mapping;
