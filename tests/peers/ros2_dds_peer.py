@@ -23,6 +23,10 @@ Checks, printing one line each and `N passed, M failed` last:
      client's id and 64-bit sequence number echoed; a second call while the first
      settles answered success = false with the node's BUSY reason; the state after it
      reaches a late transient-local subscriber; std_srvs/Trigger on a motor.
+  7. Parameters through /motor_driver2's parameter services (rcl_interfaces, Cyclone
+     framing): list with a prefix, describe (the schema's range), set (one accepted,
+     one refused with the reason), get (read back; NOT_SET for an unknown name), and
+     `fcan param get` agrees.
 """
 import argparse
 import json
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
-from cyclonedds.idl.types import array, float32, int16, int64, uint8, uint16, uint64
+from cyclonedds.idl.types import array, bounded_str, float32, float64, int16, int64, sequence, uint8, uint16, uint64
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
@@ -103,6 +107,127 @@ class Trigger_Response_(IdlStruct, typename="std_srvs::srv::dds_::Trigger_Respon
     seq: int64
     success: bool
     message: str
+
+
+@dataclass
+class ParameterValue(IdlStruct, typename="rcl_interfaces::msg::dds_::ParameterValue_"):
+    type: uint8
+    bool_value: bool
+    integer_value: int64
+    double_value: float64
+    string_value: str
+    byte_array_value: sequence[uint8]
+    bool_array_value: sequence[bool]
+    integer_array_value: sequence[int64]
+    double_array_value: sequence[float64]
+    string_array_value: sequence[str]
+
+
+def double(x):
+    return ParameterValue(type=3, bool_value=False, integer_value=0, double_value=x, string_value="",
+                          byte_array_value=[], bool_array_value=[], integer_array_value=[],
+                          double_array_value=[], string_array_value=[])
+
+
+@dataclass
+class Parameter(IdlStruct, typename="rcl_interfaces::msg::dds_::Parameter_"):
+    name: str
+    value: ParameterValue
+
+
+@dataclass
+class SetParametersResult(IdlStruct, typename="rcl_interfaces::msg::dds_::SetParametersResult_"):
+    successful: bool
+    reason: str
+
+
+@dataclass
+class ListParametersResult(IdlStruct, typename="rcl_interfaces::msg::dds_::ListParametersResult_"):
+    names: sequence[str]
+    prefixes: sequence[str]
+
+
+@dataclass
+class FloatingPointRange(IdlStruct, typename="rcl_interfaces::msg::dds_::FloatingPointRange_"):
+    from_value: float64
+    to_value: float64
+    step: float64
+
+
+@dataclass
+class IntegerRange(IdlStruct, typename="rcl_interfaces::msg::dds_::IntegerRange_"):
+    from_value: int64
+    to_value: int64
+    step: uint64
+
+
+@dataclass
+class ParameterDescriptor(IdlStruct, typename="rcl_interfaces::msg::dds_::ParameterDescriptor_"):
+    name: str
+    type: uint8
+    description: str
+    additional_constraints: str
+    read_only: bool
+    dynamic_typing: bool
+    floating_point_range: sequence[FloatingPointRange, 1]
+    integer_range: sequence[IntegerRange, 1]
+
+
+@dataclass
+class ListParameters_Request_(IdlStruct, typename="rcl_interfaces::srv::dds_::ListParameters_Request_"):
+    client: uint64
+    seq: int64
+    prefixes: sequence[str]
+    depth: uint64
+
+
+@dataclass
+class ListParameters_Response_(IdlStruct, typename="rcl_interfaces::srv::dds_::ListParameters_Response_"):
+    client: uint64
+    seq: int64
+    result: ListParametersResult
+
+
+@dataclass
+class GetParameters_Request_(IdlStruct, typename="rcl_interfaces::srv::dds_::GetParameters_Request_"):
+    client: uint64
+    seq: int64
+    names: sequence[str]
+
+
+@dataclass
+class GetParameters_Response_(IdlStruct, typename="rcl_interfaces::srv::dds_::GetParameters_Response_"):
+    client: uint64
+    seq: int64
+    values: sequence[ParameterValue]
+
+
+@dataclass
+class SetParameters_Request_(IdlStruct, typename="rcl_interfaces::srv::dds_::SetParameters_Request_"):
+    client: uint64
+    seq: int64
+    parameters: sequence[Parameter]
+
+
+@dataclass
+class SetParameters_Response_(IdlStruct, typename="rcl_interfaces::srv::dds_::SetParameters_Response_"):
+    client: uint64
+    seq: int64
+    results: sequence[SetParametersResult]
+
+
+@dataclass
+class DescribeParameters_Request_(IdlStruct, typename="rcl_interfaces::srv::dds_::DescribeParameters_Request_"):
+    client: uint64
+    seq: int64
+    names: sequence[str]
+
+
+@dataclass
+class DescribeParameters_Response_(IdlStruct, typename="rcl_interfaces::srv::dds_::DescribeParameters_Response_"):
+    client: uint64
+    seq: int64
+    descriptors: sequence[ParameterDescriptor]
 
 
 passed = 0
@@ -284,6 +409,49 @@ def main():
     check(wait_for(lambda: any(r.client == 7 and r.seq == 1 for r in tr.snapshot()), 10),
           "Trigger on /motor_driver1/motor0/clear_fault answered",
           f"({tr.snapshot()})")
+
+    # 7. Parameters: /motor_driver2's parameter services, as `ros2 param` uses them.
+    def call(svc, req_cls, resp_cls, request, seconds=10):
+        w = DataWriter(dp, Topic(dp, f"rq/motor_driver2/{svc}Request", req_cls, qos=reliable), qos=reliable)
+        r = Reader(dp, f"rr/motor_driver2/{svc}Reply", resp_cls, reliable)
+        wait_for(lambda: False, 1.0)
+        w.write(request)
+        wait_for(lambda: any(x.client == request.client and x.seq == request.seq for x in r.snapshot()), seconds)
+        r.stop = True
+        got = [x for x in r.snapshot() if x.client == request.client and x.seq == request.seq]
+        return got[0] if got else None
+
+    listed = call("list_parameters", ListParameters_Request_, ListParameters_Response_,
+                  ListParameters_Request_(client=11, seq=1, prefixes=["motor1"], depth=0))
+    names = list(listed.result.names) if listed else []
+    check("motor1.velocity.kp" in names and all(n.startswith("motor1.") for n in names),
+          "list_parameters with prefix motor1 lists motor1's parameters by their ROS names", f"({names})")
+    desc = call("describe_parameters", DescribeParameters_Request_, DescribeParameters_Response_,
+                DescribeParameters_Request_(client=11, seq=2, names=["motor1.velocity.kp"]))
+    rng = list(desc.descriptors[0].floating_point_range) if desc and desc.descriptors else []
+    check(desc is not None and desc.descriptors[0].type == 3 and len(rng) == 1
+          and rng[0].from_value == 0.0 and rng[0].to_value == 100.0,
+          "describe_parameters: a double with the schema's range [0, 100]", f"({desc})")
+    setr = call("set_parameters", SetParameters_Request_, SetParameters_Response_,
+                SetParameters_Request_(client=11, seq=3, parameters=[
+                    Parameter(name="motor1.velocity.kp", value=double(2.5)),
+                    Parameter(name="motor1.velocity.kp", value=double(250.0)),
+                ]))
+    results = list(setr.results) if setr else []
+    check(len(results) == 2 and results[0].successful and not results[1].successful
+          and "100" in results[1].reason,
+          "set_parameters: 2.5 accepted, 250 refused with the reason (above the maximum 100)", f"({results})")
+    got = call("get_parameters", GetParameters_Request_, GetParameters_Response_,
+               GetParameters_Request_(client=11, seq=4, names=["motor1.velocity.kp", "motor1.nope"]))
+    values = list(got.values) if got else []
+    check(len(values) == 2 and values[0].type == 3 and values[0].double_value == 2.5 and values[1].type == 0,
+          "get_parameters reads 2.5 back from the node, and NOT_SET for an unknown name", f"({values})")
+    out = subprocess.run(
+        [args.fcan, "--connect", args.connect, "--bus", "sim", "--json", "param", "get", "motor_driver2.motor1.velocity.kp"],
+        capture_output=True, text=True, timeout=60,
+    )
+    check(out.returncode == 0 and "2.5" in out.stdout,
+          "fcan param get sees the value set from ROS", f"({out.stdout} {out.stderr})")
 
     for r in (samples, feedback, feedback1, state, rr, state2, tr):
         r.stop = True
