@@ -24,7 +24,7 @@ use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
 use crate::dds::Endpoint;
-use crate::dds::{Dds, DdsWriter};
+use crate::dds::{Dds, DdsWriter, Gid};
 use crate::names::dds_type;
 use crate::params::{
     descriptor, from_value, kind, list, not_set, set_result, to_value as param_value, type_of,
@@ -95,8 +95,17 @@ struct Counters {
 /// Calls one service may have in flight at once.
 pub const MAX_CALLS_IN_FLIGHT: usize = 8;
 
+/// The GUIDs of a node's readers and writers, for the graph.
+#[derive(Default)]
+struct NodeGids {
+    readers: Vec<Gid>,
+    writers: Vec<Gid>,
+}
+
 struct Served {
     key: NodeKey,
+    name: String,
+    gids: NodeGids,
     routes: Vec<Route>,
     services: Vec<ServiceRoute>,
     tasks: Vec<JoinHandle<()>>,
@@ -112,8 +121,13 @@ impl Drop for Served {
     }
 }
 
-struct Shared<M, D> {
+/// The topic and type of ROS 2's graph (Jazzy's `rmw_dds_common`).
+pub const GRAPH_TOPIC: &str = "ros_discovery_info";
+const GRAPH_TYPE: &str = "rmw_dds_common/msg/ParticipantEntitiesInfo";
+
+struct Shared<M, D: Dds> {
     master: M,
+    graph: Option<D::Writer>,
     dds: D,
     log: Log,
     store: Mutex<Interfaces>,
@@ -151,8 +165,22 @@ impl Ros2Bridge {
             .log
             .clone()
             .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan ros2: {line}")));
+        // The graph writer: reliable, transient local, keep last 1, as rmw does it.
+        let graph = dds
+            .writer(&Endpoint {
+                topic: GRAPH_TOPIC.into(),
+                type_name: dds_type(GRAPH_TYPE),
+                qos: crate::routes::STATE_QOS,
+            })
+            .map_err(|e| {
+                log(&format!(
+                    "{GRAPH_TOPIC}: {e}; the nodes will not show in ros2 node list"
+                ))
+            })
+            .ok();
         let shared = Arc::new(Shared {
             master,
+            graph,
             dds,
             log,
             store: Mutex::new(Interfaces::bundled()),
@@ -249,11 +277,14 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         let served: Vec<NodeKey> = lock(&self.served).values().map(|s| s.key).collect();
         let plan = resync(&served, &running(&nodes));
         for key in &plan.stop {
-            if lock(&self.served).remove(&key.id).is_some() {
-                (self.log)(&format!("node {} left the ROS 2 graph", key.id));
+            if let Some(s) = lock(&self.served).remove(&key.id) {
+                (self.log)(&format!("{} left the ROS 2 graph", s.name));
             }
         }
         if plan.start.is_empty() {
+            if !plan.stop.is_empty() {
+                self.publish_graph();
+            }
             return;
         }
         let Ok(registry) = self.master.registry().await else {
@@ -271,15 +302,16 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 (self.log)(&format!("note: {n}"));
             }
             let mut tasks = Vec::new();
+            let mut gids = NodeGids::default();
             for r in &nr.topics {
-                match self.carry(r).await {
+                match self.carry(r, &mut gids).await {
                     Ok(t) => tasks.push(t),
                     Err(e) => (self.log)(&format!("{}: {e}", r.name)),
                 }
             }
             let topics = tasks.len();
             for r in &nr.services {
-                match self.serve_calls(r) {
+                match self.serve_calls(r, &mut gids) {
                     Ok(t) => tasks.push(t),
                     Err(e) => (self.log)(&format!("{}: {e}", r.name)),
                 }
@@ -291,7 +323,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             let services = tasks.len() - topics;
             let params = Arc::new(NodeParams::of(&name, &registry.params));
             for (svc, ty) in PARAM_SERVICES {
-                match self.serve_params(&name, svc, ty, params.clone()) {
+                match self.serve_params(&name, svc, ty, params.clone(), &mut gids) {
                     Ok(t) => tasks.push(t),
                     Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
                 }
@@ -305,11 +337,45 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 key.id,
                 Served {
                     key,
+                    name,
+                    gids,
                     routes: nr.topics,
                     services: nr.services,
                     tasks,
                 },
             );
+        }
+        self.publish_graph();
+    }
+
+    /// Publishes this participant's nodes and their endpoints on `ros_discovery_info`,
+    /// where ROS 2 tools (`ros2 node list`, `ros2 node info`) look for them.
+    fn publish_graph(&self) {
+        let Some(writer) = &self.graph else { return };
+        let gid = |g: &Gid| {
+            RosValue::Msg(vec![RosValue::Seq(
+                g.iter().map(|b| RosValue::UInt(u64::from(*b))).collect(),
+            )])
+        };
+        let nodes: Vec<RosValue> = lock(&self.served)
+            .values()
+            .map(|s| {
+                RosValue::Msg(vec![
+                    RosValue::Str("/".into()),
+                    RosValue::Str(s.name.clone()),
+                    RosValue::Seq(s.gids.readers.iter().map(gid).collect()),
+                    RosValue::Seq(s.gids.writers.iter().map(gid).collect()),
+                ])
+            })
+            .collect();
+        let info = RosValue::Msg(vec![gid(&self.dds.gid()), RosValue::Seq(nodes)]);
+        match dynamic::encode(&lock(&self.store), GRAPH_TYPE, &info) {
+            Ok(b) => {
+                if let Err(e) = writer.write(&b, None) {
+                    (self.log)(&format!("ros_discovery_info: {e}"));
+                }
+            }
+            Err(e) => (self.log)(&format!("ros_discovery_info: {e}")),
         }
     }
 
@@ -317,16 +383,23 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     /// Calls run concurrently, at most [`MAX_CALLS_IN_FLIGHT`] per service (a node
     /// holds few calls at once anyway and answers BUSY beyond them); a request beyond
     /// that waits for one to finish.
-    fn serve_calls(self: &Arc<Self>, r: &ServiceRoute) -> Result<JoinHandle<()>, String> {
+    fn serve_calls(
+        self: &Arc<Self>,
+        r: &ServiceRoute,
+        gids: &mut NodeGids,
+    ) -> Result<JoinHandle<()>, String> {
         let writer = Arc::new(
             self.dds
                 .writer(&r.reply_endpoint)
                 .map_err(|e| e.to_string())?,
         );
-        let mut requests = self
+        let reader = self
             .dds
             .reader(&r.request_endpoint)
             .map_err(|e| e.to_string())?;
+        gids.readers.push(reader.gid);
+        gids.writers.push(writer.gid());
+        let mut requests = reader.samples;
         let me = self.clone();
         let route = Arc::new(r.clone());
         Ok(tokio::spawn(async move {
@@ -369,6 +442,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         svc: &'static str,
         ty: &'static str,
         params: Arc<NodeParams>,
+        gids: &mut NodeGids,
     ) -> Result<JoinHandle<()>, String> {
         let ep = |topic: String, ty: String| Endpoint {
             topic,
@@ -381,10 +455,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             .dds
             .writer(&ep(format!("rr/{node}/{svc}Reply"), response_ty.clone()))
             .map_err(|e| e.to_string())?;
-        let mut requests = self
+        let reader = self
             .dds
             .reader(&ep(format!("rq/{node}/{svc}Request"), request_ty.clone()))
             .map_err(|e| e.to_string())?;
+        gids.readers.push(reader.gid);
+        gids.writers.push(writer.gid());
+        let mut requests = reader.samples;
         let me = self.clone();
         let name = format!("/{node}/{svc}");
         Ok(tokio::spawn(async move {
@@ -550,12 +627,17 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     }
 
     /// Starts carrying one topic: the task owns its DDS endpoint.
-    async fn carry(self: &Arc<Self>, r: &Route) -> Result<JoinHandle<()>, String> {
+    async fn carry(
+        self: &Arc<Self>,
+        r: &Route,
+        gids: &mut NodeGids,
+    ) -> Result<JoinHandle<()>, String> {
         let me = self.clone();
         let route = r.clone();
         match r.dir {
             DataDirection::S2m => {
                 let writer = self.dds.writer(&r.endpoint).map_err(|e| e.to_string())?;
+                gids.writers.push(writer.gid());
                 let mut rx = self
                     .master
                     .subscribe(&r.name)
@@ -590,7 +672,9 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 }))
             }
             DataDirection::M2s => {
-                let mut samples = self.dds.reader(&r.endpoint).map_err(|e| e.to_string())?;
+                let reader = self.dds.reader(&r.endpoint).map_err(|e| e.to_string())?;
+                gids.readers.push(reader.gid);
+                let mut samples = reader.samples;
                 Ok(tokio::spawn(async move {
                     let mut warned = false;
                     while let Some(bytes) = samples.next().await {

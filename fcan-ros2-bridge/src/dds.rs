@@ -50,8 +50,22 @@ pub trait Dds: Send + Sync + 'static {
     type Writer: DdsWriter;
     /// Makes a writer.
     fn writer(&self, e: &Endpoint) -> Result<Self::Writer, DdsError>;
-    /// Makes a reader: a stream of samples.
-    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Received>, DdsError>;
+    /// Makes a reader: a stream of samples, and the reader's GUID.
+    fn reader(&self, e: &Endpoint) -> Result<Reader, DdsError>;
+    /// The participant's GUID (the `gid` ROS 2's graph names it by).
+    fn gid(&self) -> Gid;
+}
+
+/// A DDS GUID: 12 bytes of participant prefix and 4 of entity id, as ROS 2's graph
+/// (`rmw_dds_common/msg/Gid`, Jazzy) names participants, readers and writers.
+pub type Gid = [u8; 16];
+
+/// A reader: its samples and its GUID.
+pub struct Reader {
+    /// The samples, as they arrive.
+    pub samples: BoxStream<'static, Received>,
+    /// The reader's GUID.
+    pub gid: Gid,
 }
 
 /// A sample read.
@@ -68,4 +82,6 @@ pub trait DdsWriter: Send + Sync + 'static {
     /// Writes one sample: CDR with its encapsulation header, and, for a service reply
     /// in the Fast DDS framing, the request it answers as its related sample identity.
     fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError>;
+    /// The writer's GUID.
+    fn gid(&self) -> Gid;
 }

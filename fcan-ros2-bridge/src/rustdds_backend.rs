@@ -6,15 +6,15 @@
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use futures_util::stream::{BoxStream, StreamExt};
+use futures_util::stream::StreamExt;
 use rustdds::no_key::{DataReader, DataWriter};
 use rustdds::policy::{Durability, History, Reliability};
 use rustdds::{
     DomainParticipant, DomainParticipantBuilder, Publisher, QosPolicies, QosPolicyBuilder,
-    RepresentationIdentifier, Subscriber, TopicKind,
+    RTPSEntity, RepresentationIdentifier, Subscriber, TopicKind,
 };
 
-use crate::dds::{Dds, DdsError, DdsWriter, Endpoint, Qos, Received};
+use crate::dds::{Dds, DdsError, DdsWriter, Endpoint, Gid, Qos, Reader, Received};
 use crate::rpc::SampleId;
 
 /// One sample's CDR, encapsulation header included.
@@ -169,7 +169,7 @@ impl RustDds {
 }
 
 /// A RustDDS writer of raw CDR.
-pub struct RustDdsWriter(Mutex<DataWriter<RawCdr, RawAdapter>>);
+pub struct RustDdsWriter(Mutex<DataWriter<RawCdr, RawAdapter>>, Gid);
 
 impl DdsWriter for RustDdsWriter {
     fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError> {
@@ -188,6 +188,10 @@ impl DdsWriter for RustDdsWriter {
             .map(|_| ())
             .map_err(|e| DdsError(format!("write: {e}")))
     }
+
+    fn gid(&self) -> Gid {
+        self.1
+    }
 }
 
 impl Dds for RustDds {
@@ -199,16 +203,23 @@ impl Dds for RustDds {
             .publisher
             .create_datawriter_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
             .map_err(|err| DdsError(format!("writer {}: {err}", e.topic)))?;
-        Ok(RustDdsWriter(Mutex::new(w)))
+        let gid = w.guid().to_bytes();
+        Ok(RustDdsWriter(Mutex::new(w), gid))
     }
 
-    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Received>, DdsError> {
+    fn gid(&self) -> Gid {
+        self.participant.guid().to_bytes()
+    }
+
+    fn reader(&self, e: &Endpoint) -> Result<Reader, DdsError> {
         let topic = self.topic(e)?;
         let r: DataReader<RawCdr, RawAdapter> = self
             .subscriber
             .create_datareader_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
             .map_err(|err| DdsError(format!("reader {}: {err}", e.topic)))?;
-        Ok(r.async_sample_stream()
+        let gid = r.guid().to_bytes();
+        let samples = r
+            .async_sample_stream()
             .filter_map(|s| async move {
                 let s = s.ok()?;
                 let id = s.sample_info().sample_identity();
@@ -221,6 +232,7 @@ impl Dds for RustDds {
                     id: Some(id),
                 })
             })
-            .boxed())
+            .boxed();
+        Ok(Reader { samples, gid })
     }
 }

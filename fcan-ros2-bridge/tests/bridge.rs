@@ -16,7 +16,7 @@ use fcan_e2e::{World, IO3, MD1, MD2};
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::mapping::Origin;
 use fcan_ros2::{cdr, Interfaces};
-use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint, Received};
+use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint, Gid, Reader, Received};
 use fcan_ros2_bridge::rpc::{Framing, SampleId};
 use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
 use futures_util::stream::BoxStream;
@@ -37,6 +37,15 @@ struct MemDds {
 struct MemWriter {
     topic: String,
     dds: MemDds,
+    gid: Gid,
+}
+
+/// A fresh GUID per endpoint: the participant's prefix and a counter.
+fn next_gid(dds: &MemDds) -> Gid {
+    let n = dds.made.fetch_add(1, Ordering::SeqCst) as u32;
+    let mut g = [7u8; 16];
+    g[12..].copy_from_slice(&n.to_be_bytes());
+    g
 }
 
 impl Drop for MemWriter {
@@ -53,27 +62,61 @@ impl DdsWriter for MemWriter {
             .push((cdr.to_vec(), related));
         Ok(())
     }
+    fn gid(&self) -> Gid {
+        self.gid
+    }
 }
 
 impl Dds for MemDds {
     type Writer = MemWriter;
     fn writer(&self, e: &Endpoint) -> Result<MemWriter, DdsError> {
-        self.made.fetch_add(1, Ordering::SeqCst);
+        let gid = next_gid(self);
         self.live_writers.fetch_add(1, Ordering::SeqCst);
         Ok(MemWriter {
             topic: e.topic.clone(),
             dds: self.clone(),
+            gid,
         })
     }
-    fn reader(&self, e: &Endpoint) -> Result<BoxStream<'static, Received>, DdsError> {
-        self.made.fetch_add(1, Ordering::SeqCst);
+    fn gid(&self) -> Gid {
+        [7; 16]
+    }
+    fn reader(&self, e: &Endpoint) -> Result<Reader, DdsError> {
+        let gid = next_gid(self);
         let (tx, rx) = mpsc::unbounded_channel();
         self.feeds.lock().unwrap().insert(e.topic.clone(), tx);
-        Ok(Box::pin(futures_util::stream::unfold(
-            rx,
-            |mut rx| async move { rx.recv().await.map(|v| (v, rx)) },
-        )))
+        let samples: BoxStream<'static, Received> =
+            Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|v| (v, rx))
+            }));
+        Ok(Reader { samples, gid })
     }
+}
+
+/// The nodes the latest `ros_discovery_info` sample names, with their reader and
+/// writer counts; and the participant gid it names.
+fn graph(dds: &MemDds) -> (Vec<(String, usize, usize)>, Vec<RosValue>) {
+    let store = Interfaces::bundled();
+    let w = dds.written.lock().unwrap();
+    let (b, _) = w["ros_discovery_info"].last().unwrap().clone();
+    let v = dynamic::decode(&store, "rmw_dds_common/msg/ParticipantEntitiesInfo", &b).unwrap();
+    let RosValue::Msg(f) = v else { panic!() };
+    let nodes = f[1]
+        .as_seq()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let RosValue::Msg(n) = n else { panic!() };
+            assert_eq!(n[0].as_str(), Some("/"));
+            (
+                n[1].as_str().unwrap().to_string(),
+                n[2].as_seq().unwrap().len(),
+                n[3].as_seq().unwrap().len(),
+            )
+        })
+        .collect();
+    let RosValue::Msg(gid) = &f[0] else { panic!() };
+    (nodes, gid[0].as_seq().unwrap().to_vec())
 }
 
 fn quiet() -> Ros2Options {
@@ -147,10 +190,11 @@ async fn every_topic_of_the_running_nodes_gets_its_endpoint() {
         .filter(|r| r.dir == DataDirection::S2m)
         .count();
     assert_eq!(bridge.services().len(), registry.services.len());
-    // And the six parameter services of each of the three nodes.
+    // And the six parameter services of each of the three nodes, and ros_discovery_info.
     assert_eq!(
         dds.live_writers.load(Ordering::SeqCst),
-        writers + registry.services.len() + 3 * 6
+        writers + registry.services.len() + 3 * 6 + 1,
+        "and the graph's writer"
     );
 }
 
@@ -252,6 +296,18 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     // Endpoints: one per topic, two (request reader, reply writer) per service and per
     // parameter service.
     let md1 = md1_topics + 2 * svc(&bridge, "/motor_driver1/") + 2 * 6;
+    // The graph names the three nodes, each with its readers and writers, under this
+    // participant's GUID.
+    let (nodes, gid) = graph(&dds);
+    let names: Vec<_> = nodes.iter().map(|n| n.0.as_str()).collect();
+    assert_eq!(names, ["motor_driver1", "motor_driver2", "io_board3"]);
+    assert_eq!(gid, vec![RosValue::UInt(7); 16]);
+    let md1_entry = nodes[0].clone();
+    assert_eq!(
+        md1_entry.1 + md1_entry.2,
+        md1,
+        "every endpoint of motor_driver1"
+    );
     let md2 = count(&bridge, "/motor_driver2/");
     let writers = dds.live_writers.load(Ordering::SeqCst);
     let made = dds.made.load(Ordering::SeqCst);
@@ -271,6 +327,12 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
         count(&bridge, "/motor_driver2/") == 0
             && svc(&bridge, "/motor_driver2/") == 0
             && dds.live_writers.load(Ordering::SeqCst) == writers - 12 - 6
+    })
+    .await;
+    // The graph saw it leave (and motor_driver1 come back).
+    settle("the graph without motor_driver2", || {
+        let names: Vec<_> = graph(&dds).0.into_iter().map(|n| n.0).collect();
+        names == ["motor_driver1", "io_board3"]
     })
     .await;
     bridge.stop();

@@ -106,6 +106,18 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         include_str!("../interfaces/rcl_interfaces/srv/SetParametersAtomically.srv"),
     ),
     (
+        "rmw_dds_common/msg/Gid",
+        include_str!("../interfaces/rmw_dds_common/msg/Gid.msg"),
+    ),
+    (
+        "rmw_dds_common/msg/NodeEntitiesInfo",
+        include_str!("../interfaces/rmw_dds_common/msg/NodeEntitiesInfo.msg"),
+    ),
+    (
+        "rmw_dds_common/msg/ParticipantEntitiesInfo",
+        include_str!("../interfaces/rmw_dds_common/msg/ParticipantEntitiesInfo.msg"),
+    ),
+    (
         "sensor_msgs/msg/FluidPressure",
         include_str!("../interfaces/sensor_msgs/msg/FluidPressure.msg"),
     ),

@@ -27,6 +27,8 @@ Checks, printing one line each and `N passed, M failed` last:
      framing): list with a prefix, describe (the schema's range), set (one accepted,
      one refused with the reason), get (read back; NOT_SET for an unknown name), and
      `fcan param get` agrees.
+  8. The graph: ros_discovery_info names the three nodes, and lists under
+     motor_driver1 the writer GUID Cyclone's discovery saw on its motor0 feedback.
 """
 import argparse
 import json
@@ -36,6 +38,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
@@ -228,6 +231,27 @@ class DescribeParameters_Response_(IdlStruct, typename="rcl_interfaces::srv::dds
     client: uint64
     seq: int64
     descriptors: sequence[ParameterDescriptor]
+
+
+# ROS 2's graph (Jazzy's rmw_dds_common): which nodes a participant has, and their
+# readers' and writers' GUIDs.
+@dataclass
+class Gid(IdlStruct, typename="rmw_dds_common::msg::dds_::Gid_"):
+    data: array[uint8, 16]
+
+
+@dataclass
+class NodeEntitiesInfo(IdlStruct, typename="rmw_dds_common::msg::dds_::NodeEntitiesInfo_"):
+    node_namespace: bounded_str[256]
+    node_name: bounded_str[256]
+    reader_gid_seq: sequence[Gid]
+    writer_gid_seq: sequence[Gid]
+
+
+@dataclass
+class ParticipantEntitiesInfo(IdlStruct, typename="rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"):
+    gid: Gid
+    node_entities_info_seq: sequence[NodeEntitiesInfo]
 
 
 passed = 0
@@ -452,6 +476,27 @@ def main():
     )
     check(out.returncode == 0 and "2.5" in out.stdout,
           "fcan param get sees the value set from ROS", f"({out.stdout} {out.stderr})")
+
+    # 8. The graph: ros_discovery_info (transient local, as `ros2 node list` reads it)
+    #    names the three nodes, and the writer GUIDs it lists for motor_driver1 include
+    #    the one Cyclone's own discovery saw publishing its motor0 feedback.
+    latched = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
+                  Policy.Durability.TransientLocal, Policy.History.KeepLast(1))
+    graph = Reader(dp, "ros_discovery_info", ParticipantEntitiesInfo, latched)
+    pubs = BuiltinDataReader(dp, BuiltinTopicDcpsPublication)
+    got_graph = wait_for(lambda: any(len(g.node_entities_info_seq) >= 3 for g in graph.snapshot()), 10)
+    latest = graph.snapshot()[-1] if graph.snapshot() else None
+    names = sorted(n.node_name for n in latest.node_entities_info_seq) if latest else []
+    check(got_graph and names == ["io_board3", "motor_driver1", "motor_driver2"]
+          and all(n.node_namespace == "/" for n in latest.node_entities_info_seq),
+          "ros_discovery_info names /motor_driver1, /motor_driver2 and /io_board3", f"({names})")
+    feedback_writers = {p.key.bytes for p in pubs.take(N=1000) if p.topic_name == "rt/motor_driver1/motor0/feedback"}
+    md1 = [n for n in latest.node_entities_info_seq if n.node_name == "motor_driver1"] if latest else []
+    listed = {bytes(g.data) for g in md1[0].writer_gid_seq} if md1 else set()
+    check(len(feedback_writers) == 1 and feedback_writers <= listed,
+          "the graph lists the GUID of motor0/feedback's writer (as Cyclone discovered it) under motor_driver1",
+          f"(discovered {[k.hex() for k in feedback_writers]}, listed {len(listed)})")
+    graph.stop = True
 
     for r in (samples, feedback, feedback1, state, rr, state2, tr):
         r.stop = True
