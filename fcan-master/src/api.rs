@@ -87,6 +87,9 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         value: Value,
     ) -> impl Future<Output = Result<(), MasterError>> + Send;
 
+    /// Provisions a running (or failed) node again (see [`Master::reprovision`]).
+    fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send;
+
     /// Waits until at least `n` nodes are running, polling [`nodes`](Self::nodes).
     fn wait_for_nodes(
         &self,
@@ -133,6 +136,9 @@ impl MasterApi for Master {
     }
     fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
         Master::plan(self, node)
+    }
+    fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::reprovision(self, node)
     }
     fn events(&self) -> broadcast::Receiver<Event> {
         Master::events(self)

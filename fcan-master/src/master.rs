@@ -225,6 +225,7 @@ enum Command {
     Call(String, Value, oneshot::Sender<Result<Value, MasterError>>),
     ParamGet(String, oneshot::Sender<Result<Value, MasterError>>),
     ParamSet(String, Value, oneshot::Sender<Result<(), MasterError>>),
+    Reprovision(NodeId, oneshot::Sender<Result<(), MasterError>>),
     Discover,
 }
 
@@ -464,6 +465,14 @@ impl Master {
             .await?
     }
 
+    /// Provisions a running (or failed) node again: a new plan, its FRAME_DEFINEs, the
+    /// parameters set so far, START (the ancestor's `ReprovisionNode`). Returns once it
+    /// has begun; the node's phase is `provisioning` until it runs again (an
+    /// [`Event::Online`](crate::engine::Event::Online) follows).
+    pub async fn reprovision(&self, node: NodeId) -> Result<(), MasterError> {
+        self.ask(|r| Command::Reprovision(node, r)).await?
+    }
+
     /// Writes a parameter (checked here first; the node checks again). The master
     /// restores it after every reboot of the node.
     pub async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
@@ -658,6 +667,13 @@ impl<T: Transport> Task<T> {
         let now = self.now();
         match c {
             Command::Discover => self.engine.discover(),
+            Command::Reprovision(node, tx) => {
+                let r = self
+                    .engine
+                    .reprovision(node.get(), now)
+                    .map_err(MasterError::from);
+                let _ = tx.send(r);
+            }
             Command::Registry(tx) => {
                 let _ = tx.send(self.registry().clone());
             }

@@ -445,6 +445,21 @@ impl MasterApi for RemoteMaster {
         }
     }
 
+    fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
+        async move {
+            let nodes = self.nodes().await?;
+            let Some(n) = nodes.iter().find(|n| n.id == node) else {
+                return Err(MasterError::Call(
+                    fcan_master::engine::CallError::NodeNotOnline(node),
+                ));
+            };
+            let key = keys::reprovision(&self.inner.bus, &n.name)
+                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            self.query_json(key, None).await?;
+            Ok(())
+        }
+    }
+
     fn events(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }

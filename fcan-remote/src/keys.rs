@@ -53,6 +53,8 @@ pub enum Entity {
     Node(String),
     /// A node's frame plan, by node name.
     Plan(String),
+    /// A request to provision a node again, by node name.
+    Reprovision(String),
     /// Every frame on the bus (while subscribed).
     Frames,
     /// A node's liveliness token, by node name.
@@ -121,6 +123,12 @@ pub fn param(bus: &str, name: &str) -> Option<String> {
 pub fn node(bus: &str, node: &str) -> Option<String> {
     chunk_ok(node).then_some(())?;
     Some(format!("{}/node/{node}", base(bus)?))
+}
+
+/// The key that provisions a node again (a query, no payload).
+pub fn reprovision(bus: &str, node: &str) -> Option<String> {
+    chunk_ok(node).then_some(())?;
+    Some(format!("{}/reprovision/{node}", base(bus)?))
 }
 
 /// The key of a node's frame plan.
@@ -215,10 +223,13 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
                 }
             }
         }
-        ("node" | "plan" | "alive" | "schema" | "samples", Some(rest)) if chunk_ok(rest) => {
+        ("node" | "plan" | "reprovision" | "alive" | "schema" | "samples", Some(rest))
+            if chunk_ok(rest) =>
+        {
             match kind {
                 "node" => Entity::Node(rest.to_string()),
                 "plan" => Entity::Plan(rest.to_string()),
+                "reprovision" => Entity::Reprovision(rest.to_string()),
                 "alive" => Entity::Alive(rest.to_string()),
                 "samples" => Entity::Samples(rest.to_string()),
                 _ => Entity::Schema(rest.to_string()),

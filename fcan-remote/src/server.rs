@@ -221,6 +221,7 @@ enum QKind {
     Param,
     Node,
     Plan,
+    Reprovision,
     Schema,
     Status,
     Registry,
@@ -295,6 +296,7 @@ impl Server {
             (keys::all_of(bus, "param"), QKind::Param),
             (keys::all_of(bus, "node"), QKind::Node),
             (keys::all_of(bus, "plan"), QKind::Plan),
+            (keys::all_of(bus, "reprovision"), QKind::Reprovision),
             (keys::all_of(bus, "schema"), QKind::Schema),
             (keys::status(bus), QKind::Status),
             (keys::registry(bus), QKind::Registry),
@@ -652,6 +654,27 @@ impl Shared {
                     .map_err(|e| ErrorReply::of(&e))?;
                 let j = plan.map_or(Json::Null, |p| p.to_json());
                 Ok(vec![(qkey.to_string(), j.to_string().into_bytes())])
+            }
+            QKind::Reprovision => {
+                if is_wild(qkey) {
+                    // Never on a wildcard: reprovisioning is one node at a time.
+                    return Ok(Vec::new());
+                }
+                let Some((_, Entity::Reprovision(name))) = keys::parse(qkey.as_str()) else {
+                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a reprovision key"));
+                };
+                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+                let Some(n) = nodes.iter().find(|n| n.name == name) else {
+                    return Err(ErrorReply::new(
+                        kind::UNKNOWN_NAME,
+                        format!("no node {name} on this bus"),
+                    ));
+                };
+                self.master
+                    .reprovision(n.id)
+                    .await
+                    .map_err(|e| ErrorReply::of(&e))?;
+                Ok(vec![(qkey.to_string(), b"null".to_vec())])
             }
             QKind::Schema => {
                 if is_wild(qkey) {

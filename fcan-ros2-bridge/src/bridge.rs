@@ -323,7 +323,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             let services = tasks.len() - topics;
             let params = Arc::new(NodeParams::of(&name, &registry.params));
             for (svc, ty) in PARAM_SERVICES {
-                match self.serve_params(&name, svc, ty, params.clone(), &mut gids) {
+                match self.serve_params(&name, id, svc, ty, params.clone(), &mut gids) {
                     Ok(t) => tasks.push(t),
                     Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
                 }
@@ -439,6 +439,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     fn serve_params(
         self: &Arc<Self>,
         node: &str,
+        node_id: NodeId,
         svc: &'static str,
         ty: &'static str,
         params: Arc<NodeParams>,
@@ -475,7 +476,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
-                let response = me.param_call(svc, &params, &request).await;
+                let response = me.param_call(svc, node_id, &params, &request).await;
                 let encoded = dynamic::encode(&lock(&me.store), &response_ty, &response);
                 match encoded {
                     Ok(b) => {
@@ -491,11 +492,48 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         }))
     }
 
-    /// The response of parameter service `svc` to `request`.
-    async fn param_call(&self, svc: &str, params: &NodeParams, request: &RosValue) -> RosValue {
+    /// The response of node service `svc` (a parameter service, `node_info`,
+    /// `reprovision`) of node `id` to `request`.
+    async fn param_call(
+        &self,
+        svc: &str,
+        id: NodeId,
+        params: &NodeParams,
+        request: &RosValue,
+    ) -> RosValue {
         let RosValue::Msg(req) = request else {
             return RosValue::Msg(vec![]);
         };
+        match svc {
+            "node_info" => {
+                let nodes = self.master.nodes().await.unwrap_or_default();
+                let Some(n) = nodes.iter().find(|n| n.id == id) else {
+                    return RosValue::Msg(vec![]);
+                };
+                let j = n.to_json();
+                let text = |k: &str| RosValue::Str(j[k].as_str().unwrap_or("").to_string());
+                return RosValue::Msg(vec![
+                    RosValue::UInt(u64::from(n.id.get())),
+                    RosValue::Str(n.name.clone()),
+                    RosValue::Str(n.phase.to_string()),
+                    text("state"),
+                    RosValue::UInt(u64::from(n.boot_id)),
+                    text("schema"),
+                    text("schema_source"),
+                    RosValue::UInt(u64::from(n.errors)),
+                    text("mode"),
+                    RosValue::UInt(n.frames as u64),
+                ]);
+            }
+            "reprovision" => {
+                let (ok, why) = match self.master.reprovision(id).await {
+                    Ok(()) => (true, String::new()),
+                    Err(e) => (false, e.to_string()),
+                };
+                return RosValue::Msg(vec![RosValue::Bool(ok), RosValue::Str(why)]);
+            }
+            _ => {}
+        }
         let strings = |v: Option<&RosValue>| -> Vec<String> {
             v.and_then(RosValue::as_seq)
                 .unwrap_or(&[])

@@ -190,10 +190,11 @@ async fn every_topic_of_the_running_nodes_gets_its_endpoint() {
         .filter(|r| r.dir == DataDirection::S2m)
         .count();
     assert_eq!(bridge.services().len(), registry.services.len());
-    // And the six parameter services of each of the three nodes, and ros_discovery_info.
+    // And the eight node services (six for parameters, node_info, reprovision) of each
+    // of the three nodes, and ros_discovery_info.
     assert_eq!(
         dds.live_writers.load(Ordering::SeqCst),
-        writers + registry.services.len() + 3 * 6 + 1,
+        writers + registry.services.len() + 3 * 8 + 1,
         "and the graph's writer"
     );
 }
@@ -295,7 +296,7 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     let md1_topics = count(&bridge, "/motor_driver1/");
     // Endpoints: one per topic, two (request reader, reply writer) per service and per
     // parameter service.
-    let md1 = md1_topics + 2 * svc(&bridge, "/motor_driver1/") + 2 * 6;
+    let md1 = md1_topics + 2 * svc(&bridge, "/motor_driver1/") + 2 * 8;
     // The graph names the three nodes, each with its readers and writers, under this
     // participant's GUID.
     let (nodes, gid) = graph(&dds);
@@ -326,7 +327,7 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     settle("motor_driver2's endpoints gone", || {
         count(&bridge, "/motor_driver2/") == 0
             && svc(&bridge, "/motor_driver2/") == 0
-            && dds.live_writers.load(Ordering::SeqCst) == writers - 12 - 6
+            && dds.live_writers.load(Ordering::SeqCst) == writers - 12 - 8
     })
     .await;
     // The graph saw it leave (and motor_driver1 come back).
@@ -660,5 +661,70 @@ async fn parameters_are_listed_read_described_and_set_with_the_nodes_answer() {
     assert_eq!(
         field(&types, 0),
         RosValue::Seq(vec![RosValue::UInt(1), RosValue::UInt(2)])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_info_and_reprovision_per_node() {
+    let (_w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let _bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
+    let store = Interfaces::bundled();
+    let call = |svc: &'static str, ty: &'static str, seq: i64| {
+        let dds = dds.clone();
+        let store = store.clone();
+        async move {
+            let reply_topic = format!("rr/io_board3/{svc}Reply");
+            let feed = dds.feeds.lock().unwrap()[&format!("rq/io_board3/{svc}Request")].clone();
+            feed.send(param_request(
+                &store,
+                ty,
+                seq,
+                &RosValue::Msg(vec![RosValue::UInt(0)]),
+            ))
+            .unwrap();
+            settle(svc, || {
+                dds.written
+                    .lock()
+                    .unwrap()
+                    .get(&reply_topic)
+                    .is_some_and(|w| !w.is_empty())
+            })
+            .await;
+            let (b, _) = dds.written.lock().unwrap()[&reply_topic]
+                .last()
+                .unwrap()
+                .clone();
+            let mut body = b[..4].to_vec();
+            body.extend(&b[20..]);
+            let RosValue::Msg(f) =
+                dynamic::decode(&store, &format!("{ty}_Response"), &body).unwrap()
+            else {
+                panic!()
+            };
+            f
+        }
+    };
+    let info = call("node_info", "fcan_msgs/srv/NodeInfo", 1).await;
+    let n = fcan_e2e::node_info(&m, IO3).await.unwrap();
+    assert_eq!(info[0], RosValue::UInt(u64::from(IO3)));
+    assert_eq!(info[1].as_str(), Some("io_board3"));
+    assert_eq!(info[2].as_str(), Some("running"));
+    assert_eq!(info[4], RosValue::UInt(u64::from(n.boot_id)));
+    assert_eq!(
+        info[5].as_str(),
+        Some(n.digest.unwrap().to_string().as_str())
+    );
+    assert_eq!(info[8].as_str(), Some("fd_brs"));
+    let re = call("reprovision", "std_srvs/srv/Trigger", 2).await;
+    assert_eq!(re, vec![RosValue::Bool(true), RosValue::Str(String::new())]);
+    settle("io_board3 provisioning or running again", || true).await;
+    let phase = fcan_e2e::node_info(&m, IO3).await.unwrap().phase;
+    assert!(
+        matches!(
+            phase,
+            fcan_master::Phase::Provisioning | fcan_master::Phase::Running
+        ),
+        "{phase}"
     );
 }

@@ -226,3 +226,11 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         include_str!("../interfaces/trajectory_msgs/msg/JointTrajectoryPoint.msg"),
     ),
 ];
+
+/// fcan's own interfaces (package `fcan_msgs`): the bridge serves them on every node
+/// (`/<node>/node_info`); they do not come with ROS, so `fcan-codegen ros-package`
+/// always writes their package.
+pub(crate) const OWN: &[(&str, &str)] = &[(
+    "fcan_msgs/srv/NodeInfo",
+    include_str!("../own/fcan_msgs/srv/NodeInfo.srv"),
+)];

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::bundled::BUNDLED;
+use crate::bundled::{BUNDLED, OWN};
 use crate::idl::{parse_msg, parse_srv, BaseType, Message, Primitive, RosField, Service, Shape};
 
 /// Messages and services by full name.
@@ -16,6 +16,9 @@ pub struct Interfaces {
     services: BTreeMap<String, Service>,
     bundled: BTreeSet<String>,
 }
+
+/// The package of fcan's own interfaces.
+pub const OWN_PACKAGE: &str = "fcan_msgs";
 
 /// The package of `service_msgs/msg/ServiceEventInfo`, which every service's event
 /// message holds.
@@ -49,6 +52,12 @@ impl Interfaces {
                 .unwrap_or_else(|e| panic!("bundled {name}: {e}"));
             store.bundled.insert(name.to_string());
         }
+        for (name, text) in OWN {
+            let s = parse_srv(name, text).unwrap_or_else(|e| panic!("fcan_msgs {name}: {e}"));
+            store
+                .add_service(s)
+                .unwrap_or_else(|e| panic!("fcan_msgs {name}: {e}"));
+        }
         for m in store.messages.values() {
             for f in &m.fields {
                 if let BaseType::Nested(n) = &f.base {
@@ -78,11 +87,19 @@ impl Interfaces {
         self.bundled.contains(name)
     }
 
+    /// fcan's own services (`fcan_msgs/srv/NodeInfo`), which the bridge serves on every
+    /// node and a ROS program needs the `fcan_msgs` package for.
+    pub fn own_services(&self) -> impl Iterator<Item = &Service> {
+        OWN.iter().filter_map(|(n, _)| self.services.get(*n))
+    }
+
     /// Whether `package` holds a bundled interface (a schema may not add types to it).
     pub fn is_bundled_package(&self, package: &str) -> bool {
-        self.bundled
-            .iter()
-            .any(|n| n.split('/').next() == Some(package))
+        package == OWN_PACKAGE
+            || self
+                .bundled
+                .iter()
+                .any(|n| n.split('/').next() == Some(package))
     }
 
     /// Every message, by name (services' halves and the synthesized service types

@@ -25,8 +25,9 @@ pub struct InterfacePackage {
     pub services: Vec<Service>,
 }
 
-/// The packages holding every custom and generated type the mapped schemas use
-/// (bundled interfaces come with ROS and are left out), by package name.
+/// The packages holding every custom and generated type the mapped schemas use, and
+/// fcan's own `fcan_msgs` (bundled interfaces come with ROS and are left out), by
+/// package name.
 pub fn packages(store: &Interfaces, mapped: &[SchemaTypes]) -> Vec<InterfacePackage> {
     let mut msgs: BTreeMap<String, BTreeMap<String, Message>> = BTreeMap::new();
     let mut srvs: BTreeMap<String, BTreeMap<String, Service>> = BTreeMap::new();
@@ -48,6 +49,14 @@ pub fn packages(store: &Interfaces, mapped: &[SchemaTypes]) -> Vec<InterfacePack
                     .or_default()
                     .insert(s.ros_type.clone(), def.clone());
             }
+        }
+    }
+    // fcan's own services, which the bridge serves on every node.
+    for s in store.own_services() {
+        if let Ok(name) = TypeName::parse(&s.name) {
+            srvs.entry(name.package.to_string())
+                .or_default()
+                .insert(s.name.clone(), s.clone());
         }
     }
     let mut names: Vec<String> = msgs.keys().chain(srvs.keys()).cloned().collect();

@@ -29,6 +29,9 @@ Checks, printing one line each and `N passed, M failed` last:
      `fcan param get` agrees.
   8. The graph: ros_discovery_info names the three nodes, and lists under
      motor_driver1 the writer GUID Cyclone's discovery saw on its motor0 feedback.
+  9. /motor_driver1/node_info (fcan_msgs/srv/NodeInfo) agrees with `fcan nodes --json`;
+     /io_board3/reprovision (std_srvs/Trigger) succeeds and the node runs again with
+     the same boot id.
 """
 import argparse
 import json
@@ -42,7 +45,7 @@ from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
-from cyclonedds.idl.types import array, bounded_str, float32, float64, int16, int64, sequence, uint8, uint16, uint64
+from cyclonedds.idl.types import array, bounded_str, float32, float64, int16, int64, sequence, uint8, uint16, uint32, uint64
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
@@ -252,6 +255,30 @@ class NodeEntitiesInfo(IdlStruct, typename="rmw_dds_common::msg::dds_::NodeEntit
 class ParticipantEntitiesInfo(IdlStruct, typename="rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"):
     gid: Gid
     node_entities_info_seq: sequence[NodeEntitiesInfo]
+
+
+# fcan's own service (fcan_msgs/srv/NodeInfo, `fcan-codegen ros-package` writes it).
+@dataclass
+class NodeInfo_Request_(IdlStruct, typename="fcan_msgs::srv::dds_::NodeInfo_Request_"):
+    client: uint64
+    seq: int64
+    structure_needs_at_least_one_member: uint8
+
+
+@dataclass
+class NodeInfo_Response_(IdlStruct, typename="fcan_msgs::srv::dds_::NodeInfo_Response_"):
+    client: uint64
+    seq: int64
+    node_id: uint8
+    name: str
+    phase: str
+    state: str
+    boot_id: uint32
+    schema_sha256: str
+    schema_source: str
+    errors: uint16
+    bus_mode: str
+    frames: uint32
 
 
 passed = 0
@@ -497,6 +524,38 @@ def main():
           "the graph lists the GUID of motor0/feedback's writer (as Cyclone discovered it) under motor_driver1",
           f"(discovered {[k.hex() for k in feedback_writers]}, listed {len(listed)})")
     graph.stop = True
+
+    # 9. The node's info and reprovisioning (the ancestor's NodeInfo, ReprovisionNode).
+    def node_call(node, svc, req_cls, resp_cls, request):
+        w = DataWriter(dp, Topic(dp, f"rq/{node}/{svc}Request", req_cls, qos=reliable), qos=reliable)
+        r = Reader(dp, f"rr/{node}/{svc}Reply", resp_cls, reliable)
+        wait_for(lambda: False, 1.0)
+        w.write(request)
+        wait_for(lambda: any(x.client == request.client and x.seq == request.seq for x in r.snapshot()), 10)
+        r.stop = True
+        got = [x for x in r.snapshot() if x.client == request.client and x.seq == request.seq]
+        return got[0] if got else None
+
+    out = subprocess.run([args.fcan, "--connect", args.connect, "--bus", "sim", "--json", "nodes"],
+                         capture_output=True, text=True, timeout=60)
+    cli = {j["name"]: j for j in map(json.loads, out.stdout.splitlines()) if j}
+    info = node_call("motor_driver1", "node_info", NodeInfo_Request_, NodeInfo_Response_,
+                     NodeInfo_Request_(client=21, seq=1, structure_needs_at_least_one_member=0))
+    md1 = cli.get("motor_driver1", {})
+    check(info is not None and info.node_id == 1 and info.name == "motor_driver1" and info.phase == "running"
+          and info.boot_id == md1.get("boot_id") and info.schema_sha256 == md1.get("schema")
+          and info.bus_mode == md1.get("mode") and info.frames == md1.get("frames"),
+          "/motor_driver1/node_info agrees with fcan nodes --json", f"({info} vs {md1})")
+    re = node_call("io_board3", "reprovision", Trigger_Request_, Trigger_Response_,
+                   Trigger_Request_(client=21, seq=2, structure_needs_at_least_one_member=0))
+    check(re is not None and re.success, "/io_board3/reprovision answered success", f"({re})")
+    def io3_running_again():
+        o = subprocess.run([args.fcan, "--connect", args.connect, "--bus", "sim", "--json", "nodes"],
+                           capture_output=True, text=True, timeout=60)
+        nodes = {j["name"]: j for j in map(json.loads, o.stdout.splitlines()) if j}
+        n = nodes.get("io_board3", {})
+        return n.get("phase") == "running" and n.get("boot_id") == cli.get("io_board3", {}).get("boot_id")
+    check(wait_for(io3_running_again, 10), "io_board3 runs again after reprovisioning, same boot id")
 
     for r in (samples, feedback, feedback1, state, rr, state2, tr):
         r.stop = True

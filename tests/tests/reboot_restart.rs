@@ -143,3 +143,59 @@ async fn master_restart_nodes_recover(mtu: Mtu) {
 }
 
 both_links!(node_reboot_restores_params, master_restart_nodes_recover);
+
+/// A running node provisioned again on request (the ancestor's `ReprovisionNode`): the
+/// node passes through provisioning without rebooting, comes back running with the
+/// parameters set before, data flows again; a node that is not running is refused.
+async fn reprovision_keeps_the_boot_and_the_params(mtu: Mtu) {
+    let (w, m) = World::standard(mtu).await;
+    m.param_set("motor_driver1.motor0.velocity.kp", Value::Float(0.25))
+        .await
+        .unwrap();
+    let boot = node_info(&m, MD1).await.unwrap().boot_id;
+    let mut events = m.events();
+    let id = fcan_core::id::NodeId::new(MD1).unwrap();
+    m.reprovision(id).await.unwrap();
+    assert_eq!(
+        node_info(&m, MD1).await.unwrap().phase,
+        fcan_master::Phase::Provisioning
+    );
+    eventually("md1 running again", Duration::from_secs(1), || async {
+        let n = node_info(&m, MD1).await?;
+        (n.phase == fcan_master::Phase::Running).then_some(())
+    })
+    .await;
+    let mut online = false;
+    while let Ok(e) = events.try_recv() {
+        online |= matches!(e, Event::Online { node } if node == id);
+        assert!(!matches!(e, Event::Rebooted { .. }), "{e:?}");
+    }
+    assert!(online, "an Online event for the node");
+    assert_eq!(node_info(&m, MD1).await.unwrap().boot_id, boot);
+    assert_eq!(
+        w.motor(MD1)
+            .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp),
+        0.25
+    );
+    let mut rx = m.subscribe("/motor_driver1/motor0/feedback").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), rx.recv())
+        .await
+        .expect("feedback flows again")
+        .expect("a sample");
+    // Twice in a row: the second while the first is still provisioning is refused.
+    m.reprovision(id).await.unwrap();
+    let e = m.reprovision(id).await.unwrap_err().to_string();
+    assert!(e.contains("only a running or failed node"), "{e}");
+    let none = fcan_core::id::NodeId::new(42).unwrap();
+    assert!(m.reprovision(none).await.is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn reprovision_keeps_the_boot_and_the_params_fd() {
+    reprovision_keeps_the_boot_and_the_params(Mtu::Fd).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn reprovision_keeps_the_boot_and_the_params_classic() {
+    reprovision_keeps_the_boot_and_the_params(Mtu::Classic).await;
+}

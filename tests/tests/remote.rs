@@ -1173,3 +1173,30 @@ async fn the_cycle_api_runs_through_the_daemon() {
     .await;
     assert_eq!(target[0], 1, "velocity mode, from the constant");
 }
+
+/// `reprovision` through the daemon: the node runs again with the same boot; an unknown
+/// node and a node already provisioning are refused with the master's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reprovision_through_the_daemon() {
+    let Served {
+        w: _w,
+        master,
+        server: _server,
+        cz: _,
+        m: remote,
+        _dz,
+    } = served().await;
+    let id = fcan_core::id::NodeId::new(MD2).unwrap();
+    let boot = node_info(&master, MD2).await.unwrap().boot_id;
+    remote.reprovision(id).await.unwrap();
+    let e = remote.reprovision(id).await.unwrap_err().to_string();
+    assert!(e.contains("only a running or failed node"), "{e}");
+    until("motor_driver2 running again", || async {
+        let n = node_info(&master, MD2).await?;
+        (n.phase == fcan_master::Phase::Running).then_some(())
+    })
+    .await;
+    assert_eq!(node_info(&master, MD2).await.unwrap().boot_id, boot);
+    let nope = fcan_core::id::NodeId::new(99).unwrap();
+    assert!(remote.reprovision(nope).await.is_err());
+}

@@ -4,6 +4,32 @@
 use super::*;
 
 impl Engine {
+    /// Provisions a running (or failed) node again from scratch: a new frame plan, its
+    /// FRAME_DEFINEs, the parameters set so far, START. Service calls in flight fail
+    /// (`NodeLost`); parameter requests queued wait for the new provisioning. What a
+    /// user asks for after changing something the plan depends on, or to recover a
+    /// node that a fault left half-configured; the node keeps its boot id, so the
+    /// faces keep serving it.
+    pub fn reprovision(&mut self, node: u8, now: u64) -> Result<(), CallError> {
+        let Some(rec) = self.nodes.get_mut(&node) else {
+            return Err(CallError::NodeNotOnline(nid(node)));
+        };
+        if rec.schema.is_none() || !matches!(rec.phase, Phase::Running | Phase::Failed(_)) {
+            return Err(CallError::BadTarget(format!(
+                "node {} is {}; only a running or failed node can be provisioned again",
+                rec.id, rec.phase
+            )));
+        }
+        requeue_in_flight(rec);
+        let plan = rec.plan.take();
+        if let Some(plan) = plan {
+            self.release_plan(node, &plan);
+        }
+        self.fail_calls(node, CallError::NodeLost(nid(node)));
+        self.begin_provisioning(node, now);
+        Ok(())
+    }
+
     pub(super) fn begin_provisioning(&mut self, node: u8, now: u64) {
         let Some(rec) = self.nodes.get_mut(&node) else {
             return;
