@@ -100,7 +100,8 @@ enum Command {
     ///
     /// A topic or service whose `ros.type` names a bundled standard interface
     /// (std_msgs, std_srvs, geometry_msgs, sensor_msgs, trajectory_msgs, ...) needs no
-    /// package. One that names another type (`fibril_control_msgs/msg/Feedback`) gets
+    /// package; fcan's own `fcan_msgs` (the bridge's `node_info` service) is always
+    /// written. One that names another type (`fibril_control_msgs/msg/Feedback`) gets
     /// it built from its fcan fields, sorted by name; one without `ros:` gets a
     /// generated type in `fcan_<node>_msgs`. Give every node of the robot in one run
     /// (the first node's files, then `--node FILE...` per further node): nodes that
@@ -180,11 +181,8 @@ fn ros_package(nodes: Vec<Vec<PathBuf>>, out: &std::path::Path) -> ExitCode {
             eprintln!("note: {n}");
         }
     }
-    let packages = package::packages(&store, &mapped);
-    if packages.is_empty() {
-        println!("every type is a bundled standard interface: no package to write");
-    }
-    for p in packages {
+    // Never empty: fcan's own `fcan_msgs` (the bridge's node_info service) is always in.
+    for p in package::packages(&store, &mapped) {
         match p.write(out) {
             Ok(dir) => println!(
                 "wrote {} ({} messages, {} services)",

@@ -137,6 +137,15 @@ struct Shared<M, D: Dds> {
     opts: Ros2Options,
 }
 
+/// The wall-clock time of a monotonic instant (a sample's arrival), for the DDS
+/// source timestamp.
+fn wall(at: std::time::Instant) -> std::time::SystemTime {
+    let ago = at.elapsed();
+    std::time::SystemTime::now()
+        .checked_sub(ago)
+        .unwrap_or_else(std::time::SystemTime::now)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic elsewhere while holding the lock leaves consistent data here: go on.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -371,7 +380,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         let info = RosValue::Msg(vec![gid(&self.dds.gid()), RosValue::Seq(nodes)]);
         match dynamic::encode(&lock(&self.store), GRAPH_TYPE, &info) {
             Ok(b) => {
-                if let Err(e) = writer.write(&b, None) {
+                if let Err(e) = writer.write(&b, None, None) {
                     (self.log)(&format!("ros_discovery_info: {e}"));
                 }
             }
@@ -425,7 +434,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     let sample = me.answer(&route, &body, &warned).await;
                     if let Some(b) = sample {
                         let (bytes, related) = reply(&id, &b);
-                        if let Err(e) = writer.write(&bytes, related) {
+                        if let Err(e) = writer.write(&bytes, related, None) {
                             (me.log)(&format!("{}: reply not written: {e}", route.name));
                         }
                     }
@@ -482,7 +491,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     Ok(b) => {
                         me.counters.calls.fetch_add(1, Ordering::Relaxed);
                         let (bytes, related) = reply(&id, &b);
-                        if let Err(e) = writer.write(&bytes, related) {
+                        if let Err(e) = writer.write(&bytes, related, None) {
                             (me.log)(&format!("{name}: reply not written: {e}"));
                         }
                     }
@@ -688,10 +697,11 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                         let bytes =
                             cdr::encode(&store, &route.binding, &route.fields, &sample.value);
                         drop(store);
-                        match bytes
-                            .map_err(|e| e.to_string())
-                            .and_then(|b| writer.write(&b, None).map_err(|e| e.to_string()))
-                        {
+                        match bytes.map_err(|e| e.to_string()).and_then(|b| {
+                            writer
+                                .write(&b, None, Some(wall(sample.at)))
+                                .map_err(|e| e.to_string())
+                        }) {
                             Ok(()) => {
                                 me.counters.written.fetch_add(1, Ordering::Relaxed);
                             }

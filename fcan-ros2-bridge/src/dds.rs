@@ -2,6 +2,8 @@
 //! and readers of already-encoded CDR on a named topic with a named type. The bridge
 //! never names a RustDDS type; [`crate::rustdds_backend`] is the one implementation.
 
+use std::time::SystemTime;
+
 use futures_util::stream::BoxStream;
 
 use crate::rpc::SampleId;
@@ -75,13 +77,21 @@ pub struct Received {
     pub cdr: Vec<u8>,
     /// The sample's identity (its writer and sequence number), where the DDS knows it.
     pub id: Option<SampleId>,
+    /// Its source timestamp, if the writer gave one.
+    pub source_time: Option<SystemTime>,
 }
 
 /// A writer of one topic.
 pub trait DdsWriter: Send + Sync + 'static {
-    /// Writes one sample: CDR with its encapsulation header, and, for a service reply
-    /// in the Fast DDS framing, the request it answers as its related sample identity.
-    fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError>;
+    /// Writes one sample: CDR with its encapsulation header; for a service reply in the
+    /// Fast DDS framing, the request it answers as its related sample identity; its
+    /// source timestamp (the bridge gives the time the frame reached the master).
+    fn write(
+        &self,
+        cdr: &[u8],
+        related: Option<SampleId>,
+        source_time: Option<SystemTime>,
+    ) -> Result<(), DdsError>;
     /// The writer's GUID.
     fn gid(&self) -> Gid;
 }

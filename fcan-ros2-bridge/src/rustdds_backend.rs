@@ -4,6 +4,7 @@
 //! a reader the payload after it; the adapters here move the header between the two.
 
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use futures_util::stream::StreamExt;
@@ -168,16 +169,39 @@ impl RustDds {
     }
 }
 
+/// RTPS time (`Time_t`: seconds since 1970 and a binary fraction, as one `u64`).
+fn ticks(t: SystemTime) -> Option<u64> {
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    let secs = u32::try_from(d.as_secs()).ok()?;
+    let frac = (u64::from(d.subsec_nanos()) << 32) / 1_000_000_000;
+    Some((u64::from(secs) << 32) | frac)
+}
+
+/// The inverse of [`ticks`].
+fn time_of(ticks: u64) -> Option<SystemTime> {
+    let secs = ticks >> 32;
+    let nanos = ((ticks & 0xffff_ffff) * 1_000_000_000) >> 32;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos as u32))
+}
+
 /// A RustDDS writer of raw CDR.
 pub struct RustDdsWriter(Mutex<DataWriter<RawCdr, RawAdapter>>, Gid);
 
 impl DdsWriter for RustDdsWriter {
-    fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError> {
+    fn write(
+        &self,
+        cdr: &[u8],
+        related: Option<SampleId>,
+        source_time: Option<SystemTime>,
+    ) -> Result<(), DdsError> {
         let w = self
             .0
             .lock()
             .map_err(|_| DdsError("writer poisoned".into()))?;
         let mut opts = rustdds::with_key::WriteOptionsBuilder::new();
+        if let Some(t) = source_time.and_then(ticks) {
+            opts = opts.source_timestamp(rustdds::Timestamp::from_ticks(t));
+        }
         if let Some(r) = related {
             opts = opts.related_sample_identity(rustdds::rpc::SampleIdentity {
                 writer_guid: rustdds::GUID::from_bytes(r.writer_guid),
@@ -227,9 +251,14 @@ impl Dds for RustDds {
                     writer_guid: id.writer_guid.to_bytes(),
                     seq: i64::from(id.sequence_number),
                 };
+                let source_time = s
+                    .sample_info()
+                    .source_timestamp()
+                    .and_then(|t| time_of(t.to_ticks()));
                 Some(Received {
                     cdr: s.into_value().0,
                     id: Some(id),
+                    source_time,
                 })
             })
             .boxed();

@@ -55,7 +55,12 @@ impl Drop for MemWriter {
 }
 
 impl DdsWriter for MemWriter {
-    fn write(&self, cdr: &[u8], related: Option<SampleId>) -> Result<(), DdsError> {
+    fn write(
+        &self,
+        cdr: &[u8],
+        related: Option<SampleId>,
+        _source_time: Option<std::time::SystemTime>,
+    ) -> Result<(), DdsError> {
         let mut w = self.dds.written.lock().unwrap();
         w.entry(self.topic.clone())
             .or_default()
@@ -253,7 +258,11 @@ async fn a_command_from_dds_reaches_the_node_and_a_malformed_one_does_not() {
     let dds = MemDds::default();
     let bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
     let feed = |topic: &str| dds.feeds.lock().unwrap()[topic].clone();
-    let sample = |cdr: Vec<u8>| Received { cdr, id: None };
+    let sample = |cdr: Vec<u8>| Received {
+        cdr,
+        id: None,
+        source_time: None,
+    };
     // motor1: a Target without its `type` byte, and a cut header: never sent.
     let bad = feed("rt/motor_driver1/motor1/target");
     for _ in 0..20 {
@@ -351,7 +360,11 @@ fn set_request(framing: Framing, on: bool, client: u64, seq: i64) -> Received {
             b.extend(client.to_le_bytes());
             b.extend(seq.to_le_bytes());
             b.push(u8::from(on));
-            Received { cdr: b, id: None }
+            Received {
+                cdr: b,
+                id: None,
+                source_time: None,
+            }
         }
         _ => Received {
             cdr: vec![0, 1, 0, 0, u8::from(on)],
@@ -359,6 +372,7 @@ fn set_request(framing: Framing, on: bool, client: u64, seq: i64) -> Received {
                 writer_guid: [client as u8; 16],
                 seq,
             }),
+            source_time: None,
         },
     }
 }
@@ -462,6 +476,7 @@ async fn a_service_call_is_answered_in_the_cyclone_framing_and_a_refusal_says_wh
         .send(Received {
             cdr: vec![0, 1, 0, 0, 1],
             id: None,
+            source_time: None,
         })
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -502,6 +517,7 @@ async fn in_the_fast_dds_framing_the_reply_names_the_request_by_its_sample_ident
         .send(Received {
             cdr: vec![0, 1, 0, 0, 1],
             id: None,
+            source_time: None,
         })
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -515,7 +531,11 @@ fn param_request(store: &Interfaces, ty: &str, seq: i64, v: &RosValue) -> Receiv
     b.extend(5u64.to_le_bytes());
     b.extend(seq.to_le_bytes());
     b.extend(&body[4..]);
-    Received { cdr: b, id: None }
+    Received {
+        cdr: b,
+        id: None,
+        source_time: None,
+    }
 }
 
 fn strs(v: &[&str]) -> RosValue {

@@ -300,6 +300,8 @@ class Reader:
 
     def __init__(self, dp, name, cls, qos):
         self.samples = []
+        # (source timestamp, arrival), both ns since the epoch.
+        self.stamps = []
         self.lock = threading.Lock()
         self.reader = DataReader(dp, Topic(dp, name, cls, qos=qos), qos=qos)
         self.stop = False
@@ -310,8 +312,10 @@ class Reader:
         while not self.stop:
             got = self.reader.take(N=100)
             if got:
+                now = time.time_ns()
                 with self.lock:
                     self.samples.extend(got)
+                    self.stamps.extend((g.sample_info.source_timestamp, now) for g in got)
             else:
                 time.sleep(0.002)
 
@@ -358,6 +362,12 @@ def main():
     check(wait_for(lambda: len(samples.snapshot()) >= 5 and len(feedback.snapshot()) >= 5, 20),
           "DDS discovers the bridge and receives analog samples and motor feedback",
           f"({len(samples.snapshot())} samples, {len(feedback.snapshot())} feedback)")
+
+    # 0. Source timestamps: when the frame reached the master, moments before arrival.
+    ages = [(now - src) / 1e6 for src, now in feedback.stamps[:200]]
+    check(ages and all(0 <= a < 1000 for a in ages),
+          "every feedback sample carries a source timestamp under a second before it arrived",
+          f"(ages in ms: min {min(ages, default=None)}, max {max(ages, default=None)})")
 
     # 1. Numbered samples: equal by sequence number.
     echoed = echo(args, "/io_board3/analog/samples", 40)
