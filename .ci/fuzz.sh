@@ -4,7 +4,7 @@
 # by hand (docs/fuzzing.md); this catches a harness or a fix that broke.
 #
 # Builds with `--dev -s none` (no optimisation, no sanitizer; debug assertions and
-# overflow checks stay on): compiling the three fuzz workspaces is the cost of this step,
+# overflow checks stay on): compiling the four fuzz workspaces is the cost of this step,
 # and one shared target directory builds fcan-core and the fuzzing runtime once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,3 +46,4 @@ run fcan-core reassembly
 run fcan-core scalar_pack
 run fcan-runtime-nostd node_frames fuzz/seeds/node_frames
 run fcan-master engine_frames fuzz/seeds/engine_frames
+run fcan-ros2 dds_samples fuzz/seeds/dds_samples

@@ -362,6 +362,11 @@ impl R<'_> {
                 let Some((0, text)) = raw.split_last() else {
                     return Err(bad(path, "a string without its NUL"));
                 };
+                // Found by the fuzzer: the encoder refuses a NUL inside a string, so the
+                // decoder must too (a ROS string ends at its first NUL).
+                if text.contains(&0) {
+                    return Err(bad(path, "a NUL inside a string"));
+                }
                 if let BaseType::BoundedString(b) = base {
                     if text.len() > *b as usize {
                         return Err(bad(path, format!("{} bytes, at most {b}", text.len())));
