@@ -263,6 +263,7 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
                 ros2_domain: None,
                 ros2_range: fcan_ros2_bridge::rustdds_backend::Range::Localhost,
                 ros2_rmw: None,
+                ros2_distro: None,
             };
             crate::serve::serve(serve, Some(sim)).await
         }

@@ -105,6 +105,11 @@ pub struct ServeCli {
     /// default). Default: from $RMW_IMPLEMENTATION, else fastdds.
     #[arg(long, value_name = "cyclonedds|fastdds", requires = "ros2")]
     pub ros2_rmw: Option<fcan_ros2_bridge::Framing>,
+    /// The ROS 2 release of the programs on the graph, for the layout of the node list
+    /// `ros2 node list` reads (humble, iron, jazzy, kilted). Default: from $ROS_DISTRO,
+    /// else jazzy.
+    #[arg(long, value_name = "RELEASE", requires = "ros2")]
+    pub ros2_distro: Option<fcan_ros2_bridge::Distro>,
 }
 
 /// The DDS domain: `--ros2-domain`, else `$ROS_DOMAIN_ID`, else 0.
@@ -285,6 +290,9 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
             let mut ropts = fcan_ros2_bridge::Ros2Options::default();
             if let Some(f) = cli.ros2_rmw {
                 ropts.framing = f;
+            }
+            if let Some(d) = cli.ros2_distro {
+                ropts.distro = d;
             }
             let bus = name.clone();
             ropts.log = Some(Arc::new(move |line: &str| {

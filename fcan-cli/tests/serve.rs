@@ -204,3 +204,63 @@ fn foxglove_serves_the_bus_and_frees_the_port() {
         "the Foxglove port is still held after the daemon stopped"
     );
 }
+
+/// `--ros2` and its options: taught in `--help`; an option without `--ros2`, an unknown
+/// framing or range, or a `ROS_DOMAIN_ID` that is not a number are refused before
+/// anything starts (no DDS traffic: these all fail at parsing).
+#[test]
+fn ros2_options_are_taught_and_checked() {
+    let help = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for words in [
+        "--ros2",
+        "--ros2-domain <N>",
+        "--ros2-range <localhost|subnet>",
+        "--ros2-rmw <cyclonedds|fastdds>",
+        "--ros2-distro <RELEASE>",
+        "fcan serve --bus socketcan:can0 --ros2",
+    ] {
+        assert!(help.contains(words), "{words}: {help}");
+    }
+    for (args, words) in [
+        (&["--ros2-domain", "3"][..], "--ros2"),
+        (
+            &["--ros2", "--ros2-rmw", "zenoh"][..],
+            "expected cyclonedds or fastdds",
+        ),
+        (
+            &["--ros2", "--ros2-range", "lan"][..],
+            "expected localhost or subnet",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
+            .args(["serve", "--bus", "sim", "--listen", "tcp/127.0.0.1:1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args([
+            "serve",
+            "--bus",
+            "sim",
+            "--listen",
+            "tcp/127.0.0.1:1",
+            "--ros2",
+        ])
+        .env("ROS_DOMAIN_ID", "seven")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("ROS_DOMAIN_ID=seven is not a domain number"),
+        "{err}"
+    );
+}

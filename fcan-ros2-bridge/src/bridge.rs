@@ -50,6 +50,43 @@ pub struct Ros2Options {
     pub framing: Framing,
     /// How long a service call may take on the bus before the caller gets a refusal.
     pub call_timeout: Duration,
+    /// Which ROS 2 release's graph messages to write (default: from `$ROS_DISTRO`,
+    /// else Jazzy).
+    pub distro: Distro,
+}
+
+/// The ROS 2 release whose `ros_discovery_info` layout the bridge writes: Humble's
+/// `Gid` holds 24 bytes, Jazzy's and Kilted's 16. Nothing else the bridge sends depends
+/// on the release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Distro {
+    /// Humble (and Iron): a 24-byte `Gid`.
+    Humble,
+    /// Jazzy, Kilted: a 16-byte `Gid`.
+    Jazzy,
+}
+
+impl Distro {
+    /// The release named by `$ROS_DISTRO` (`humble`, `iron` → Humble's layout; anything
+    /// else, or none → Jazzy's).
+    pub fn from_env(v: Option<&str>) -> Distro {
+        match v.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+            Some("humble" | "iron") => Distro::Humble,
+            _ => Distro::Jazzy,
+        }
+    }
+}
+
+impl std::str::FromStr for Distro {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Distro, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "humble" | "iron" => Ok(Distro::Humble),
+            "jazzy" | "kilted" => Ok(Distro::Jazzy),
+            _ => Err(format!("`{s}`: expected humble, iron, jazzy or kilted")),
+        }
+    }
 }
 
 impl Default for Ros2Options {
@@ -59,6 +96,7 @@ impl Default for Ros2Options {
             log: None,
             framing: Framing::from_rmw(std::env::var("RMW_IMPLEMENTATION").ok().as_deref()),
             call_timeout: Duration::from_secs(5),
+            distro: Distro::from_env(std::env::var("ROS_DISTRO").ok().as_deref()),
         }
     }
 }
@@ -124,6 +162,31 @@ impl Drop for Served {
 /// The topic and type of ROS 2's graph (Jazzy's `rmw_dds_common`).
 pub const GRAPH_TOPIC: &str = "ros_discovery_info";
 const GRAPH_TYPE: &str = "rmw_dds_common/msg/ParticipantEntitiesInfo";
+/// Humble's layout of the same DDS type, under a name of its own in the bridge's store
+/// (the bundled `rmw_dds_common` is Jazzy's).
+const HUMBLE_GRAPH_TYPE: &str = "fcan_humble_graph/msg/ParticipantEntitiesInfo";
+
+/// The interface store with Humble's graph messages beside the bundled ones.
+fn store_with_humble_graph() -> Interfaces {
+    let mut store = Interfaces::bundled();
+    for (name, text) in [
+        ("fcan_humble_graph/msg/Gid", "char[24] data\n"),
+        (
+            "fcan_humble_graph/msg/NodeEntitiesInfo",
+            "string<=256 node_namespace\nstring<=256 node_name\nGid[] reader_gid_seq\nGid[] writer_gid_seq\n",
+        ),
+        (
+            "fcan_humble_graph/msg/ParticipantEntitiesInfo",
+            "Gid gid\nNodeEntitiesInfo[] node_entities_info_seq\n",
+        ),
+    ] {
+        // Constant definitions: they read and add (a test runs this).
+        if let Ok(m) = fcan_ros2::idl::parse_msg(name, text) {
+            let _ = store.add_message(m);
+        }
+    }
+    store
+}
 
 struct Shared<M, D: Dds> {
     master: M,
@@ -192,7 +255,7 @@ impl Ros2Bridge {
             graph,
             dds,
             log,
-            store: Mutex::new(Interfaces::bundled()),
+            store: Mutex::new(store_with_humble_graph()),
             served: Mutex::new(BTreeMap::new()),
             resyncing: tokio::sync::Mutex::new(()),
             counters: Arc::new(Counters::default()),
@@ -361,9 +424,20 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     /// where ROS 2 tools (`ros2 node list`, `ros2 node info`) look for them.
     fn publish_graph(&self) {
         let Some(writer) = &self.graph else { return };
+        // Humble's Gid is the 16-byte GUID and 8 zero bytes.
+        let len = if self.opts.distro == Distro::Humble {
+            24
+        } else {
+            16
+        };
         let gid = |g: &Gid| {
             RosValue::Msg(vec![RosValue::Seq(
-                g.iter().map(|b| RosValue::UInt(u64::from(*b))).collect(),
+                g.iter()
+                    .copied()
+                    .chain(std::iter::repeat(0))
+                    .take(len)
+                    .map(|b| RosValue::UInt(u64::from(b)))
+                    .collect(),
             )])
         };
         let nodes: Vec<RosValue> = lock(&self.served)
@@ -378,7 +452,11 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             })
             .collect();
         let info = RosValue::Msg(vec![gid(&self.dds.gid()), RosValue::Seq(nodes)]);
-        match dynamic::encode(&lock(&self.store), GRAPH_TYPE, &info) {
+        let ty = match self.opts.distro {
+            Distro::Humble => HUMBLE_GRAPH_TYPE,
+            _ => GRAPH_TYPE,
+        };
+        match dynamic::encode(&lock(&self.store), ty, &info) {
             Ok(b) => {
                 if let Err(e) = writer.write(&b, None, None) {
                     (self.log)(&format!("ros_discovery_info: {e}"));

@@ -22,5 +22,5 @@ pub mod routes;
 pub mod rpc;
 pub mod rustdds_backend;
 
-pub use bridge::{Log, Ros2Bridge, Ros2Options, Ros2Stats};
+pub use bridge::{Distro, Log, Ros2Bridge, Ros2Options, Ros2Stats};
 pub use rpc::Framing;

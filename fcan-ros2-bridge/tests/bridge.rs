@@ -748,3 +748,46 @@ async fn node_info_and_reprovision_per_node() {
         "{phase}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn humbles_graph_has_24_byte_gids() {
+    let (_w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let mut opts = quiet();
+    opts.distro = fcan_ros2_bridge::Distro::Humble;
+    let _bridge = Ros2Bridge::start(m.clone(), dds.clone(), opts).await;
+    // Humble's rmw_dds_common, written here from its definitions.
+    let mut store = Interfaces::bundled();
+    for (name, text) in [
+        ("humble/msg/Gid", "char[24] data\n"),
+        (
+            "humble/msg/NodeEntitiesInfo",
+            "string<=256 node_namespace\nstring<=256 node_name\nGid[] reader_gid_seq\nGid[] writer_gid_seq\n",
+        ),
+        ("humble/msg/ParticipantEntitiesInfo", "Gid gid\nNodeEntitiesInfo[] node_entities_info_seq\n"),
+    ] {
+        store
+            .add_message(fcan_ros2::idl::parse_msg(name, text).unwrap())
+            .unwrap();
+    }
+    let (b, _) = dds.written.lock().unwrap()["ros_discovery_info"]
+        .last()
+        .unwrap()
+        .clone();
+    let v = dynamic::decode(&store, "humble/msg/ParticipantEntitiesInfo", &b).unwrap();
+    let RosValue::Msg(f) = v else { panic!() };
+    let RosValue::Msg(gid) = &f[0] else { panic!() };
+    let bytes = gid[0].as_seq().unwrap();
+    assert_eq!(bytes.len(), 24);
+    assert_eq!(&bytes[..16], &vec![RosValue::UInt(7); 16][..]);
+    assert_eq!(&bytes[16..], &vec![RosValue::UInt(0); 8][..]);
+    assert_eq!(f[1].as_seq().unwrap().len(), 3);
+    assert_eq!(
+        fcan_ros2_bridge::Distro::from_env(Some("humble")),
+        fcan_ros2_bridge::Distro::Humble
+    );
+    assert_eq!(
+        fcan_ros2_bridge::Distro::from_env(None),
+        fcan_ros2_bridge::Distro::Jazzy
+    );
+}
