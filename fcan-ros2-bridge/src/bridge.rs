@@ -130,6 +130,14 @@ struct Counters {
     calls_refused: AtomicU64,
 }
 
+/// The services the bridge gives every node besides its own and its parameter
+/// services: the node's info as the master sees it, and provisioning it again (the
+/// ancestor's `NodeInfo` and `ReprovisionNode`): (name under the node, type).
+pub const NODE_SERVICES: [(&str, &str); 2] = [
+    ("node_info", "fcan_msgs/srv/NodeInfo"),
+    ("reprovision", "std_srvs/srv/Trigger"),
+];
+
 /// Calls one service may have in flight at once.
 pub const MAX_CALLS_IN_FLIGHT: usize = 8;
 
@@ -394,8 +402,8 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 .map_or(String::new(), |n| n.name.clone());
             let services = tasks.len() - topics;
             let params = Arc::new(NodeParams::of(&name, &registry.params));
-            for (svc, ty) in PARAM_SERVICES {
-                match self.serve_params(&name, id, svc, ty, params.clone(), &mut gids) {
+            for (svc, ty) in NODE_SERVICES.into_iter().chain(PARAM_SERVICES) {
+                match self.serve_node_service(&name, id, svc, ty, params.clone(), &mut gids) {
                     Ok(t) => tasks.push(t),
                     Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
                 }
@@ -521,9 +529,9 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         }))
     }
 
-    /// Serves one of a node's parameter services (`/<node>/get_parameters`, …):
+    /// Serves one of a node's own services (`/<node>/get_parameters`, `node_info`, …):
     /// requests answered one at a time, from the registry or through the master.
-    fn serve_params(
+    fn serve_node_service(
         self: &Arc<Self>,
         node: &str,
         node_id: NodeId,
@@ -563,7 +571,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
-                let response = me.param_call(svc, node_id, &params, &request).await;
+                let response = me.node_call(svc, node_id, &params, &request).await;
                 let encoded = dynamic::encode(&lock(&me.store), &response_ty, &response);
                 match encoded {
                     Ok(b) => {
@@ -581,7 +589,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
 
     /// The response of node service `svc` (a parameter service, `node_info`,
     /// `reprovision`) of node `id` to `request`.
-    async fn param_call(
+    async fn node_call(
         &self,
         svc: &str,
         id: NodeId,

@@ -14,13 +14,8 @@ use fcan_master::registry::ParamInfo;
 use fcan_master::value::Value;
 use fcan_ros2::dynamic::RosValue;
 
-/// The services the bridge gives every node besides its own: the six parameter
-/// services of a ROS 2 node, the node's info as the master sees it, and provisioning
-/// it again (the ancestor's `NodeInfo` and `ReprovisionNode`): (name under the node,
-/// type).
-pub const SERVICES: [(&str, &str); 8] = [
-    ("node_info", "fcan_msgs/srv/NodeInfo"),
-    ("reprovision", "std_srvs/srv/Trigger"),
+/// The parameter services of a ROS 2 node: (service name under the node, type).
+pub const SERVICES: [(&str, &str); 6] = [
     (
         "describe_parameters",
         "rcl_interfaces/srv/DescribeParameters",
