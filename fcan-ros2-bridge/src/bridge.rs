@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::dds::Endpoint;
 use crate::dds::{Dds, DdsWriter, Gid};
+use crate::graph::{self, Distro, GraphNode};
 use crate::names::dds_type;
 use crate::params::{
     descriptor, from_value, kind, list, not_set, set_result, to_value as param_value, type_of,
@@ -53,40 +54,6 @@ pub struct Ros2Options {
     /// Which ROS 2 release's graph messages to write (default: from `$ROS_DISTRO`,
     /// else Jazzy).
     pub distro: Distro,
-}
-
-/// The ROS 2 release whose `ros_discovery_info` layout the bridge writes: Humble's
-/// `Gid` holds 24 bytes, Jazzy's and Kilted's 16. Nothing else the bridge sends depends
-/// on the release.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Distro {
-    /// Humble (and Iron): a 24-byte `Gid`.
-    Humble,
-    /// Jazzy, Kilted: a 16-byte `Gid`.
-    Jazzy,
-}
-
-impl Distro {
-    /// The release named by `$ROS_DISTRO` (`humble`, `iron` → Humble's layout; anything
-    /// else, or none → Jazzy's).
-    pub fn from_env(v: Option<&str>) -> Distro {
-        match v.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
-            Some("humble" | "iron") => Distro::Humble,
-            _ => Distro::Jazzy,
-        }
-    }
-}
-
-impl std::str::FromStr for Distro {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Distro, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "humble" | "iron" => Ok(Distro::Humble),
-            "jazzy" | "kilted" => Ok(Distro::Jazzy),
-            _ => Err(format!("`{s}`: expected humble, iron, jazzy or kilted")),
-        }
-    }
 }
 
 impl Default for Ros2Options {
@@ -167,35 +134,6 @@ impl Drop for Served {
     }
 }
 
-/// The topic and type of ROS 2's graph (Jazzy's `rmw_dds_common`).
-pub const GRAPH_TOPIC: &str = "ros_discovery_info";
-const GRAPH_TYPE: &str = "rmw_dds_common/msg/ParticipantEntitiesInfo";
-/// Humble's layout of the same DDS type, under a name of its own in the bridge's store
-/// (the bundled `rmw_dds_common` is Jazzy's).
-const HUMBLE_GRAPH_TYPE: &str = "fcan_humble_graph/msg/ParticipantEntitiesInfo";
-
-/// The interface store with Humble's graph messages beside the bundled ones.
-fn store_with_humble_graph() -> Interfaces {
-    let mut store = Interfaces::bundled();
-    for (name, text) in [
-        ("fcan_humble_graph/msg/Gid", "char[24] data\n"),
-        (
-            "fcan_humble_graph/msg/NodeEntitiesInfo",
-            "string<=256 node_namespace\nstring<=256 node_name\nGid[] reader_gid_seq\nGid[] writer_gid_seq\n",
-        ),
-        (
-            "fcan_humble_graph/msg/ParticipantEntitiesInfo",
-            "Gid gid\nNodeEntitiesInfo[] node_entities_info_seq\n",
-        ),
-    ] {
-        // Constant definitions: they read and add (a test runs this).
-        if let Ok(m) = fcan_ros2::idl::parse_msg(name, text) {
-            let _ = store.add_message(m);
-        }
-    }
-    store
-}
-
 struct Shared<M, D: Dds> {
     master: M,
     graph: Option<D::Writer>,
@@ -248,13 +186,14 @@ impl Ros2Bridge {
         // The graph writer: reliable, transient local, keep last 1, as rmw does it.
         let graph = dds
             .writer(&Endpoint {
-                topic: GRAPH_TOPIC.into(),
-                type_name: dds_type(GRAPH_TYPE),
+                topic: graph::TOPIC.into(),
+                type_name: dds_type(graph::TYPE),
                 qos: crate::routes::STATE_QOS,
             })
             .map_err(|e| {
                 log(&format!(
-                    "{GRAPH_TOPIC}: {e}; the nodes will not show in ros2 node list"
+                    "{}: {e}; the nodes will not show in ros2 node list",
+                    graph::TOPIC
                 ))
             })
             .ok();
@@ -263,7 +202,7 @@ impl Ros2Bridge {
             graph,
             dds,
             log,
-            store: Mutex::new(store_with_humble_graph()),
+            store: Mutex::new(graph::store_with_humble_graph()),
             served: Mutex::new(BTreeMap::new()),
             resyncing: tokio::sync::Mutex::new(()),
             counters: Arc::new(Counters::default()),
@@ -432,45 +371,22 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     /// where ROS 2 tools (`ros2 node list`, `ros2 node info`) look for them.
     fn publish_graph(&self) {
         let Some(writer) = &self.graph else { return };
-        // Humble's Gid is the 16-byte GUID and 8 zero bytes.
-        let len = if self.opts.distro == Distro::Humble {
-            24
-        } else {
-            16
-        };
-        let gid = |g: &Gid| {
-            RosValue::Msg(vec![RosValue::Seq(
-                g.iter()
-                    .copied()
-                    .chain(std::iter::repeat(0))
-                    .take(len)
-                    .map(|b| RosValue::UInt(u64::from(b)))
-                    .collect(),
-            )])
-        };
-        let nodes: Vec<RosValue> = lock(&self.served)
+        let nodes: Vec<GraphNode> = lock(&self.served)
             .values()
-            .map(|s| {
-                RosValue::Msg(vec![
-                    RosValue::Str("/".into()),
-                    RosValue::Str(s.name.clone()),
-                    RosValue::Seq(s.gids.readers.iter().map(gid).collect()),
-                    RosValue::Seq(s.gids.writers.iter().map(gid).collect()),
-                ])
+            .map(|s| GraphNode {
+                name: s.name.clone(),
+                readers: s.gids.readers.clone(),
+                writers: s.gids.writers.clone(),
             })
             .collect();
-        let info = RosValue::Msg(vec![gid(&self.dds.gid()), RosValue::Seq(nodes)]);
-        let ty = match self.opts.distro {
-            Distro::Humble => HUMBLE_GRAPH_TYPE,
-            _ => GRAPH_TYPE,
-        };
+        let (ty, info) = graph::participant_info(self.opts.distro, &self.dds.gid(), &nodes);
         match dynamic::encode(&lock(&self.store), ty, &info) {
             Ok(b) => {
                 if let Err(e) = writer.write(&b, None, None) {
-                    (self.log)(&format!("ros_discovery_info: {e}"));
+                    (self.log)(&format!("{}: {e}", graph::TOPIC));
                 }
             }
-            Err(e) => (self.log)(&format!("ros_discovery_info: {e}")),
+            Err(e) => (self.log)(&format!("{}: {e}", graph::TOPIC)),
         }
     }
 

@@ -7,6 +7,7 @@
 //!   RustDDS (pure Rust: no ROS installation needed to build or run);
 //! - [`rpc`] (sans I/O): ROS 2 services on DDS, both framings;
 //! - [`params`] (sans I/O): a node's parameters as its ROS 2 parameters;
+//! - [`graph`] (sans I/O): the `ros_discovery_info` that names the nodes;
 //! - [`bridge`]: the shell that keeps the endpoints in step with the bus.
 //!
 //! The types come from [`fcan_ros2`]; the mapping is described in `docs/ros2.md`.
@@ -16,11 +17,13 @@
 
 pub mod bridge;
 pub mod dds;
+pub mod graph;
 pub mod names;
 pub mod params;
 pub mod routes;
 pub mod rpc;
 pub mod rustdds_backend;
 
-pub use bridge::{Distro, Log, Ros2Bridge, Ros2Options, Ros2Stats};
+pub use bridge::{Log, Ros2Bridge, Ros2Options, Ros2Stats};
+pub use graph::Distro;
 pub use rpc::Framing;
