@@ -268,9 +268,10 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
             crate::serve::serve(serve, Some(sim)).await
         }
         None => {
+            let interrupted = crate::serve::interrupt()?;
             eprintln!("fcan fake: ready; Ctrl-C stops");
             tokio::select! {
-                r = tokio::signal::ctrl_c() => r.map_err(CliError::from),
+                r = interrupted => r.map_err(CliError::from),
                 _ = all_stopped(&running) => Err(CliError::Io(format!("{}: the bus closed", cli.bus))),
             }
         }

@@ -164,6 +164,25 @@ pub(crate) fn own_argv(argv: &[OsString], name: &str) -> Option<Vec<OsString>> {
     None
 }
 
+/// Ctrl-C (SIGINT), listened for from the moment this is called (`tokio::signal::ctrl_c`
+/// only listens from its first poll, so a signal between a "ready" line and that poll
+/// would be lost).
+pub(crate) fn interrupt() -> std::io::Result<impl std::future::Future<Output = std::io::Result<()>>>
+{
+    #[cfg(unix)]
+    {
+        let mut sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        Ok(async move {
+            sig.recv().await;
+            Ok(())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(tokio::signal::ctrl_c())
+    }
+}
+
 /// `[NAME=]SPEC` → (name, spec): the name given, else the interface or the spec's kind.
 ///
 /// ```
@@ -204,6 +223,9 @@ pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
 /// `None` (the binary), each `sim` bus is a simulated bus of its own, empty: a way to
 /// try the daemon out.
 pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
+    // Listening for Ctrl-C starts before "ready" is printed: a SIGINT sent the moment
+    // "ready" appears must stop the daemon, not be lost (as one CI run showed).
+    let interrupted = interrupt()?;
     let mut buses: Vec<(String, String)> = Vec::new();
     for b in &cli.buses {
         let (name, spec) = bus_name(b)?;
@@ -309,7 +331,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         servers.push(server);
     }
     eprintln!("fcan serve: ready; Ctrl-C stops");
-    tokio::signal::ctrl_c().await?;
+    interrupted.await?;
     eprintln!("fcan serve: stopping");
     drop(foxglove);
     drop(ros2);
