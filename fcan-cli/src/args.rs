@@ -31,15 +31,12 @@ lists the fields of each command).";
 #[derive(Parser, Debug, Clone)]
 #[command(name = "fcan", version, about = "Talk to fcan nodes on a CAN or CAN FD bus: discovery, topics, services, parameters.", after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The bus: `socketcan:IFACE` (FD when the interface MTU is 72), or `sim` (only
-    /// meaningful inside the demo, which attaches simulated nodes).
-    #[arg(
-        long,
-        global = true,
-        default_value = "socketcan:can0",
-        env = "FCAN_BUS"
-    )]
-    pub bus: String,
+    /// The bus: `socketcan:IFACE` (FD when the interface MTU is 72), `sim` (only
+    /// meaningful inside the demo, which attaches simulated nodes), or the name a daemon
+    /// serves it under. Default: the daemon's bus when it serves exactly one, else
+    /// `socketcan:can0`.
+    #[arg(long, global = true, env = "FCAN_BUS")]
+    pub bus: Option<String>,
     /// Output one JSON object per line, for scripts (fields: docs/cli.md).
     #[arg(long, global = true)]
     pub json: bool,

@@ -21,6 +21,9 @@ use crate::CliError;
 /// endpoint (Zenoh's usual port, loopback only).
 pub const LOCAL_DAEMON: &str = "tcp/127.0.0.1:7447";
 
+/// The bus a command runs on when `--bus` is not given and no daemon serves exactly one.
+pub const DEFAULT_BUS: &str = "socketcan:can0";
+
 /// How long the default probe of [`LOCAL_DAEMON`] may take to connect. On loopback a
 /// refused connection returns at once; the bound is for a port held by something that
 /// accepts and never speaks.

@@ -133,25 +133,43 @@ pub async fn run_with(
         return decode::decode(args, store, out, notes);
     }
     // A spec that names no bus is refused before any network or bus is touched.
-    let (bus, spec) = attach::bus_name(&cli.bus)?;
+    let asked = cli.bus.as_deref().map(attach::bus_name).transpose()?;
+    let asked_bus = asked.as_ref().map(|(bus, _)| bus.as_str());
     if !cli.no_daemon {
         if let Some(ep) = &cli.connect {
             // Asked for: that daemon or an error, never a master of our own beside it.
             let d = attach::reach(ep, attach::CONNECT_TIMEOUT)
                 .await
                 .map_err(|e| CliError::Daemon(format!("cannot reach fcan daemon at {ep}: {e}")))?;
+            let bus = match asked_bus {
+                Some(b) => b.to_string(),
+                None => only_bus(&d, &cli.command)?,
+            };
             return on_daemon(&d, &bus, &cli.command, o, out).await;
         }
         if let Some(ep) = local_daemon {
             match attach::reach(ep, attach::PROBE_TIMEOUT).await {
-                Ok(d) if usable(&d, &bus, &cli.command) => {
-                    return on_daemon(&d, &bus, &cli.command, o, out).await;
-                }
-                Ok(d) => writeln!(
-                    notes,
-                    "fcan: the fcan daemon on {ep} serves {}, not bus `{bus}`: running a one-shot master",
-                    served(&d.buses)
-                )?,
+                Ok(d) => match asked_bus {
+                    Some(bus) if usable(&d, bus, &cli.command) => {
+                        return on_daemon(&d, bus, &cli.command, o, out).await;
+                    }
+                    Some(bus) => writeln!(
+                        notes,
+                        "fcan: the fcan daemon on {ep} serves {}, not bus `{bus}`: running a one-shot master",
+                        served(&d.buses)
+                    )?,
+                    // No --bus: the daemon's bus when it serves one, a clear choice when
+                    // it serves several (a one-shot master beside it would fight it).
+                    None if !d.buses.is_empty() => {
+                        let bus = only_bus(&d, &cli.command)?;
+                        return on_daemon(&d, &bus, &cli.command, o, out).await;
+                    }
+                    None => writeln!(
+                        notes,
+                        "fcan: the fcan daemon on {ep} serves no bus: running a one-shot master on {}",
+                        attach::DEFAULT_BUS
+                    )?,
+                },
                 Err(_) => writeln!(
                     notes,
                     "fcan: no fcan daemon on {ep}: running a one-shot master (start `fcan serve` to share the bus)"
@@ -159,6 +177,10 @@ pub async fn run_with(
             }
         }
     }
+    let spec = match asked {
+        Some((_, spec)) => spec,
+        None => attach::bus_name(attach::DEFAULT_BUS)?.1,
+    };
     one_shot(&cli, &spec, sim, out).await
 }
 
@@ -166,6 +188,24 @@ pub async fn run_with(
 /// which shows every bus the daemon serves.
 fn usable(d: &attach::Daemon, bus: &str, cmd: &Command) -> bool {
     d.buses.iter().any(|b| b == bus) || matches!(cmd, Command::Monitor(_)) && !d.buses.is_empty()
+}
+
+/// The bus of daemon `d` a command without `--bus` runs on: its only one (any of them
+/// for `monitor`, which shows them all); several or none is an error naming them.
+fn only_bus(d: &attach::Daemon, cmd: &Command) -> Result<String, CliError> {
+    match d.buses.as_slice() {
+        [one] => Ok(one.clone()),
+        [first, ..] if matches!(cmd, Command::Monitor(_)) => Ok(first.clone()),
+        [] => Err(CliError::Daemon(format!(
+            "the fcan daemon at {} serves no bus",
+            d.endpoint
+        ))),
+        _ => Err(CliError::Daemon(format!(
+            "the fcan daemon at {} serves {}: choose one with --bus",
+            d.endpoint,
+            served(&d.buses)
+        ))),
+    }
 }
 
 /// `bus `a`, `b`` or `no bus`, for messages.

@@ -341,6 +341,71 @@ async fn monitor_shows_every_bus_of_the_daemon() {
     );
 }
 
+/// No `--bus`: a daemon that serves one bus is used as it is (the newcomer's `fcan
+/// nodes` beside the demo), found by default or with `--connect`; a daemon that serves
+/// several is an error naming them, never a one-shot master beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_bus_the_daemons_only_bus_is_used() {
+    let one = daemon(&["robot"]).await;
+    // The binary with --connect and no --bus.
+    let ep = one.endpoint.clone();
+    let o = tokio::task::spawn_blocking(move || {
+        fcan_cmd(&["--connect", &ep, "--json", "nodes"])
+            .output()
+            .expect("runs fcan")
+    })
+    .await
+    .expect("joins");
+    let names: Vec<String> = json_lines(&ok("nodes", &o))
+        .iter()
+        .map(|n| n["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["motor_driver1", "motor_driver2", "io_board3"]);
+
+    // The default search (the local daemon), in-process, for `param get`.
+    let cli = fcan_cli::Cli::try_parse_from([
+        "fcan",
+        "param",
+        "get",
+        "motor_driver2.motor1.velocity.kp",
+    ])
+    .unwrap();
+    let (mut out, mut notes) = (Vec::new(), Vec::new());
+    fcan_cli::run_with(cli, None, Some(&one.endpoint), &mut out, &mut notes)
+        .await
+        .expect("runs on the daemon's bus");
+    assert!(notes.is_empty(), "{}", text(&notes));
+    assert!(text(&out).trim().parse::<f64>().is_ok(), "{}", text(&out));
+
+    // Two buses: the error names both, by default and with --connect.
+    let two = daemon(&["arm", "legs"]).await;
+    let cli = fcan_cli::Cli::try_parse_from(["fcan", "nodes"]).unwrap();
+    let (mut out, mut notes) = (Vec::new(), Vec::new());
+    let e = fcan_cli::run_with(cli, None, Some(&two.endpoint), &mut out, &mut notes)
+        .await
+        .expect_err("two buses, none chosen")
+        .to_string();
+    assert!(
+        e.contains("serves bus `arm`, `legs`: choose one with --bus"),
+        "{e}"
+    );
+    assert!(out.is_empty() && notes.is_empty(), "{}", text(&notes));
+    let ep = two.endpoint.clone();
+    let o = tokio::task::spawn_blocking(move || {
+        fcan_cmd(&["--connect", &ep, "nodes"])
+            .output()
+            .expect("runs fcan")
+    })
+    .await
+    .expect("joins");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("serves bus `arm`, `legs`: choose one with --bus"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 /// `--connect` to an endpoint where nothing listens: a clear error naming it, no
 /// fallback to a master of its own.
 #[test]

@@ -1,0 +1,4 @@
+//! Generic MIT-mode actuators: the 8-byte MIT frame on 11-bit identifiers (CubeMars,
+//! Damiao, MyActuator, RobStride in MIT mode), with configurable ranges.
+pub mod sim;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! A simulated MIT-mode motor.

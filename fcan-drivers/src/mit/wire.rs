@@ -1,0 +1,1 @@
+//! MIT-mode frames.

@@ -1,0 +1,11 @@
+//! RobStride actuators (RS00–RS06, CyberGear's protocol family): the private protocol on
+//! 29-bit identifiers at 1 Mbit/s, Classical CAN.
+//!
+//! - `wire`: the frames, from the public protocol documents.
+//! - `model`: each model's quantization ranges.
+//! - `unwrap`: the ±4π position unwrapped into a continuous angle.
+//! - `sim`: a simulated motor.
+pub mod model;
+pub mod sim;
+pub mod unwrap;
+pub mod wire;

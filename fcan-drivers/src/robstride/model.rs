@@ -1,0 +1,1 @@
+//! RobStride private protocol frames (helper-owned; see the module docs).
