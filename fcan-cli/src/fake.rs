@@ -58,12 +58,18 @@ stderr; Ctrl-C stops.";
 )]
 pub struct FakeCli {
     /// The node's schema: its YAML files (several are merged), or one blob file.
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "devices",
+          requires = "node_ids")]
     pub schema: Vec<PathBuf>,
     /// A node id (0..=126) to run the schema as. Repeat for several nodes.
-    #[arg(long = "node-id", value_name = "N", required = true,
-          value_parser = clap::value_parser!(u8).range(0..=126))]
+    #[arg(long = "node-id", value_name = "N", required_unless_present = "devices",
+          requires = "schema", value_parser = clap::value_parser!(u8).range(0..=126))]
     pub node_ids: Vec<u8>,
+    /// A simulated off-the-shelf device, answering on the bus as the real one does:
+    /// `robstride:id=1,model=RS03`, `mit:id=3,layout=damiao` (docs/drivers.md). Repeat
+    /// for several. On a simulated bus the master serving it drives these devices too.
+    #[arg(long = "device", value_name = "DRIVER:KEYS")]
+    pub devices: Vec<String>,
     /// Instances wired in an array: `ARRAY=K`, the array named by its ns with `*` for
     /// the index (`motor*`), or by its type. Others are wired to their max_count.
     #[arg(long = "count", value_name = "ARRAY=K")]
@@ -170,6 +176,10 @@ fn boot_id() -> u32 {
 /// Everything checked before a bus is touched: the schema, the counts, the mirror and
 /// one fake node per id (built for an FD or a Classical link as `fd` says).
 fn nodes(cli: &FakeCli, fd: bool) -> Result<Vec<FakeNode>, CliError> {
+    if cli.schema.is_empty() {
+        // Devices only (`--device`).
+        return Ok(Vec::new());
+    }
     let blob = load_blob(&cli.schema)?;
     let schema =
         FakeSchema::from_blob(&blob).map_err(|e| CliError::Usage(format!("--schema: {e}")))?;
@@ -228,6 +238,23 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
     let nodes = nodes(&cli, fd)?;
     let mut running = Vec::new();
     let mut first = Some(first);
+    let mut sims = Vec::new();
+    for d in &cli.devices {
+        let spec = fcan_drivers::spec::DeviceSpec::parse(d).map_err(|e| CliError::Usage(e.to_string()))?;
+        let sim_dev = spec.simulated().map_err(|e| CliError::Usage(e.to_string()))?;
+        eprintln!("fcan fake: simulated {} on {}", sim_dev.describe(), cli.bus);
+        sims.push(sim_dev);
+    }
+    let devices_task = if sims.is_empty() {
+        None
+    } else {
+        let t = match first.take() {
+            Some(t) => t,
+            None => fcan_master::transport::open(&cli.bus, sim)
+                .map_err(fcan_master::master::MasterError::from)?,
+        };
+        Some(tokio::spawn(fcan_drivers::sim::run(t, sims)))
+    };
     for n in nodes {
         eprintln!(
             "fcan fake: node {} (`{}`) on {} ({}), {} mirror copies",
@@ -264,6 +291,8 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
                 ros2_range: fcan_ros2_bridge::rustdds_backend::Range::Localhost,
                 ros2_rmw: None,
                 ros2_distro: None,
+                devices: cli.devices.clone(),
+                bus_files: Vec::new(),
             };
             crate::serve::serve(serve, Some(sim)).await
         }
@@ -277,6 +306,9 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
         }
     };
     log.abort();
+    if let Some(t) = devices_task {
+        t.abort();
+    }
     // The logger may have been stopped between two polls: what happened since is still
     // printed, before the summary that counts it.
     for r in running.iter() {
@@ -293,8 +325,11 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
     result
 }
 
-/// Until every node's loop has ended.
+/// Until every node's loop has ended (never, with no node: devices only).
 async fn all_stopped(running: &[Running]) {
+    if running.is_empty() {
+        return std::future::pending().await;
+    }
     while !running.iter().all(Running::is_stopped) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -273,27 +273,36 @@ async fn on_daemon(
 
 /// Opens `spec` and starts a master on it with the schema cache the options name (none
 /// with `no_cache`, else `cache_dir` or the default directory): the one-shot commands'
-/// and `fcan serve`'s.
+/// and `fcan serve`'s. With `devices`, the master drives them beside the fcan nodes
+/// (`fcan_drivers::DeviceLink` around the link).
 pub(crate) async fn start_master(
     spec: &str,
     sim: Option<&SimBus>,
     no_cache: bool,
     cache_dir: Option<&std::path::Path>,
-) -> Result<Master, MasterError> {
-    let transport = fcan_master::transport::open(spec, sim)?;
+    devices: &[fcan_drivers::spec::DeviceSpec],
+) -> Result<Master, CliError> {
+    let transport = fcan_master::transport::open(spec, sim).map_err(MasterError::from)?;
     let store: Box<dyn BlobStore> = if no_cache {
         Box::new(MemoryStore::new())
     } else {
         blob_store(cache_dir)
     };
-    Master::start(
-        transport,
-        MasterOptions {
-            store,
-            ..Default::default()
-        },
-    )
-    .await
+    let opts = MasterOptions {
+        store,
+        ..Default::default()
+    };
+    if devices.is_empty() {
+        return Ok(Master::start(transport, opts).await?);
+    }
+    let drivers = fcan_drivers::spec::devices(devices).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mtu = fcan_master::transport::Transport::mtu(&transport);
+    let host = fcan_drivers::DeviceHost::new(mtu, drivers)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let bus = spec.to_string();
+    let link = fcan_drivers::DeviceLink::new(transport, host)
+        .with_log(move |line| eprintln!("fcan [{bus}] devices: {line}"));
+    Ok(Master::start(link, opts).await?)
 }
 
 /// The on-disk blob cache: `cache_dir`, or the default directory.
@@ -310,7 +319,7 @@ async fn one_shot(
     sim: Option<&SimBus>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref()).await?;
+    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref(), &[]).await?;
     settle(&master, Duration::from_millis(cli.discover_ms)).await?;
     execute(&master, &cli.command, Output { json: cli.json }, out).await
 }

@@ -262,6 +262,9 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         if let Some(source) = n.schema_source {
             digest.push_str(&format!(" ({})", source.as_str()));
         }
+        if let Some(driver) = &n.driver {
+            digest.push_str(&format!(" driver: {}", Untrusted(driver)));
+        }
         writeln!(
             out,
             "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
@@ -426,6 +429,7 @@ mod tests {
             errors: 0,
             digest: Some(SchemaDigest::of(b"blob")),
             schema_source: Some(SchemaSource::Cache),
+            driver: None,
         }
     }
 

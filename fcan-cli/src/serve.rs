@@ -56,6 +56,16 @@ pub struct ServeCli {
         default_value = "socketcan:can0"
     )]
     pub buses: Vec<String>,
+    /// An off-the-shelf device on the bus, driven by the daemon and served as an fcan
+    /// node: `DRIVER:KEY=VALUE,…`, e.g. `robstride:id=1,model=RS03` or
+    /// `mit:id=3,layout=damiao`. Repeat for several; with several buses, prefix the bus
+    /// name (`arm/robstride:id=1`). Drivers and keys: docs/drivers.md.
+    #[arg(long = "device", value_name = "[BUS/]DRIVER:KEYS")]
+    pub devices: Vec<String>,
+    /// A YAML bus file listing devices (`devices: [{driver: robstride, id: 1, model:
+    /// RS03}, …]`), for many; with several buses, give `--bus-file BUS=FILE`.
+    #[arg(long = "bus-file", value_name = "[BUS=]FILE")]
+    pub bus_files: Vec<String>,
     /// Listen on this Zenoh endpoint (`tcp/HOST:PORT`) instead of tcp/127.0.0.1:7447.
     /// Repeatable.
     #[arg(long, value_name = "ENDPOINT")]
@@ -219,6 +229,62 @@ pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
     Ok((name, spec))
 }
 
+/// The devices of `--device` and `--bus-file`, by bus name. An unprefixed device or
+/// file belongs to the only bus; with several buses it must name one.
+pub fn devices_by_bus(
+    buses: &[(String, String)],
+    devices: &[String],
+    files: &[String],
+) -> Result<std::collections::BTreeMap<String, Vec<fcan_drivers::spec::DeviceSpec>>, CliError> {
+    use fcan_drivers::spec::{BusFile, DeviceSpec};
+    let names: Vec<&str> = buses.iter().map(|(n, _)| n.as_str()).collect();
+    let which = |given: Option<&str>, what: &str| -> Result<String, CliError> {
+        match (given, names.as_slice()) {
+            (Some(b), _) if names.contains(&b) => Ok(b.to_string()),
+            (Some(b), _) => Err(CliError::Usage(format!(
+                "{what}: no bus `{b}` (buses: {})",
+                names.join(", ")
+            ))),
+            (None, [one]) => Ok(one.to_string()),
+            (None, _) => Err(CliError::Usage(format!(
+                "{what}: several buses ({}): name one, e.g. `{}/…`",
+                names.join(", "),
+                names.first().copied().unwrap_or("bus")
+            ))),
+        }
+    };
+    let mut out: std::collections::BTreeMap<String, Vec<DeviceSpec>> = Default::default();
+    for d in devices {
+        // `BUS/DRIVER:…`: a `/` before the first `:` names the bus.
+        let (bus, text) = match d.split_once(':') {
+            Some((head, _)) if head.contains('/') => {
+                let (b, rest) = d.split_once('/').unwrap_or(("", d));
+                (Some(b), rest)
+            }
+            _ => (None, d.as_str()),
+        };
+        let spec = DeviceSpec::parse(text).map_err(|e| CliError::Usage(e.to_string()))?;
+        out.entry(which(bus, &format!("--device {d}"))?)
+            .or_default()
+            .push(spec);
+    }
+    for f in files {
+        let (bus, path) = match f.split_once('=') {
+            Some((b, p)) => (Some(b), p),
+            None => (None, f.as_str()),
+        };
+        let file = BusFile::read(std::path::Path::new(path)).map_err(|e| CliError::Usage(e.to_string()))?;
+        out.entry(which(bus, &format!("--bus-file {f}"))?)
+            .or_default()
+            .extend(file.devices);
+    }
+    // Each bus's devices configured once here, so a bad key fails before anything opens.
+    for specs in out.values() {
+        fcan_drivers::spec::devices(specs).map_err(|e| CliError::Usage(e.to_string()))?;
+    }
+    Ok(out)
+}
+
 /// Runs the daemon until Ctrl-C. `sim` is the simulated bus `sim` specs attach to; with
 /// `None` (the binary), each `sim` bus is a simulated bus of its own, empty: a way to
 /// try the daemon out.
@@ -241,6 +307,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
             "--foxglove serves one bus: a Foxglove layout opens one connection. Run one `fcan serve --bus … --foxglove ADDR` per bus, each on its own port".into(),
         ));
     }
+    let devices = devices_by_bus(&buses, &cli.devices, &cli.bus_files)?;
     let opened = SessionConfig::daemon()
         .listen(cli.listen.clone())
         .connect(cli.connect.clone())
@@ -277,7 +344,12 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                 Some(&own_sim)
             }
         };
-        let master = crate::start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref()).await?;
+        let on_bus = devices.get(name).map(Vec::as_slice).unwrap_or_default();
+        let master =
+            crate::start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref(), on_bus).await?;
+        for d in on_bus {
+            eprintln!("fcan serve [{name}]: device {d}");
+        }
         let mut opts = ServerOptions::default();
         opts.clock = clock;
         opts.delivery = cli.delivery;

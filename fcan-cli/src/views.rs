@@ -81,6 +81,8 @@ pub struct NodeView {
     /// `downloaded` or `cache`, `null` while unknown.
     #[serde(serialize_with = "ser_source")]
     pub schema_source: Option<SchemaSource>,
+    /// The device driver presenting the node (`robstride`), `null` for an fcan board.
+    pub driver: Option<String>,
 }
 
 impl From<&NodeInfo> for NodeView {
@@ -96,6 +98,7 @@ impl From<&NodeInfo> for NodeView {
             errors: n.errors,
             digest: n.digest,
             schema_source: n.schema_source,
+            driver: n.driver.clone(),
         }
     }
 }

@@ -18,3 +18,48 @@ pub trait SimDevice: Send {
     /// The device's own work due at `now_us` (periodic reports); frames go to `out`.
     fn poll(&mut self, now_us: u64, out: &mut Vec<Frame>);
 }
+
+/// Runs simulated devices on a link until it closes: every frame from the bus goes to
+/// each device, their replies and reports go out in order. The host loop of
+/// `fcan fake --device`, the demo's devices and the tests' (on the simulated bus).
+pub async fn run<T: fcan_transport::Transport>(mut link: T, mut devices: Vec<Box<dyn SimDevice>>) {
+    use fcan_transport::TransportError;
+    let base = tokio::time::Instant::now();
+    let now_us = move || base.elapsed().as_micros() as u64;
+    let mut out: Vec<Frame> = Vec::new();
+    loop {
+        let now = now_us();
+        for d in &mut devices {
+            if d.poll_at().is_some_and(|t| t <= now) {
+                d.poll(now, &mut out);
+            }
+        }
+        for f in out.drain(..) {
+            match link.send(&f).await {
+                Err(TransportError::Closed) => return,
+                // A real device's frame is lost as well when its controller cannot send.
+                Err(_) | Ok(()) => {}
+            }
+        }
+        let wake = devices.iter().filter_map(|d| d.poll_at()).min();
+        let sleep = async move {
+            match wake {
+                Some(t) => tokio::time::sleep_until(base + std::time::Duration::from_micros(t)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = link.recv() => match r {
+                Ok(rx) => {
+                    let at = rx.at.saturating_duration_since(base.into_std()).as_micros() as u64;
+                    for d in &mut devices {
+                        d.receive(at, &rx.frame, &mut out);
+                    }
+                }
+                Err(e) if e.is_fatal() => return,
+                Err(_) => {}
+            },
+            _ = sleep => {}
+        }
+    }
+}

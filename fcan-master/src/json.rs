@@ -99,7 +99,7 @@ fn node_id(v: u64) -> Result<NodeId, String> {
 
 impl NodeInfo {
     /// The node as JSON: one line of `fcan nodes --json` (`id`, `name`, `phase`, `state`,
-    /// `boot_id`, `mode`, `frames`, `errors`, `schema`, `schema_source`).
+    /// `boot_id`, `mode`, `frames`, `errors`, `schema`, `schema_source`, `driver`).
     ///
     /// ```
     /// # use fcan_master::NodeInfo;
@@ -119,6 +119,7 @@ impl NodeInfo {
             "errors": self.errors,
             "schema": self.digest.map(|d| d.to_string()),
             "schema_source": self.schema_source.map(SchemaSource::as_str),
+            "driver": self.driver,
         })
     }
 
@@ -149,6 +150,12 @@ impl NodeInfo {
             errors: u16::try_from(uint(v, "errors")?).map_err(|e| e.to_string())?,
             mode: bus_mode_from_name(string(v, "mode")?).ok_or("unknown `mode`")?,
             frames: uint(v, "frames")? as usize,
+            // Absent from daemons that predate device drivers.
+            driver: match v.get("driver") {
+                None | Some(Json::Null) => None,
+                Some(Json::String(s)) => Some(s.clone()),
+                Some(_) => return Err("field `driver` is not a string".into()),
+            },
         })
     }
 }

@@ -152,6 +152,9 @@ pub struct NodeInfo {
     pub mode: fcan_core::msg::BusMode,
     /// Data frames planned.
     pub frames: usize,
+    /// The device driver that presents this node (`robstride`), for an off-the-shelf
+    /// device on the bus; `None` for an fcan board.
+    pub driver: Option<String>,
 }
 
 /// Where a master got a node's schema blob.
@@ -687,7 +690,12 @@ impl<T: Transport> Task<T> {
                         Some((registry.topic_name(*n, *b, *t)?.name.clone(), *c))
                     })
                     .collect();
-                let nodes = self.engine.nodes().map(node_info).collect();
+                let transport = &self.transport;
+                let nodes = self
+                    .engine
+                    .nodes()
+                    .map(|n| node_info(n, transport.node_origin(n.id)))
+                    .collect();
                 let _ = tx.send(Status {
                     nodes,
                     samples,
@@ -800,7 +808,7 @@ impl<T: Transport> Task<T> {
     }
 }
 
-fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
+fn node_info(n: &crate::engine::NodeRecord, driver: Option<&'static str>) -> NodeInfo {
     NodeInfo {
         id: n.id,
         name: n.name(),
@@ -818,5 +826,6 @@ fn node_info(n: &crate::engine::NodeRecord) -> NodeInfo {
         errors: n.errors,
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
+        driver: driver.map(str::to_string),
     }
 }

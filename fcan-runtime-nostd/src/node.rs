@@ -399,6 +399,17 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
         crate::wake::poll_at(&self.core, &self.buffers.parts_ref(), work, At(now_us)).map(|t| t.0)
     }
 
+    /// Whether a data frame with standard ID `id` is one of this node's m2s frames, as
+    /// its plan stands now (never before RUNNING). A gateway that hosts nodes on the PC
+    /// side (`fcan-drivers`) asks this to keep their commands off the real bus.
+    pub fn takes_data_id(&mut self, id: u16) -> bool {
+        if !self.configured || !self.core.life.is_running() || !is_data_id(id) {
+            return false;
+        }
+        let m2s = self.core.plan.m2s;
+        plan::lookup(&self.buffers.parts(), m2s, id).is_some()
+    }
+
     /// The current value of a topic of a wired block (m2s: as last received, whole;
     /// s2m: as last published).
     pub fn topic(&self, block: u8, topic: u8) -> Option<TopicRead<'_>> {

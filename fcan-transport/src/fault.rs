@@ -236,6 +236,10 @@ impl<T: Transport> Transport for FaultInjector<T> {
         self.inner.mtu()
     }
 
+    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<&'static str> {
+        self.inner.node_origin(node)
+    }
+
     async fn send(&mut self, frame: &Frame) -> Result<(), TransportError> {
         if self.switch.is_bus_off() {
             return Err(TransportError::BusOff);

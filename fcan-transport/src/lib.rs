@@ -123,6 +123,14 @@ pub trait Transport: Send {
     /// Waits for the next frame from the bus (frames this transport sent itself are not
     /// echoed back) or the next bus event. Cancel-safe.
     fn recv(&mut self) -> impl Future<Output = Result<Received, TransportError>> + Send;
+
+    /// Which device driver presents node `node` on this link, when a layer of the link
+    /// does (`fcan-drivers`' `DeviceLink`: `"robstride"`); `None` for an fcan board, and
+    /// for every node of a plain link. The master shows it in node info.
+    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<&'static str> {
+        let _ = node;
+        None
+    }
 }
 
 /// The current time on the clock [`Received::at`] uses (see the [module docs](self#time)).

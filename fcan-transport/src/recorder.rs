@@ -63,6 +63,10 @@ impl<T: Transport, W: Write + Send> Transport for Recorder<T, W> {
         self.inner.mtu()
     }
 
+    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<&'static str> {
+        self.inner.node_origin(node)
+    }
+
     async fn send(&mut self, frame: &Frame) -> Result<(), TransportError> {
         self.inner.send(frame).await?;
         self.log.write_frame(wall_now(), &self.iface, frame)?;

@@ -2,3 +2,5 @@
 //! Damiao, MyActuator, RobStride in MIT mode), with configurable ranges.
 pub mod sim;
 pub mod wire;
+mod driver;
+pub use driver::{Mit, BLOB, CONFIRM_US};

@@ -9,3 +9,5 @@ pub mod model;
 pub mod sim;
 pub mod unwrap;
 pub mod wire;
+mod driver;
+pub use driver::{RobStride, BLOB, CONFIRM_US, LOST_US, PROBE_US, STATUS_US, UNWRAP_GAP_US};

@@ -1,0 +1,128 @@
+//! The driver contract: one off-the-shelf device, sans I/O.
+//!
+//! A [`Device`] is a protocol adapter in the engine's style: it claims the bus frames that
+//! are its device's ([`Device::claims`]), keeps that device's state, says what to send and
+//! when ([`Device::poll_at`]), and is presented to the master as an fcan node of the
+//! schema it ships ([`Device::blob`]). The [`crate::host::DeviceHost`] runs that node with
+//! the firmware's own runtime, so the master and every face see an ordinary fcan node;
+//! the device hears about the node's side (commands, parameters, service calls) through
+//! the `on_*` methods and answers through [`Io`].
+//!
+//! Time is microseconds on the host's monotonic clock ([`crate::host`]).
+
+use fcan_core::frame::Frame;
+use fcan_core::id::NodeId;
+
+/// What a device hands back to the host while it handles something: frames for the bus,
+/// values for its node's topics, completions of deferred service calls.
+#[derive(Debug, Default)]
+pub struct Io {
+    pub(crate) to_bus: Vec<Frame>,
+    pub(crate) publish: Vec<(u8, Vec<u8>)>,
+    pub(crate) complete: Vec<(u8, Vec<u8>)>,
+    pub(crate) notes: Vec<String>,
+}
+
+impl Io {
+    /// Queues `frame` for the bus.
+    pub fn send(&mut self, frame: Frame) {
+        self.to_bus.push(frame);
+    }
+
+    /// Publishes `bytes` (packed as the schema lays the topic out) on topic `topic` of
+    /// the device's node.
+    pub fn publish(&mut self, topic: u8, bytes: Vec<u8>) {
+        self.publish.push((topic, bytes));
+    }
+
+    /// Completes the call of service `service` that [`Device::on_service`] answered
+    /// [`Served::Pending`].
+    pub fn complete(&mut self, service: u8, response: Vec<u8>) {
+        self.complete.push((service, response));
+    }
+
+    /// Something worth a line in the bus owner's log (a device came or went, a fault).
+    pub fn note(&mut self, text: String) {
+        self.notes.push(text);
+    }
+
+    /// The frames queued for the bus so far (for tests and decoders).
+    pub fn frames(&self) -> &[Frame] {
+        &self.to_bus
+    }
+
+    /// The topic values published so far, as `(topic, bytes)`.
+    pub fn published(&self) -> &[(u8, Vec<u8>)] {
+        &self.publish
+    }
+}
+
+/// How a service call was taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Served {
+    /// Answered now with this response (packed).
+    Done(Vec<u8>),
+    /// The answer follows through [`Io::complete`] (the master is told ACCEPTED).
+    Pending,
+    /// Cannot take it now (another call of this service is pending).
+    Busy,
+}
+
+/// What happened on the node's side that a device may need to act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeEvent {
+    /// The master started the node: commands flow from now on.
+    Started,
+    /// The master was lost (no heartbeat for the node's timeout): the device decides its
+    /// safe state. No driver here sends anything on its own at that point: a motor holds
+    /// what its own protocol says it holds (docs/drivers.md).
+    MasterLost,
+}
+
+/// One device on the bus, as its driver sees it. See the [module docs](self).
+pub trait Device: Send {
+    /// The driver's name (`robstride`), shown in node info.
+    fn driver(&self) -> &'static str;
+    /// The device in words (`robstride RS03 id 1`), for logs and errors.
+    fn describe(&self) -> String;
+    /// What the device answers to on the bus (`robstride motor 1 (host 0xFD)`): two
+    /// devices with one key would claim each other's frames, so that is refused.
+    fn bus_key(&self) -> String;
+    /// The fcan node id it is presented under.
+    fn node_id(&self) -> NodeId;
+    /// The schema blob of its node.
+    fn blob(&self) -> &[u8];
+    /// Whether `frame`, received from the bus, is this device's (it is then given to
+    /// [`on_frame`](Self::on_frame) and to nobody else).
+    fn claims(&self, frame: &Frame) -> bool;
+    /// A frame this device claimed.
+    fn on_frame(&mut self, now: u64, frame: &Frame, io: &mut Io);
+    /// A command topic of its node received a value (`bytes`, packed).
+    fn on_command(&mut self, now: u64, topic: u8, bytes: &[u8], io: &mut Io);
+    /// The master committed parameter writes: bit `i` of `changed` is parameter `i`;
+    /// `value(i)` is its packed value now.
+    fn on_params(&mut self, now: u64, changed: u32, value: &dyn Fn(u8) -> Option<Vec<u8>>, io: &mut Io);
+    /// A service call with its packed request.
+    fn on_service(&mut self, now: u64, service: u8, request: &[u8], io: &mut Io) -> Served;
+    /// Something happened on the node's side.
+    fn on_node(&mut self, now: u64, event: NodeEvent, io: &mut Io) {
+        let _ = (now, event, io);
+    }
+    /// When [`poll`](Self::poll) next has work.
+    fn poll_at(&self) -> Option<u64>;
+    /// Work due at `now`: probes, periodic reads, timeouts.
+    fn poll(&mut self, now: u64, io: &mut Io);
+    /// Whether the device answers now. Its node is on the bus only while it does, so the
+    /// master sees a device that goes silent as a node that went offline, and one that
+    /// comes back as a node that rebooted (and re-provisions it: parameters it set are
+    /// written again).
+    fn present(&self) -> bool;
+    /// Frames to this device cannot be sent (the bus is wedged: a full transmit queue,
+    /// bus-off) since `since`. A device must not take the silence that follows for its
+    /// own absence.
+    fn on_bus_wedged(&mut self, now: u64) {
+        let _ = now;
+    }
+}

@@ -1,0 +1,540 @@
+//! The RobStride driver: one motor as an fcan node of the shipped schema
+//! (`fcan-drivers/schemas/robstride.yaml`).
+//!
+//! What it does, as RobStride's own SDK does:
+//! - **presence**: a motor says nothing unless asked, so while it is silent the driver
+//!   asks for its id (type 0) every [`PROBE_US`]; once it answers, it reads VBUS and the
+//!   mechanical position (type 17) every [`STATUS_US`], and a motor silent for
+//!   [`LOST_US`] is gone (its node goes silent; the master calls it offline). A wedged
+//!   bus (sends refused, bus-off) is not silence: nobody is declared gone until the bus
+//!   has carried frames again for [`LOST_US`].
+//! - **position unwrapped** across the ±4π wrap of the frame, reset after a gap of more
+//!   than 1 s and by a set-zero;
+//! - **temperature** taken only from a complete (8-byte) feedback frame;
+//! - **parameters** the master sets are written (type 18) at once and again whenever the
+//!   motor comes back: `run_mode` and the limits live in its RAM. The master does that
+//!   part: a motor that comes back is a node that rebooted, re-provisioned with the
+//!   parameters the master set.
+//! - **services** answered when the motor's feedback confirms them (enable: mode 2;
+//!   stop: mode 0; clear_fault: no fault bits; set_zero: the next feedback), or with
+//!   `success: false` after [`CONFIRM_US`].
+
+use fcan_core::frame::Frame;
+use fcan_core::id::NodeId;
+use fcan_core::types::Scalar;
+
+use super::model::{self, Model, ParamType};
+use super::unwrap::Unwrap;
+use super::wire::{self, Feedback, MotionCommand, Ranges, Reply, RsId};
+use crate::device::{Device, Io, Served};
+use crate::message::{Message, Missing, Slot};
+use crate::spec::{DeviceSpec, SpecError};
+
+/// The schema the driver ships, compiled at build time.
+pub const BLOB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/robstride.bin"));
+
+/// While the motor is silent: how often it is asked for its id.
+pub const PROBE_US: u64 = 500_000;
+/// While it answers: how often VBUS and the mechanical position are read.
+pub const STATUS_US: u64 = 200_000;
+/// Silent this long (on a bus that carries frames): gone.
+pub const LOST_US: u64 = 1_000_000;
+/// A service waits this long for the motor's feedback to confirm it. Below the node
+/// runtime's deferred-reply bound (1 s), so the answer is always a response.
+pub const CONFIRM_US: u64 = 800_000;
+/// The gap after which the position unwrap starts again from the frame's value.
+pub const UNWRAP_GAP_US: u64 = 1_000_000;
+
+/// Parameter indices of the status reads.
+const VBUS: u16 = 0x701C;
+const MECH_POS: u16 = 0x7019;
+/// The run modes' reference parameters.
+const IQ_REF: u16 = 0x7006;
+const SPD_REF: u16 = 0x700A;
+const LOC_REF: u16 = 0x7016;
+
+/// What a pending service waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Await {
+    Mode(u8),
+    NoFault,
+    AnyFeedback,
+}
+
+#[derive(Clone, Debug)]
+struct Layout {
+    feedback: (u8, Message),
+    fb: [Slot; 6],
+    faults: (u8, Message),
+    fault_slots: [Slot; 2],
+    status: (u8, Message),
+    status_slots: [Slot; 2],
+    mit: u8,
+    mit_slots: [Slot; 5],
+    refs: [(u8, Slot, u16); 3],
+    services: [u8; 4],
+    response: Message,
+    success: Slot,
+    /// Per schema parameter: its motor index and type.
+    params: Vec<Option<(u16, ParamType)>>,
+}
+
+/// One RobStride motor. See the [module docs](self).
+#[derive(Debug)]
+pub struct RobStride {
+    motor: u8,
+    host: u8,
+    model: Model,
+    ranges: Ranges,
+    node: NodeId,
+    blob: Vec<u8>,
+    layout: Layout,
+    present: bool,
+    last_heard: Option<u64>,
+    next_probe: u64,
+    next_status: u64,
+    unwrap: Unwrap,
+    temperature: f32,
+    vbus: f32,
+    /// Per service: what it waits for, until when.
+    pending: [Option<(Await, u64)>; 4],
+    refused: u64,
+}
+
+fn missing(e: Missing) -> SpecError {
+    SpecError(format!("the robstride driver's schema: {e}"))
+}
+
+impl RobStride {
+    /// A motor with CAN id `motor` of `model`, the host id [`wire::DEFAULT_HOST_ID`],
+    /// presented as fcan node `node` named `name` (default `robstride<node id>`), with the
+    /// model's ranges.
+    pub fn new(motor: u8, model: Model, node: NodeId, name: Option<&str>) -> Result<RobStride, SpecError> {
+        RobStride::with(motor, wire::DEFAULT_HOST_ID, model, model.ranges(), node, name)
+    }
+
+    fn with(
+        motor: u8,
+        host: u8,
+        model: Model,
+        ranges: Ranges,
+        node: NodeId,
+        name: Option<&str>,
+    ) -> Result<RobStride, SpecError> {
+        let mut schema = fcan_core::blob::decode(BLOB)
+            .map_err(|e| SpecError(format!("the robstride driver's schema: {e:?}")))?;
+        if let Some(n) = name {
+            schema.node = n.to_string();
+        }
+        // The model's ranges bound what the motor takes.
+        if let Some(ty) = schema.types.first_mut() {
+            for p in &mut ty.params {
+                let max = match p.name.as_str() {
+                    "limit_torque" => ranges.torque,
+                    "limit_spd" => ranges.velocity,
+                    _ => continue,
+                };
+                p.max = Some(Scalar::F32(max));
+                if p.default.as_f64() > f64::from(max) {
+                    p.default = Scalar::F32(max);
+                }
+            }
+        }
+        if let Some(e) = fcan_core::validate::validate(&schema).into_iter().next() {
+            return Err(SpecError(format!(
+                "robstride id {motor}: name `{}` does not make a valid node: {e:?}",
+                schema.node
+            )));
+        }
+        let ty = schema
+            .types
+            .first()
+            .ok_or_else(|| SpecError("the robstride driver's schema has no type".into()))?;
+        let layout = Layout::of(ty).map_err(missing)?;
+        let blob = fcan_core::blob::encode(&schema);
+        Ok(RobStride {
+            motor,
+            host,
+            model,
+            ranges,
+            node,
+            blob,
+            layout,
+            present: false,
+            last_heard: None,
+            next_probe: 0,
+            next_status: 0,
+            unwrap: Unwrap::new(8.0 * ranges.position, UNWRAP_GAP_US),
+            temperature: f32::NAN,
+            vbus: f32::NAN,
+            pending: [None; 4],
+            refused: 0,
+        })
+    }
+
+    /// From `robstride:id=N[,model=RS03][,host=0xFD][,node=N][,name=NAME][,vmax=…]
+    /// [,tmax=…][,kpmax=…][,kdmax=…][,pmax=…]` (docs/drivers.md).
+    pub fn from_spec(spec: &DeviceSpec) -> Result<RobStride, SpecError> {
+        let (motor, host, model, ranges, mut keys) = Self::bus_keys(spec)?;
+        let node = keys.node(u32::from(motor))?;
+        let name = keys.string("name")?;
+        keys.finish()?;
+        RobStride::with(motor, host, model, ranges, node, name.as_deref())
+    }
+
+    /// The keys a motor on the bus is known by (what the simulated one needs too).
+    fn bus_keys(spec: &DeviceSpec) -> Result<(u8, u8, Model, Ranges, crate::spec::Keys<'_>), SpecError> {
+        let mut keys = spec.keys();
+        let motor = keys
+            .uint("id", 0xFF)?
+            .ok_or_else(|| keys.error("id", "is missing (the motor's CAN id)"))? as u8;
+        let host = keys.uint("host", 0xFF)?.map_or(wire::DEFAULT_HOST_ID, |h| h as u8);
+        let model = match keys.string("model")? {
+            Some(m) => m.parse::<Model>().map_err(|e| keys.error("model", &e))?,
+            None => Model::Rs03,
+        };
+        let mut ranges = model.ranges();
+        if let Some(v) = keys.positive("pmax")? {
+            ranges.position = v;
+        }
+        if let Some(v) = keys.positive("vmax")? {
+            ranges.velocity = v;
+        }
+        if let Some(v) = keys.positive("tmax")? {
+            ranges.torque = v;
+        }
+        if let Some(v) = keys.positive("kpmax")? {
+            ranges.kp = v;
+        }
+        if let Some(v) = keys.positive("kdmax")? {
+            ranges.kd = v;
+        }
+        Ok((motor, host, model, ranges, keys))
+    }
+
+    /// The simulated motor a spec describes (`fcan fake --device robstride:id=1`).
+    pub fn simulated(spec: &DeviceSpec) -> Result<Box<dyn crate::sim::SimDevice>, SpecError> {
+        let (motor, host, model, _ranges, mut keys) = Self::bus_keys(spec)?;
+        // Host-side keys mean nothing to the motor; accepted so one spec serves both.
+        let _ = keys.uint("node", 0x7E)?;
+        let _ = keys.string("name")?;
+        keys.finish()?;
+        Ok(Box::new(super::sim::SimMotor::new(motor, model).with_host(host)))
+    }
+
+    /// The quantization ranges in use.
+    pub fn ranges(&self) -> Ranges {
+        self.ranges
+    }
+
+    /// Commands refused before they reached the motor (a NaN or infinite value).
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    fn heard(&mut self, now: u64) {
+        self.last_heard = Some(now);
+        if !self.present {
+            self.present = true;
+            self.next_status = now;
+        }
+    }
+
+    fn on_feedback(&mut self, now: u64, fb: &Feedback, io: &mut Io) {
+        let position = self.unwrap.update(fb.position, now);
+        if let Some(t) = fb.temperature {
+            self.temperature = t;
+        }
+        let l = &self.layout;
+        let mut buf = l.feedback.1.zeroed();
+        let values = [
+            position,
+            f64::from(fb.velocity),
+            f64::from(fb.torque),
+            f64::from(self.temperature),
+            f64::from(fb.mode),
+            f64::from(fb.faults),
+        ];
+        for (slot, v) in l.fb.iter().zip(values) {
+            slot.set(&mut buf, v);
+        }
+        io.publish(l.feedback.0, buf);
+        // Services waiting for this feedback.
+        for (s, p) in self.pending.iter_mut().enumerate() {
+            let Some((what, _)) = *p else { continue };
+            let done = match what {
+                Await::Mode(m) => fb.mode == m,
+                Await::NoFault => fb.faults == 0,
+                Await::AnyFeedback => true,
+            };
+            if done {
+                *p = None;
+                let mut r = self.layout.response.zeroed();
+                self.layout.success.set(&mut r, 1.0);
+                io.complete(self.layout.services[s], r);
+            }
+        }
+    }
+
+    fn value_bytes(ty: ParamType, packed: &[u8]) -> Option<[u8; 4]> {
+        let mut v = [0u8; 4];
+        let n = match ty {
+            ParamType::U8 => 1,
+            ParamType::U16 => 2,
+            ParamType::U32 | ParamType::F32 => 4,
+        };
+        v.get_mut(..n)?.copy_from_slice(packed.get(..n)?);
+        Some(v)
+    }
+}
+
+impl Layout {
+    fn of(ty: &fcan_core::ir::BlockType) -> Result<Layout, Missing> {
+        let feedback = Message::topic(ty, "feedback")?;
+        let fb = [
+            feedback.1.slot("position")?,
+            feedback.1.slot("velocity")?,
+            feedback.1.slot("torque")?,
+            feedback.1.slot("temperature")?,
+            feedback.1.slot("mode")?,
+            feedback.1.slot("faults")?,
+        ];
+        let faults = Message::topic(ty, "faults")?;
+        let fault_slots = [faults.1.slot("fault")?, faults.1.slot("warning")?];
+        let status = Message::topic(ty, "status")?;
+        let status_slots = [status.1.slot("vbus")?, status.1.slot("mech_pos")?];
+        let mit = Message::topic(ty, "mit")?;
+        let mit_slots = [
+            mit.1.slot("position")?,
+            mit.1.slot("velocity")?,
+            mit.1.slot("kp")?,
+            mit.1.slot("kd")?,
+            mit.1.slot("torque")?,
+        ];
+        let reference = |topic: &str, field: &str, index: u16| -> Result<(u8, Slot, u16), Missing> {
+            let (t, m) = Message::topic(ty, topic)?;
+            Ok((t, m.slot(field)?, index))
+        };
+        let refs = [
+            reference("current", "iq_ref", IQ_REF)?,
+            reference("velocity", "spd_ref", SPD_REF)?,
+            reference("position", "loc_ref", LOC_REF)?,
+        ];
+        let services = [
+            Message::service(ty, "enable")?,
+            Message::service(ty, "stop")?,
+            Message::service(ty, "clear_fault")?,
+            Message::service(ty, "set_zero")?,
+        ];
+        let response = Message::new(&ty.services[services[0] as usize].response);
+        let success = response.slot("success")?;
+        let params = ty
+            .params
+            .iter()
+            .map(|p| model::param_named(&p.name).map(|i| (i.index, i.ty)))
+            .collect();
+        Ok(Layout {
+            feedback,
+            fb,
+            faults,
+            fault_slots,
+            status,
+            status_slots,
+            mit: mit.0,
+            mit_slots,
+            refs,
+            services,
+            response,
+            success,
+            params,
+        })
+    }
+}
+
+impl Device for RobStride {
+    fn driver(&self) -> &'static str {
+        "robstride"
+    }
+
+    fn describe(&self) -> String {
+        format!("robstride {} id {}", self.model.name(), self.motor)
+    }
+
+    fn bus_key(&self) -> String {
+        format!("robstride motor {} (host {:#04X})", self.motor, self.host)
+    }
+
+    fn node_id(&self) -> NodeId {
+        self.node
+    }
+
+    fn blob(&self) -> &[u8] {
+        &self.blob
+    }
+
+    fn claims(&self, frame: &Frame) -> bool {
+        let Some(id) = RsId::of(frame) else {
+            return false;
+        };
+        // What a motor sends: its id in the low byte of the data area, addressed to the
+        // host (type 0's answer goes to 0xFE).
+        let from_motor = (id.data & 0xFF) as u8 == self.motor;
+        match id.comm {
+            wire::COMM_GET_ID => from_motor && id.dest == 0xFE,
+            wire::COMM_FEEDBACK | wire::COMM_PARAM_READ | wire::COMM_FAULT => {
+                from_motor && id.dest == self.host
+            }
+            _ => false,
+        }
+    }
+
+    fn on_frame(&mut self, now: u64, frame: &Frame, io: &mut Io) {
+        let Some(reply) = wire::decode(frame, &self.ranges) else {
+            return;
+        };
+        self.heard(now);
+        match reply {
+            Reply::Feedback(fb) => self.on_feedback(now, &fb, io),
+            Reply::Faults { fault, warning, .. } => {
+                let l = &self.layout;
+                let mut buf = l.faults.1.zeroed();
+                l.fault_slots[0].set(&mut buf, f64::from(fault));
+                l.fault_slots[1].set(&mut buf, f64::from(warning));
+                io.publish(l.faults.0, buf);
+            }
+            Reply::Param {
+                index, value, ok, ..
+            } if ok => {
+                let v = f32::from_le_bytes(value);
+                match index {
+                    VBUS => self.vbus = v,
+                    MECH_POS => {
+                        let l = &self.layout;
+                        let mut buf = l.status.1.zeroed();
+                        l.status_slots[0].set(&mut buf, f64::from(self.vbus));
+                        l.status_slots[1].set(&mut buf, f64::from(v));
+                        io.publish(l.status.0, buf);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_command(&mut self, _now: u64, topic: u8, bytes: &[u8], io: &mut Io) {
+        let l = &self.layout;
+        if topic == l.mit {
+            let v: Vec<f64> = l.mit_slots.iter().map(|s| s.get(bytes)).collect();
+            if v.iter().any(|x| !x.is_finite()) {
+                // Never quantize a NaN into a torque: refuse, counted.
+                self.refused += 1;
+                io.note(format!("{}: a mit command with a non-finite value was not sent", self.describe()));
+                return;
+            }
+            let cmd = MotionCommand {
+                position: v[0] as f32,
+                velocity: v[1] as f32,
+                kp: v[2] as f32,
+                kd: v[3] as f32,
+                torque: v[4] as f32,
+            };
+            io.send(wire::motion(self.motor, &self.ranges, &cmd));
+            return;
+        }
+        if let Some((_, slot, index)) = l.refs.iter().find(|(t, _, _)| *t == topic) {
+            let v = slot.get(bytes) as f32;
+            if !v.is_finite() {
+                self.refused += 1;
+                return;
+            }
+            io.send(wire::param_write(self.host, self.motor, *index, v.to_le_bytes()));
+        }
+    }
+
+    fn on_params(&mut self, _now: u64, changed: u32, value: &dyn Fn(u8) -> Option<Vec<u8>>, io: &mut Io) {
+        for (i, p) in self.layout.params.iter().enumerate() {
+            if changed & (1 << i) == 0 {
+                continue;
+            }
+            let (Some((index, ty)), Some(packed)) = (p, value(i as u8)) else {
+                continue;
+            };
+            if let Some(v) = Self::value_bytes(*ty, &packed) {
+                io.send(wire::param_write(self.host, self.motor, *index, v));
+            }
+        }
+    }
+
+    fn on_service(&mut self, now: u64, service: u8, _request: &[u8], io: &mut Io) -> Served {
+        let Some(s) = self.layout.services.iter().position(|&x| x == service) else {
+            return Served::Busy;
+        };
+        if self.pending[s].is_some() {
+            return Served::Busy;
+        }
+        let (frame, what) = match s {
+            0 => (wire::enable(self.host, self.motor), Await::Mode(2)),
+            1 => (wire::stop(self.host, self.motor, false), Await::Mode(0)),
+            2 => (wire::stop(self.host, self.motor, true), Await::NoFault),
+            _ => {
+                self.unwrap.reset();
+                (wire::set_zero(self.host, self.motor), Await::AnyFeedback)
+            }
+        };
+        io.send(frame);
+        self.pending[s] = Some((what, now + CONFIRM_US));
+        Served::Pending
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        let mut at = if self.present { self.next_status } else { self.next_probe };
+        for (_, deadline) in self.pending.iter().flatten() {
+            at = at.min(*deadline);
+        }
+        if let (true, Some(h)) = (self.present, self.last_heard) {
+            at = at.min(h + LOST_US);
+        }
+        Some(at)
+    }
+
+    fn poll(&mut self, now: u64, io: &mut Io) {
+        for s in 0..self.pending.len() {
+            if let Some((_, deadline)) = self.pending[s] {
+                if now >= deadline {
+                    self.pending[s] = None;
+                    // success: false, the default of a zeroed response.
+                    io.complete(self.layout.services[s], self.layout.response.zeroed());
+                }
+            }
+        }
+        if self.present {
+            let silent = self.last_heard.is_none_or(|h| now.saturating_sub(h) >= LOST_US);
+            if silent {
+                self.present = false;
+                self.next_probe = now;
+                io.note(format!("{}: no answer for {} ms", self.describe(), LOST_US / 1000));
+                return;
+            }
+            if now >= self.next_status {
+                io.send(wire::param_read(self.host, self.motor, VBUS));
+                io.send(wire::param_read(self.host, self.motor, MECH_POS));
+                self.next_status = now + STATUS_US;
+            }
+        } else if now >= self.next_probe {
+            io.send(wire::get_id(self.host, self.motor));
+            self.next_probe = now + PROBE_US;
+        }
+    }
+
+    fn present(&self) -> bool {
+        self.present
+    }
+
+    fn on_bus_wedged(&mut self, now: u64) {
+        // Silence while frames cannot go out proves nothing: the count starts again.
+        if self.present {
+            self.last_heard = Some(now);
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Devices as the user names them: `--device robstride:id=1,model=RS03` on the command
+//! line, or a bus file (`--bus-file robot.yaml`) for many:
+//!
+//! ```yaml
+//! # robot.yaml
+//! devices:
+//!   - { driver: robstride, id: 1, model: RS03, name: left_hip }
+//!   - { driver: robstride, id: 2, model: RS03 }
+//!   - { driver: mit, id: 3, layout: damiao, vmax: 30, tmax: 10 }
+//! ```
+//!
+//! Both become [`DeviceSpec`]s; each driver takes its keys from one and refuses a key it
+//! does not know, naming it. Which keys each driver takes: `docs/drivers.md`.
+//!
+//! ```
+//! use fcan_drivers::spec::DeviceSpec;
+//! let s = DeviceSpec::parse("robstride:id=1,model=RS03").unwrap();
+//! assert_eq!(s.driver, "robstride");
+//! assert_eq!(s.to_string(), "robstride:id=1,model=RS03");
+//! assert!(DeviceSpec::parse("robstride").is_err());
+//! ```
+
+use std::collections::BTreeMap;
+
+use fcan_core::id::NodeId;
+
+use crate::device::Device;
+use crate::sim::SimDevice;
+
+/// The drivers this crate has, as `--device` names them.
+pub const DRIVERS: [&str; 2] = ["robstride", "mit"];
+
+/// A device spec that does not parse or does not fit its driver: the message names the
+/// spec and the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+/// One device: its driver and its `key=value` settings, in the order given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// `robstride`, `mit`.
+    pub driver: String,
+    /// The settings.
+    pub keys: Vec<(String, String)>,
+}
+
+impl std::fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:", self.driver)?;
+        for (i, (k, v)) in self.keys.iter().enumerate() {
+            write!(f, "{}{k}={v}", if i == 0 { "" } else { "," })?;
+        }
+        Ok(())
+    }
+}
+
+impl DeviceSpec {
+    /// Parses `DRIVER:KEY=VALUE,KEY=VALUE…`.
+    pub fn parse(text: &str) -> Result<DeviceSpec, SpecError> {
+        let (driver, rest) = text.split_once(':').ok_or_else(|| {
+            SpecError(format!(
+                "--device {text}: expected DRIVER:KEY=VALUE,… (e.g. robstride:id=1,model=RS03); drivers: {}",
+                DRIVERS.join(", ")
+            ))
+        })?;
+        let mut keys = Vec::new();
+        for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                SpecError(format!("--device {text}: `{kv}` is not KEY=VALUE"))
+            })?;
+            keys.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        let spec = DeviceSpec {
+            driver: driver.trim().to_string(),
+            keys,
+        };
+        spec.check_driver()?;
+        Ok(spec)
+    }
+
+    fn check_driver(&self) -> Result<(), SpecError> {
+        if DRIVERS.contains(&self.driver.as_str()) {
+            Ok(())
+        } else {
+            Err(SpecError(format!(
+                "device `{self}`: no driver `{}`; drivers: {}",
+                self.driver,
+                DRIVERS.join(", ")
+            )))
+        }
+    }
+
+    /// The device's driver, configured.
+    pub fn device(&self) -> Result<Box<dyn Device>, SpecError> {
+        match self.driver.as_str() {
+            "robstride" => Ok(Box::new(crate::robstride::RobStride::from_spec(self)?)),
+            "mit" => Ok(Box::new(crate::mit::Mit::from_spec(self)?)),
+            _ => Err(self.check_driver().err().unwrap_or_else(|| SpecError("?".into()))),
+        }
+    }
+
+    /// A simulated device answering as this one would (for tests, the demo and
+    /// `fcan fake --device`). Keys only the driver uses (host-side names) are accepted.
+    pub fn simulated(&self) -> Result<Box<dyn SimDevice>, SpecError> {
+        match self.driver.as_str() {
+            "robstride" => crate::robstride::RobStride::simulated(self),
+            "mit" => crate::mit::Mit::simulated(self),
+            _ => Err(self.check_driver().err().unwrap_or_else(|| SpecError("?".into()))),
+        }
+    }
+
+    /// This spec's keys, to be taken one by one (see [`Keys`]).
+    pub fn keys(&self) -> Keys<'_> {
+        Keys {
+            spec: self,
+            taken: Vec::new(),
+        }
+    }
+}
+
+/// The settings of one spec, taken by a driver key by key; [`Keys::finish`] refuses any
+/// key nobody took, so a typo is an error that names it rather than a silent default.
+#[derive(Debug)]
+pub struct Keys<'a> {
+    spec: &'a DeviceSpec,
+    taken: Vec<&'static str>,
+}
+
+impl Keys<'_> {
+    fn raw(&mut self, key: &'static str) -> Result<Option<&str>, SpecError> {
+        self.taken.push(key);
+        let mut found = self.spec.keys.iter().filter(|(k, _)| k == key);
+        let first = found.next().map(|(_, v)| v.as_str());
+        if found.next().is_some() {
+            return Err(self.error(key, "is given twice"));
+        }
+        Ok(first)
+    }
+
+    /// An error about `key` of this spec.
+    pub fn error(&self, key: &str, what: &str) -> SpecError {
+        SpecError(format!("device `{}`: `{key}` {what}", self.spec))
+    }
+
+    /// A string setting.
+    pub fn string(&mut self, key: &'static str) -> Result<Option<String>, SpecError> {
+        Ok(self.raw(key)?.map(str::to_string))
+    }
+
+    /// An integer setting in `0..=max` (decimal or `0x` hex).
+    pub fn uint(&mut self, key: &'static str, max: u32) -> Result<Option<u32>, SpecError> {
+        let Some(v) = self.raw(key)? else {
+            return Ok(None);
+        };
+        let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => v.parse(),
+        }
+        .map_err(|_| self.error(key, &format!("= {v} is not a whole number")))?;
+        if n > max {
+            return Err(self.error(key, &format!("= {v} is above its max {max}")));
+        }
+        Ok(Some(n))
+    }
+
+    /// A finite number setting.
+    pub fn number(&mut self, key: &'static str) -> Result<Option<f32>, SpecError> {
+        let Some(v) = self.raw(key)? else {
+            return Ok(None);
+        };
+        match v.parse::<f32>() {
+            Ok(x) if x.is_finite() => Ok(Some(x)),
+            _ => Err(self.error(key, &format!("= {v} is not a finite number"))),
+        }
+    }
+
+    /// A positive finite number setting.
+    pub fn positive(&mut self, key: &'static str) -> Result<Option<f32>, SpecError> {
+        match self.number(key)? {
+            Some(x) if x <= 0.0 => Err(self.error(key, "must be above 0")),
+            x => Ok(x),
+        }
+    }
+
+    /// The fcan node id: `node=`, else `default` (the device's own id when it fits).
+    pub fn node(&mut self, default: u32) -> Result<NodeId, SpecError> {
+        let n = self.uint("node", u32::from(NodeId::MAX))?;
+        match n {
+            Some(n) => NodeId::new(n as u8).ok_or_else(|| self.error("node", "is not a node id")),
+            None => NodeId::new(u8::try_from(default).unwrap_or(0x7F)).ok_or_else(|| {
+                self.error(
+                    "id",
+                    &format!(
+                        "= {default} is no fcan node id (0–{}): give the device one with `node=`",
+                        NodeId::MAX
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// Refuses every key no driver code took, naming them and the keys it knows.
+    pub fn finish(self) -> Result<(), SpecError> {
+        let unknown: Vec<&str> = self
+            .spec
+            .keys
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !self.taken.contains(k))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let mut known = self.taken.clone();
+        known.sort_unstable();
+        known.dedup();
+        Err(SpecError(format!(
+            "device `{}`: unknown key{} {}; {} takes: {}",
+            self.spec,
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.spec.driver,
+            known.join(", ")
+        )))
+    }
+}
+
+/// A bus file: the devices on one bus (`--bus-file robot.yaml`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BusFile {
+    /// The devices, in file order.
+    pub devices: Vec<DeviceSpec>,
+}
+
+impl BusFile {
+    /// Parses a bus file's text; `name` is for messages (the path).
+    pub fn parse(name: &str, text: &str) -> Result<BusFile, SpecError> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            #[serde(default)]
+            devices: Vec<BTreeMap<String, serde_yaml::Value>>,
+        }
+        let file: File = serde_yaml::from_str(text).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(":{}:{}", l.line(), l.column()))
+                .unwrap_or_default();
+            SpecError(format!("{name}{at}: {e}"))
+        })?;
+        let mut devices = Vec::new();
+        for (i, d) in file.devices.into_iter().enumerate() {
+            let mut driver = None;
+            let mut keys = Vec::new();
+            for (k, v) in d {
+                let text = match v {
+                    serde_yaml::Value::String(s) => s,
+                    serde_yaml::Value::Number(n) => n.to_string(),
+                    serde_yaml::Value::Bool(b) => b.to_string(),
+                    _ => {
+                        return Err(SpecError(format!(
+                            "{name}: devices[{i}].{k}: expected a string or a number"
+                        )))
+                    }
+                };
+                if k == "driver" {
+                    driver = Some(text);
+                } else {
+                    keys.push((k, text));
+                }
+            }
+            let driver = driver.ok_or_else(|| {
+                SpecError(format!(
+                    "{name}: devices[{i}] has no `driver` ({})",
+                    DRIVERS.join(", ")
+                ))
+            })?;
+            let spec = DeviceSpec { driver, keys };
+            spec.check_driver()
+                .map_err(|e| SpecError(format!("{name}: devices[{i}]: {e}")))?;
+            devices.push(spec);
+        }
+        Ok(BusFile { devices })
+    }
+
+    /// Reads and parses a bus file.
+    pub fn read(path: &std::path::Path) -> Result<BusFile, SpecError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpecError(format!("{}: {e}", path.display())))?;
+        BusFile::parse(&path.display().to_string(), &text)
+    }
+}
+
+/// Every device of `specs`, configured; refuses a spec a driver refuses and two devices
+/// on one fcan node id (the error names both).
+pub fn devices(specs: &[DeviceSpec]) -> Result<Vec<Box<dyn Device>>, SpecError> {
+    let mut out: Vec<Box<dyn Device>> = Vec::with_capacity(specs.len());
+    for s in specs {
+        let d = s.device()?;
+        if let Some(other) = out.iter().find(|o| o.node_id() == d.node_id()) {
+            return Err(SpecError(format!(
+                "device `{s}`: fcan node id {} is already {}'s: give one of them `node=`",
+                d.node_id(),
+                other.describe()
+            )));
+        }
+        if let Some(other) = out.iter().find(|o| o.bus_key() == d.bus_key()) {
+            return Err(SpecError(format!(
+                "device `{s}`: {} is already configured ({})",
+                d.bus_key(),
+                other.describe()
+            )));
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
