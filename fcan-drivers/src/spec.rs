@@ -128,10 +128,10 @@ pub struct Keys<'a> {
 }
 
 impl Keys<'_> {
-    fn raw(&mut self, key: &'static str) -> Result<Option<&str>, SpecError> {
+    fn raw(&mut self, key: &'static str) -> Result<Option<String>, SpecError> {
         self.taken.push(key);
         let mut found = self.spec.keys.iter().filter(|(k, _)| k == key);
-        let first = found.next().map(|(_, v)| v.as_str());
+        let first = found.next().map(|(_, v)| v.clone());
         if found.next().is_some() {
             return Err(self.error(key, "is given twice"));
         }
@@ -145,7 +145,7 @@ impl Keys<'_> {
 
     /// A string setting.
     pub fn string(&mut self, key: &'static str) -> Result<Option<String>, SpecError> {
-        Ok(self.raw(key)?.map(str::to_string))
+        self.raw(key)
     }
 
     /// An integer setting in `0..=max` (decimal or `0x` hex).

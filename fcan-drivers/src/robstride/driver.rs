@@ -23,7 +23,7 @@ use fcan_core::frame::Frame;
 use fcan_core::id::NodeId;
 use fcan_core::types::Scalar;
 
-use super::model::{self, Model, ParamType};
+use super::model::{self, Model, ParamType, IQ_REF, LOC_REF, MECH_POS, SPD_REF, VBUS};
 use super::unwrap::Unwrap;
 use super::wire::{self, Feedback, MotionCommand, Ranges, Reply, RsId};
 use crate::device::{Device, Io, Served};
@@ -45,13 +45,6 @@ pub const CONFIRM_US: u64 = 800_000;
 /// The gap after which the position unwrap starts again from the frame's value.
 pub const UNWRAP_GAP_US: u64 = 1_000_000;
 
-/// Parameter indices of the status reads.
-const VBUS: u16 = 0x701C;
-const MECH_POS: u16 = 0x7019;
-/// The run modes' reference parameters.
-const IQ_REF: u16 = 0x7006;
-const SPD_REF: u16 = 0x700A;
-const LOC_REF: u16 = 0x7016;
 
 /// What a pending service waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
