@@ -218,8 +218,8 @@ fn top(bits: u32) -> u64 {
 pub fn float_to_uint(x: f32, min: f32, max: f32, bits: u32) -> u32 {
     let top = top(bits);
     let (x, min, max) = (f64::from(x), f64::from(min), f64::from(max));
-    // `!(max > min)` also catches NaN bounds.
-    if x.is_nan() || !(max > min) {
+    // Not `max > min` (an empty or reversed range, or a NaN bound).
+    if x.is_nan() || max.partial_cmp(&min) != Some(core::cmp::Ordering::Greater) {
         return 0;
     }
     let x = x.clamp(min, max);
