@@ -63,3 +63,22 @@ pub async fn run<T: fcan_transport::Transport>(mut link: T, mut devices: Vec<Box
         }
     }
 }
+
+/// A simulated device shared with the code that runs it, so a test or the demo can look
+/// at it (and fault, move or reboot it) while it answers on the bus.
+impl<D: SimDevice> SimDevice for std::sync::Arc<std::sync::Mutex<D>> {
+    fn describe(&self) -> String {
+        self.lock().unwrap_or_else(|p| p.into_inner()).describe()
+    }
+    fn receive(&mut self, now_us: u64, frame: &Frame, out: &mut Vec<Frame>) {
+        self.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .receive(now_us, frame, out)
+    }
+    fn poll_at(&self) -> Option<u64> {
+        self.lock().unwrap_or_else(|p| p.into_inner()).poll_at()
+    }
+    fn poll(&mut self, now_us: u64, out: &mut Vec<Frame>) {
+        self.lock().unwrap_or_else(|p| p.into_inner()).poll(now_us, out)
+    }
+}

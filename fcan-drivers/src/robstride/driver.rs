@@ -157,7 +157,7 @@ impl RobStride {
             last_heard: None,
             next_probe: 0,
             next_status: 0,
-            unwrap: Unwrap::new(8.0 * ranges.position, UNWRAP_GAP_US),
+            unwrap: Unwrap::new(2.0 * ranges.position, UNWRAP_GAP_US),
             temperature: f32::NAN,
             vbus: f32::NAN,
             pending: [None; 4],

@@ -1,0 +1,268 @@
+//! Off-the-shelf devices on the same bus as fcan boards, under one master (issue 24): a
+//! simulated RobStride motor and a simulated MIT-mode motor answer on the simulated bus as
+//! the real ones do; the master runs on `fcan_drivers::DeviceLink`, and the devices are
+//! fcan nodes to it — listed, provisioned, their topics, services and parameters used
+//! through `MasterApi` exactly as a board's are. Classical CAN, as RobStride buses are.
+//!
+//! Paused clock: the simulated bus, the devices, the host and the master all run on
+//! tokio's virtual time, so every wait is exact and takes no real time.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fcan_core::frame::Mtu;
+use fcan_drivers::mit::sim::SimMit;
+use fcan_drivers::robstride::model::{Model, RUN_MODE};
+use fcan_drivers::robstride::sim::SimMotor;
+use fcan_drivers::sim::SimDevice;
+use fcan_drivers::spec::{devices, DeviceSpec};
+use fcan_drivers::{DeviceHost, DeviceLink};
+use fcan_e2e::{wait_running, World, IO3, MD1};
+use fcan_master::value::Value;
+use fcan_master::{Master, MasterApi};
+
+const RS: u8 = 10;
+const MIT: u8 = 32;
+
+struct Rig {
+    w: World,
+    m: Master,
+    motor: Arc<Mutex<SimMotor>>,
+    mit: Arc<Mutex<SimMit>>,
+    sims: tokio::task::JoinHandle<()>,
+}
+
+/// Boards MD1 (2 motors) and IO3, a RobStride RS03 with CAN id 10 and a MIT motor with
+/// id 0x20 (both simulated), and a master that drives the two devices.
+async fn rig() -> Rig {
+    let mut w = World::new(Mtu::Classic);
+    w.add_motor(MD1, 2);
+    w.add_io(IO3);
+    let motor = Arc::new(Mutex::new(SimMotor::new(RS, Model::Rs03)));
+    let mit = Arc::new(Mutex::new(SimMit::new(
+        0x20,
+        0,
+        Default::default(),
+        Default::default(),
+    )));
+    let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(motor.clone()), Box::new(mit.clone())];
+    let sims = tokio::spawn(fcan_drivers::sim::run(w.endpoint(), sims));
+    let specs = [
+        DeviceSpec::parse("robstride:id=10,model=RS03").unwrap(),
+        DeviceSpec::parse("mit:id=0x20").unwrap(),
+    ];
+    let host = DeviceHost::new(Mtu::Classic, devices(&specs).unwrap()).unwrap();
+    let link = DeviceLink::new(w.endpoint(), host).with_log(|_| {});
+    let m = w.start_master_on(link).await;
+    wait_running(&m, &[MD1, IO3, RS, MIT], Duration::from_secs(10)).await;
+    Rig {
+        w,
+        m,
+        motor,
+        mit,
+        sims,
+    }
+}
+
+fn empty() -> Value {
+    Value::Struct(Vec::new())
+}
+
+fn mit_command(position: f64, kp: f64, kd: f64) -> Value {
+    Value::Struct(vec![
+        ("position".into(), Value::Float(position)),
+        ("velocity".into(), Value::Float(0.0)),
+        ("kp".into(), Value::Float(kp)),
+        ("kd".into(), Value::Float(kd)),
+        ("torque".into(), Value::Float(0.0)),
+    ])
+}
+
+fn success(v: &Value) -> bool {
+    matches!(v.field("success"), Some(Value::Bool(true)))
+}
+
+fn num(v: &Value, field: &str) -> f64 {
+    v.field(field)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number `{field}` in {v:?}"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn devices_are_nodes_beside_the_boards() {
+    let r = rig().await;
+    let nodes = r.m.nodes().await.unwrap();
+    let find = |id: u8| nodes.iter().find(|n| n.id.get() == id).unwrap();
+    assert_eq!(find(RS).name, "robstride10");
+    assert_eq!(find(RS).driver.as_deref(), Some("robstride"));
+    assert_eq!(find(MIT).name, "mit32");
+    assert_eq!(find(MIT).driver.as_deref(), Some("mit"));
+    assert_eq!(find(MD1).driver, None, "an fcan board has no driver");
+    assert_eq!(find(IO3).driver, None);
+    // The boards' data still flows beside the devices.
+    let mut fb = r.m.subscribe("/motor_driver1/motor0/feedback").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), fb.recv())
+        .await
+        .expect("board feedback flows")
+        .unwrap();
+    drop(r.sims);
+}
+
+#[tokio::test(start_paused = true)]
+async fn robstride_enable_command_and_feedback() {
+    let r = rig().await;
+    assert!(!r.motor.lock().unwrap().enabled());
+    let reply = r.m.call("/robstride10/motor/enable", empty()).await.unwrap();
+    assert!(success(&reply), "{reply:?}");
+    assert!(r.motor.lock().unwrap().enabled(), "the motor got the enable frame");
+
+    // An MIT command towards 1.5 rad: the motor's own law moves it there, and the
+    // feedback topic (decoded from its type-2 frames) says so.
+    let mut fb = r.m.subscribe("/robstride10/motor/feedback").await.unwrap();
+    let mut last = f64::NAN;
+    for _ in 0..200 {
+        r.m.publish("/robstride10/motor/mit", mit_command(1.5, 40.0, 2.0))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        while let Ok(s) = fb.try_recv() {
+            last = num(&s.value, "position");
+            assert_eq!(num(&s.value, "mode"), 2.0, "running: {:?}", s.value);
+        }
+    }
+    let truth = r.motor.lock().unwrap().position();
+    assert!((truth - 1.5).abs() < 0.05, "the motor reached 1.5 rad: {truth}");
+    assert!((last - truth).abs() < 0.01, "feedback {last} vs the motor's {truth}");
+
+    // stop: confirmed by the motor's reset mode.
+    let reply = r.m.call("/robstride10/motor/stop", empty()).await.unwrap();
+    assert!(success(&reply), "{reply:?}");
+    assert!(!r.motor.lock().unwrap().enabled());
+}
+
+#[tokio::test(start_paused = true)]
+async fn robstride_position_unwraps_across_the_frame_range() {
+    let r = rig().await;
+    // 30 rad is beyond the frame's ±4π: the frame wraps, the topic must not.
+    r.motor.lock().unwrap().set_position(30.0);
+    let reply = r.m.call("/robstride10/motor/enable", empty()).await.unwrap();
+    assert!(success(&reply));
+    let mut fb = r.m.subscribe("/robstride10/motor/feedback").await.unwrap();
+    // Walk the motor from 30 rad to 40 rad in small steps, commanding each.
+    let mut seen = Vec::new();
+    for step in 0..=100 {
+        let p = 30.0 + f64::from(step) * 0.1;
+        r.motor.lock().unwrap().set_position(p);
+        r.m.publish("/robstride10/motor/mit", mit_command(p, 0.0, 0.0))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        while let Ok(s) = fb.try_recv() {
+            seen.push(num(&s.value, "position"));
+        }
+    }
+    let first = seen.first().copied().unwrap();
+    let last = seen.last().copied().unwrap();
+    // The first frame after a gap starts the unwrap from the wrapped value; from then on
+    // every step is continuous: no jump of 8π.
+    for w in seen.windows(2) {
+        assert!((w[1] - w[0]).abs() < 0.5, "a jump in {seen:?}");
+    }
+    assert!((last - first - 10.0).abs() < 0.3, "moved 10 rad: {first} → {last}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn robstride_params_reach_the_motor_and_come_back_after_it_reboots() {
+    let mut r = rig().await;
+    // Refused on the node, naming the bound (RS03's torque range).
+    let e = r
+        .m
+        .param_set("robstride10.motor.limit_torque", Value::Float(1000.0))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("60"), "names RS03's 60 N·m: {e}");
+    r.m.param_set("robstride10.motor.run_mode", Value::UInt(2))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        r.motor.lock().unwrap().param_value(RUN_MODE).map(|v| v[0]),
+        Some(2),
+        "run_mode written to the motor"
+    );
+
+    // Power-cycle the motor: silent for 1.5 s, then a fresh one (run_mode forgotten).
+    r.sims.abort();
+    let mut events = r.m.events();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let fresh = Arc::new(Mutex::new(SimMotor::new(RS, Model::Rs03)));
+    assert_eq!(fresh.lock().unwrap().param_value(RUN_MODE).map(|v| v[0]), Some(0));
+    let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(fresh.clone()), Box::new(r.mit.clone())];
+    r.sims = tokio::spawn(fcan_drivers::sim::run(r.w.endpoint(), sims));
+    wait_running(&r.m, &[RS], Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        fresh.lock().unwrap().param_value(RUN_MODE).map(|v| v[0]),
+        Some(2),
+        "the master re-provisioned the motor that came back: run_mode written again"
+    );
+    let mut offline = false;
+    while let Ok(e) = events.try_recv() {
+        offline |= format!("{e:?}").contains("Offline") || format!("{e:?}").contains("Lost");
+    }
+    assert!(offline, "the master saw the motor's node go away");
+}
+
+#[tokio::test(start_paused = true)]
+async fn mit_motor_enable_and_command() {
+    let r = rig().await;
+    let reply = r.m.call("/mit32/motor/enable", empty()).await.unwrap();
+    assert!(success(&reply), "{reply:?}");
+    assert!(r.mit.lock().unwrap().enabled());
+    let mut fb = r.m.subscribe("/mit32/motor/feedback").await.unwrap();
+    for _ in 0..300 {
+        r.m.publish("/mit32/motor/mit", mit_command(-2.0, 20.0, 1.0))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let truth = r.mit.lock().unwrap().position();
+    assert!((truth + 2.0).abs() < 0.05, "moved to -2 rad: {truth}");
+    let mut last = f64::NAN;
+    while let Ok(s) = fb.try_recv() {
+        last = num(&s.value, "position");
+    }
+    assert!((last - f64::from(truth)).abs() < 0.01, "feedback {last} vs {truth}");
+    let reply = r.m.call("/mit32/motor/disable", empty()).await.unwrap();
+    assert!(success(&reply));
+    assert!(!r.mit.lock().unwrap().enabled());
+}
+
+#[test]
+fn bad_device_specs_name_the_key() {
+    let err = |s: &str| {
+        DeviceSpec::parse(s)
+            .and_then(|d| devices(&[d]))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err("robstride:id=1,modle=RS03").contains("`modle`"));
+    assert!(err("robstride:id=1,model=RS09").contains("model"));
+    assert!(err("robstride:model=RS03").contains("`id`"));
+    assert!(err("robstride:id=300").contains("`id`"));
+    assert!(err("mit:id=0x120").contains("`id`"), "ids ≥ 0x100 are fcan's data plane");
+    assert!(err("stepper:id=1").contains("no driver `stepper`"));
+    let two = [
+        DeviceSpec::parse("robstride:id=1").unwrap(),
+        DeviceSpec::parse("mit:id=1").unwrap(),
+    ];
+    let e = devices(&two).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("node id 1"), "{e}");
+    let twice = [
+        DeviceSpec::parse("robstride:id=1").unwrap(),
+        DeviceSpec::parse("robstride:id=1,node=5").unwrap(),
+    ];
+    let e = devices(&twice).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("robstride motor 1"), "{e}");
+}
