@@ -1,8 +1,10 @@
 //! RobStride actuators (RS00–RS06, CyberGear's protocol family): the private protocol on
 //! 29-bit identifiers at 1 Mbit/s, Classical CAN.
 //!
-//! - `wire`: the frames, from the public protocol documents.
-//! - `model`: each model's quantization ranges.
+//! - `wire`: the frames, from RobStride's user manuals (chapter 4) and official sample
+//!   program; `conformance/robstride/README.md` lists the sources and the choices made
+//!   where they disagree.
+//! - `model`: each model's quantization ranges and the parameter table.
 //! - `unwrap`: the ±4π position unwrapped into a continuous angle.
 //! - `sim`: a simulated motor.
 pub mod model;
