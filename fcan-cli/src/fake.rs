@@ -240,8 +240,11 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
     let mut first = Some(first);
     let mut sims = Vec::new();
     for d in &cli.devices {
-        let spec = fcan_drivers::spec::DeviceSpec::parse(d).map_err(|e| CliError::Usage(e.to_string()))?;
-        let sim_dev = spec.simulated().map_err(|e| CliError::Usage(e.to_string()))?;
+        let spec =
+            fcan_drivers::spec::DeviceSpec::parse(d).map_err(|e| CliError::Usage(e.to_string()))?;
+        let sim_dev = spec
+            .simulated()
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         eprintln!("fcan fake: simulated {} on {}", sim_dev.describe(), cli.bus);
         sims.push(sim_dev);
     }

@@ -295,10 +295,11 @@ pub(crate) async fn start_master(
     if devices.is_empty() {
         return Ok(Master::start(transport, opts).await?);
     }
-    let drivers = fcan_drivers::spec::devices(devices).map_err(|e| CliError::Usage(e.to_string()))?;
+    let drivers =
+        fcan_drivers::spec::devices(devices).map_err(|e| CliError::Usage(e.to_string()))?;
     let mtu = fcan_master::transport::Transport::mtu(&transport);
-    let host = fcan_drivers::DeviceHost::new(mtu, drivers)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let host =
+        fcan_drivers::DeviceHost::new(mtu, drivers).map_err(|e| CliError::Usage(e.to_string()))?;
     let bus = spec.to_string();
     let link = fcan_drivers::DeviceLink::new(transport, host)
         .with_log(move |line| eprintln!("fcan [{bus}] devices: {line}"));

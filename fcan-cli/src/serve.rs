@@ -273,7 +273,8 @@ pub fn devices_by_bus(
             Some((b, p)) => (Some(b), p),
             None => (None, f.as_str()),
         };
-        let file = BusFile::read(std::path::Path::new(path)).map_err(|e| CliError::Usage(e.to_string()))?;
+        let file = BusFile::read(std::path::Path::new(path))
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         out.entry(which(bus, &format!("--bus-file {f}"))?)
             .or_default()
             .extend(file.devices);

@@ -363,13 +363,9 @@ async fn without_bus_the_daemons_only_bus_is_used() {
     assert_eq!(names, ["motor_driver1", "motor_driver2", "io_board3"]);
 
     // The default search (the local daemon), in-process, for `param get`.
-    let cli = fcan_cli::Cli::try_parse_from([
-        "fcan",
-        "param",
-        "get",
-        "motor_driver2.motor1.velocity.kp",
-    ])
-    .unwrap();
+    let cli =
+        fcan_cli::Cli::try_parse_from(["fcan", "param", "get", "motor_driver2.motor1.velocity.kp"])
+            .unwrap();
     let (mut out, mut notes) = (Vec::new(), Vec::new());
     fcan_cli::run_with(cli, None, Some(&one.endpoint), &mut out, &mut notes)
         .await

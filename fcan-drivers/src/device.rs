@@ -103,7 +103,13 @@ pub trait Device: Send {
     fn on_command(&mut self, now: u64, topic: u8, bytes: &[u8], io: &mut Io);
     /// The master committed parameter writes: bit `i` of `changed` is parameter `i`;
     /// `value(i)` is its packed value now.
-    fn on_params(&mut self, now: u64, changed: u32, value: &dyn Fn(u8) -> Option<Vec<u8>>, io: &mut Io);
+    fn on_params(
+        &mut self,
+        now: u64,
+        changed: u32,
+        value: &dyn Fn(u8) -> Option<Vec<u8>>,
+        io: &mut Io,
+    );
     /// A service call with its packed request.
     fn on_service(&mut self, now: u64, service: u8, request: &[u8], io: &mut Io) -> Served;
     /// Something happened on the node's side.

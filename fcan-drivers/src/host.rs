@@ -106,7 +106,11 @@ impl std::fmt::Debug for DeviceHost {
         f.debug_struct("DeviceHost")
             .field(
                 "devices",
-                &self.hosted.iter().map(|h| h.dev.describe()).collect::<Vec<_>>(),
+                &self
+                    .hosted
+                    .iter()
+                    .map(|h| h.dev.describe())
+                    .collect::<Vec<_>>(),
             )
             .field("stats", &self.stats)
             .finish_non_exhaustive()
@@ -164,7 +168,9 @@ impl DeviceHost {
 
     /// The node ids the devices are presented under, with their drivers.
     pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &'static str)> + '_ {
-        self.hosted.iter().map(|h| (h.dev.node_id(), h.dev.driver()))
+        self.hosted
+            .iter()
+            .map(|h| (h.dev.node_id(), h.dev.driver()))
     }
 
     /// Which driver presents node `id`, if a device does.
@@ -230,8 +236,7 @@ impl DeviceHost {
             if let CanId::Extended(raw) = frame.id() {
                 if let Ok(id) = ConfigId::from_raw(raw) {
                     if id.dir == Direction::ToMaster {
-                        if let Some(h) =
-                            self.hosted.iter_mut().find(|h| h.dev.node_id() == id.node)
+                        if let Some(h) = self.hosted.iter_mut().find(|h| h.dev.node_id() == id.node)
                         {
                             h.deliver(now, frame);
                         }
@@ -271,7 +276,11 @@ impl DeviceHost {
                 if let Some(t) = n.poll_at(now as u32) {
                     // The runtime's instant on its wrapping clock, as a span from now.
                     let ahead = t.wrapping_sub(now as u32);
-                    earliest(if ahead > u32::MAX / 2 { now } else { now + u64::from(ahead) });
+                    earliest(if ahead > u32::MAX / 2 {
+                        now
+                    } else {
+                        now + u64::from(ahead)
+                    });
                 }
             }
         }
@@ -509,7 +518,10 @@ impl Dispatch for Bridge<'_> {
         if slot.is_some() {
             return ServiceOutcome::Busy;
         }
-        match self.dev.on_service(self.now, call.service, call.request, self.io) {
+        match self
+            .dev
+            .on_service(self.now, call.service, call.request, self.io)
+        {
             Served::Done(bytes) => match response.get_mut(..bytes.len()) {
                 Some(out) => {
                     out.copy_from_slice(&bytes);

@@ -44,7 +44,9 @@ pub async fn run<T: fcan_transport::Transport>(mut link: T, mut devices: Vec<Box
         let wake = devices.iter().filter_map(|d| d.poll_at()).min();
         let sleep = async move {
             match wake {
-                Some(t) => tokio::time::sleep_until(base + std::time::Duration::from_micros(t)).await,
+                Some(t) => {
+                    tokio::time::sleep_until(base + std::time::Duration::from_micros(t)).await
+                }
                 None => std::future::pending().await,
             }
         };
@@ -79,6 +81,8 @@ impl<D: SimDevice> SimDevice for std::sync::Arc<std::sync::Mutex<D>> {
         self.lock().unwrap_or_else(|p| p.into_inner()).poll_at()
     }
     fn poll(&mut self, now_us: u64, out: &mut Vec<Frame>) {
-        self.lock().unwrap_or_else(|p| p.into_inner()).poll(now_us, out)
+        self.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .poll(now_us, out)
     }
 }

@@ -66,9 +66,9 @@ impl DeviceSpec {
         })?;
         let mut keys = Vec::new();
         for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
-            let (k, v) = kv.split_once('=').ok_or_else(|| {
-                SpecError(format!("--device {text}: `{kv}` is not KEY=VALUE"))
-            })?;
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| SpecError(format!("--device {text}: `{kv}` is not KEY=VALUE")))?;
             keys.push((k.trim().to_string(), v.trim().to_string()));
         }
         let spec = DeviceSpec {
@@ -96,7 +96,10 @@ impl DeviceSpec {
         match self.driver.as_str() {
             "robstride" => Ok(Box::new(crate::robstride::RobStride::from_spec(self)?)),
             "mit" => Ok(Box::new(crate::mit::Mit::from_spec(self)?)),
-            _ => Err(self.check_driver().err().unwrap_or_else(|| SpecError("?".into()))),
+            _ => Err(self
+                .check_driver()
+                .err()
+                .unwrap_or_else(|| SpecError("?".into()))),
         }
     }
 
@@ -106,7 +109,10 @@ impl DeviceSpec {
         match self.driver.as_str() {
             "robstride" => crate::robstride::RobStride::simulated(self),
             "mit" => crate::mit::Mit::simulated(self),
-            _ => Err(self.check_driver().err().unwrap_or_else(|| SpecError("?".into()))),
+            _ => Err(self
+                .check_driver()
+                .err()
+                .unwrap_or_else(|| SpecError("?".into()))),
         }
     }
 

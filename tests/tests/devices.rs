@@ -19,7 +19,7 @@ use fcan_drivers::spec::{devices, DeviceSpec};
 use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_e2e::{wait_running, World, IO3, MD1};
 use fcan_master::value::Value;
-use fcan_master::{Master, MasterApi};
+use fcan_master::Master;
 
 const RS: u8 = 10;
 const MIT: u8 = 32;
@@ -52,7 +52,11 @@ async fn rig() -> Rig {
         DeviceSpec::parse("mit:id=0x20").unwrap(),
     ];
     let host = DeviceHost::new(Mtu::Classic, devices(&specs).unwrap()).unwrap();
-    let link = DeviceLink::new(w.endpoint(), host).with_log(|_| {});
+    let link = DeviceLink::new(w.endpoint(), host).with_log(|l| {
+        if std::env::var_os("FCAN_TEST_LOG").is_some() {
+            eprintln!("devices: {l}");
+        }
+    });
     let m = w.start_master_on(link).await;
     wait_running(&m, &[MD1, IO3, RS, MIT], Duration::from_secs(10)).await;
     Rig {
@@ -100,7 +104,10 @@ async fn devices_are_nodes_beside_the_boards() {
     assert_eq!(find(MD1).driver, None, "an fcan board has no driver");
     assert_eq!(find(IO3).driver, None);
     // The boards' data still flows beside the devices.
-    let mut fb = r.m.subscribe("/motor_driver1/motor0/feedback").await.unwrap();
+    let mut fb =
+        r.m.subscribe("/motor_driver1/motor0/feedback")
+            .await
+            .unwrap();
     tokio::time::timeout(Duration::from_secs(1), fb.recv())
         .await
         .expect("board feedback flows")
@@ -112,9 +119,15 @@ async fn devices_are_nodes_beside_the_boards() {
 async fn robstride_enable_command_and_feedback() {
     let r = rig().await;
     assert!(!r.motor.lock().unwrap().enabled());
-    let reply = r.m.call("/robstride10/motor/enable", empty()).await.unwrap();
+    let reply =
+        r.m.call("/robstride10/motor/enable", empty())
+            .await
+            .unwrap();
     assert!(success(&reply), "{reply:?}");
-    assert!(r.motor.lock().unwrap().enabled(), "the motor got the enable frame");
+    assert!(
+        r.motor.lock().unwrap().enabled(),
+        "the motor got the enable frame"
+    );
 
     // An MIT command towards 1.5 rad: the motor's own law moves it there, and the
     // feedback topic (decoded from its type-2 frames) says so.
@@ -131,8 +144,14 @@ async fn robstride_enable_command_and_feedback() {
         }
     }
     let truth = r.motor.lock().unwrap().position();
-    assert!((truth - 1.5).abs() < 0.05, "the motor reached 1.5 rad: {truth}");
-    assert!((last - truth).abs() < 0.01, "feedback {last} vs the motor's {truth}");
+    assert!(
+        (truth - 1.5).abs() < 0.05,
+        "the motor reached 1.5 rad: {truth}"
+    );
+    assert!(
+        (last - truth).abs() < 0.01,
+        "feedback {last} vs the motor's {truth}"
+    );
 
     // stop: confirmed by the motor's reset mode.
     let reply = r.m.call("/robstride10/motor/stop", empty()).await.unwrap();
@@ -145,7 +164,10 @@ async fn robstride_position_unwraps_across_the_frame_range() {
     let r = rig().await;
     // 30 rad is beyond the frame's ±4π: the frame wraps, the topic must not.
     r.motor.lock().unwrap().set_position(30.0);
-    let reply = r.m.call("/robstride10/motor/enable", empty()).await.unwrap();
+    let reply =
+        r.m.call("/robstride10/motor/enable", empty())
+            .await
+            .unwrap();
     assert!(success(&reply));
     let mut fb = r.m.subscribe("/robstride10/motor/feedback").await.unwrap();
     // Walk the motor from 30 rad to 40 rad in small steps, commanding each.
@@ -168,18 +190,20 @@ async fn robstride_position_unwraps_across_the_frame_range() {
     for w in seen.windows(2) {
         assert!((w[1] - w[0]).abs() < 0.5, "a jump in {seen:?}");
     }
-    assert!((last - first - 10.0).abs() < 0.3, "moved 10 rad: {first} → {last}");
+    assert!(
+        (last - first - 10.0).abs() < 0.3,
+        "moved 10 rad: {first} → {last}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn robstride_params_reach_the_motor_and_come_back_after_it_reboots() {
     let mut r = rig().await;
     // Refused on the node, naming the bound (RS03's torque range).
-    let e = r
-        .m
-        .param_set("robstride10.motor.limit_torque", Value::Float(1000.0))
-        .await
-        .unwrap_err();
+    let e =
+        r.m.param_set("robstride10.motor.limit_torque", Value::Float(1000.0))
+            .await
+            .unwrap_err();
     assert!(e.to_string().contains("60"), "names RS03's 60 N·m: {e}");
     r.m.param_set("robstride10.motor.run_mode", Value::UInt(2))
         .await
@@ -192,25 +216,50 @@ async fn robstride_params_reach_the_motor_and_come_back_after_it_reboots() {
     );
 
     // Power-cycle the motor: silent for 1.5 s, then a fresh one (run_mode forgotten).
+    let boot = |nodes: &[fcan_master::NodeInfo]| {
+        nodes
+            .iter()
+            .find(|n| n.id.get() == RS)
+            .map(|n| (n.boot_id, n.phase.clone()))
+    };
+    let (old_boot, _) = boot(&r.m.nodes().await.unwrap()).unwrap();
     r.sims.abort();
     let mut events = r.m.events();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let fresh = Arc::new(Mutex::new(SimMotor::new(RS, Model::Rs03)));
-    assert_eq!(fresh.lock().unwrap().param_value(RUN_MODE).map(|v| v[0]), Some(0));
+    assert_eq!(
+        fresh.lock().unwrap().param_value(RUN_MODE).map(|v| v[0]),
+        Some(0)
+    );
     let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(fresh.clone()), Box::new(r.mit.clone())];
     r.sims = tokio::spawn(fcan_drivers::sim::run(r.w.endpoint(), sims));
-    wait_running(&r.m, &[RS], Duration::from_secs(10)).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The motor answers again: a node that rebooted, running again once re-provisioned.
+    fcan_e2e::eventually(
+        "the motor's node back, rebooted",
+        Duration::from_secs(10),
+        || {
+            let m = r.m.clone();
+            async move {
+                match boot(&m.nodes().await.unwrap()) {
+                    Some((b, fcan_master::Phase::Running)) if b != old_boot => Some(()),
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(
         fresh.lock().unwrap().param_value(RUN_MODE).map(|v| v[0]),
         Some(2),
         "the master re-provisioned the motor that came back: run_mode written again"
     );
-    let mut offline = false;
+    let mut rebooted = false;
     while let Ok(e) = events.try_recv() {
-        offline |= format!("{e:?}").contains("Offline") || format!("{e:?}").contains("Lost");
+        rebooted |=
+            matches!(e, fcan_master::engine::Event::Rebooted { node, .. } if node.get() == RS);
     }
-    assert!(offline, "the master saw the motor's node go away");
+    assert!(rebooted, "the master saw the motor's node reboot");
 }
 
 #[tokio::test(start_paused = true)]
@@ -232,7 +281,10 @@ async fn mit_motor_enable_and_command() {
     while let Ok(s) = fb.try_recv() {
         last = num(&s.value, "position");
     }
-    assert!((last - f64::from(truth)).abs() < 0.01, "feedback {last} vs {truth}");
+    assert!(
+        (last - f64::from(truth)).abs() < 0.01,
+        "feedback {last} vs {truth}"
+    );
     let reply = r.m.call("/mit32/motor/disable", empty()).await.unwrap();
     assert!(success(&reply));
     assert!(!r.mit.lock().unwrap().enabled());
@@ -251,7 +303,10 @@ fn bad_device_specs_name_the_key() {
     assert!(err("robstride:id=1,model=RS09").contains("model"));
     assert!(err("robstride:model=RS03").contains("`id`"));
     assert!(err("robstride:id=300").contains("`id`"));
-    assert!(err("mit:id=0x120").contains("`id`"), "ids ≥ 0x100 are fcan's data plane");
+    assert!(
+        err("mit:id=0x120").contains("`id`"),
+        "ids ≥ 0x100 are fcan's data plane"
+    );
     assert!(err("stepper:id=1").contains("no driver `stepper`"));
     let two = [
         DeviceSpec::parse("robstride:id=1").unwrap(),

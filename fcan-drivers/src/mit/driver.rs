@@ -152,7 +152,9 @@ impl Mit {
         let _ = keys.uint("node", 0x7E)?;
         let _ = keys.string("name")?;
         keys.finish()?;
-        Ok(Box::new(super::sim::SimMit::new(id, master, layout, ranges)))
+        Ok(Box::new(super::sim::SimMit::new(
+            id, master, layout, ranges,
+        )))
     }
 
     /// Commands refused before they reached the motor (a non-finite value).
@@ -217,7 +219,10 @@ impl Device for Mit {
     }
 
     fn bus_key(&self) -> String {
-        format!("MIT motor {:#05X} (replies on {:#05X})", self.id, self.master)
+        format!(
+            "MIT motor {:#05X} (replies on {:#05X})",
+            self.id, self.master
+        )
     }
 
     fn node_id(&self) -> NodeId {
@@ -269,7 +274,10 @@ impl Device for Mit {
         let v: Vec<f64> = self.msgs.cmd.iter().map(|s| s.get(bytes)).collect();
         if v.iter().any(|x| !x.is_finite()) {
             self.refused += 1;
-            io.note(format!("{}: a mit command with a non-finite value was not sent", self.describe()));
+            io.note(format!(
+                "{}: a mit command with a non-finite value was not sent",
+                self.describe()
+            ));
             return;
         }
         let cmd = Command {
@@ -282,7 +290,13 @@ impl Device for Mit {
         io.send(wire::command(self.id, &self.ranges, &cmd));
     }
 
-    fn on_params(&mut self, _now: u64, _changed: u32, _value: &dyn Fn(u8) -> Option<Vec<u8>>, _io: &mut Io) {
+    fn on_params(
+        &mut self,
+        _now: u64,
+        _changed: u32,
+        _value: &dyn Fn(u8) -> Option<Vec<u8>>,
+        _io: &mut Io,
+    ) {
         // The schema has no parameters: the ranges are the driver's configuration.
     }
 

@@ -7,7 +7,7 @@
 //!   the MIT law.
 //!
 //! Sources and hand-written vectors: `conformance/mit/`.
+mod driver;
 pub mod sim;
 pub mod wire;
-mod driver;
 pub use driver::{Mit, BLOB, CONFIRM_US};

@@ -45,7 +45,6 @@ pub const CONFIRM_US: u64 = 800_000;
 /// The gap after which the position unwrap starts again from the frame's value.
 pub const UNWRAP_GAP_US: u64 = 1_000_000;
 
-
 /// What a pending service waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Await {
@@ -102,8 +101,20 @@ impl RobStride {
     /// A motor with CAN id `motor` of `model`, the host id [`wire::DEFAULT_HOST_ID`],
     /// presented as fcan node `node` named `name` (default `robstride<node id>`), with the
     /// model's ranges.
-    pub fn new(motor: u8, model: Model, node: NodeId, name: Option<&str>) -> Result<RobStride, SpecError> {
-        RobStride::with(motor, wire::DEFAULT_HOST_ID, model, model.ranges(), node, name)
+    pub fn new(
+        motor: u8,
+        model: Model,
+        node: NodeId,
+        name: Option<&str>,
+    ) -> Result<RobStride, SpecError> {
+        RobStride::with(
+            motor,
+            wire::DEFAULT_HOST_ID,
+            model,
+            model.ranges(),
+            node,
+            name,
+        )
     }
 
     fn with(
@@ -176,12 +187,17 @@ impl RobStride {
     }
 
     /// The keys a motor on the bus is known by (what the simulated one needs too).
-    fn bus_keys(spec: &DeviceSpec) -> Result<(u8, u8, Model, Ranges, crate::spec::Keys<'_>), SpecError> {
+    fn bus_keys(
+        spec: &DeviceSpec,
+    ) -> Result<(u8, u8, Model, Ranges, crate::spec::Keys<'_>), SpecError> {
         let mut keys = spec.keys();
         let motor = keys
             .uint("id", 0xFF)?
-            .ok_or_else(|| keys.error("id", "is missing (the motor's CAN id)"))? as u8;
-        let host = keys.uint("host", 0xFF)?.map_or(wire::DEFAULT_HOST_ID, |h| h as u8);
+            .ok_or_else(|| keys.error("id", "is missing (the motor's CAN id)"))?
+            as u8;
+        let host = keys
+            .uint("host", 0xFF)?
+            .map_or(wire::DEFAULT_HOST_ID, |h| h as u8);
         let model = match keys.string("model")? {
             Some(m) => m.parse::<Model>().map_err(|e| keys.error("model", &e))?,
             None => Model::Rs03,
@@ -212,7 +228,9 @@ impl RobStride {
         let _ = keys.uint("node", 0x7E)?;
         let _ = keys.string("name")?;
         keys.finish()?;
-        Ok(Box::new(super::sim::SimMotor::new(motor, model).with_host(host)))
+        Ok(Box::new(
+            super::sim::SimMotor::new(motor, model).with_host(host),
+        ))
     }
 
     /// The quantization ranges in use.
@@ -304,10 +322,11 @@ impl Layout {
             mit.1.slot("kd")?,
             mit.1.slot("torque")?,
         ];
-        let reference = |topic: &str, field: &str, index: u16| -> Result<(u8, Slot, u16), Missing> {
-            let (t, m) = Message::topic(ty, topic)?;
-            Ok((t, m.slot(field)?, index))
-        };
+        let reference =
+            |topic: &str, field: &str, index: u16| -> Result<(u8, Slot, u16), Missing> {
+                let (t, m) = Message::topic(ty, topic)?;
+                Ok((t, m.slot(field)?, index))
+            };
         let refs = [
             reference("current", "iq_ref", IQ_REF)?,
             reference("velocity", "spd_ref", SPD_REF)?,
@@ -422,7 +441,10 @@ impl Device for RobStride {
             if v.iter().any(|x| !x.is_finite()) {
                 // Never quantize a NaN into a torque: refuse, counted.
                 self.refused += 1;
-                io.note(format!("{}: a mit command with a non-finite value was not sent", self.describe()));
+                io.note(format!(
+                    "{}: a mit command with a non-finite value was not sent",
+                    self.describe()
+                ));
                 return;
             }
             let cmd = MotionCommand {
@@ -441,11 +463,22 @@ impl Device for RobStride {
                 self.refused += 1;
                 return;
             }
-            io.send(wire::param_write(self.host, self.motor, *index, v.to_le_bytes()));
+            io.send(wire::param_write(
+                self.host,
+                self.motor,
+                *index,
+                v.to_le_bytes(),
+            ));
         }
     }
 
-    fn on_params(&mut self, _now: u64, changed: u32, value: &dyn Fn(u8) -> Option<Vec<u8>>, io: &mut Io) {
+    fn on_params(
+        &mut self,
+        _now: u64,
+        changed: u32,
+        value: &dyn Fn(u8) -> Option<Vec<u8>>,
+        io: &mut Io,
+    ) {
         for (i, p) in self.layout.params.iter().enumerate() {
             if changed & (1 << i) == 0 {
                 continue;
@@ -481,7 +514,11 @@ impl Device for RobStride {
     }
 
     fn poll_at(&self) -> Option<u64> {
-        let mut at = if self.present { self.next_status } else { self.next_probe };
+        let mut at = if self.present {
+            self.next_status
+        } else {
+            self.next_probe
+        };
         for (_, deadline) in self.pending.iter().flatten() {
             at = at.min(*deadline);
         }
@@ -502,11 +539,17 @@ impl Device for RobStride {
             }
         }
         if self.present {
-            let silent = self.last_heard.is_none_or(|h| now.saturating_sub(h) >= LOST_US);
+            let silent = self
+                .last_heard
+                .is_none_or(|h| now.saturating_sub(h) >= LOST_US);
             if silent {
                 self.present = false;
                 self.next_probe = now;
-                io.note(format!("{}: no answer for {} ms", self.describe(), LOST_US / 1000));
+                io.note(format!(
+                    "{}: no answer for {} ms",
+                    self.describe(),
+                    LOST_US / 1000
+                ));
                 return;
             }
             if now >= self.next_status {

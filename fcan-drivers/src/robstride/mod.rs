@@ -7,9 +7,9 @@
 //! - `model`: each model's quantization ranges and the parameter table.
 //! - `unwrap`: the ±4π position unwrapped into a continuous angle.
 //! - `sim`: a simulated motor.
+mod driver;
 pub mod model;
 pub mod sim;
 pub mod unwrap;
 pub mod wire;
-mod driver;
 pub use driver::{RobStride, BLOB, CONFIRM_US, LOST_US, PROBE_US, STATUS_US, UNWRAP_GAP_US};
