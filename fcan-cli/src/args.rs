@@ -186,6 +186,14 @@ pub struct DecodeArgs {
     /// Only this topic (repeatable; JSON lines only — an MCAP file keeps every topic).
     #[arg(long, value_name = "NAME")]
     pub topic: Vec<String>,
+    /// An off-the-shelf device on the captured bus, as `fcan serve --device` drove it
+    /// (`robstride:id=1,model=RS03`): its frames are decoded by its driver into the topics
+    /// of its node. Repeatable (docs/drivers.md).
+    #[arg(long = "device", value_name = "DRIVER:KEYS")]
+    pub devices: Vec<String>,
+    /// A bus file listing the devices (as `fcan serve --bus-file`).
+    #[arg(long = "bus-file", value_name = "FILE")]
+    pub bus_file: Option<PathBuf>,
 }
 
 /// Limits for commands that stream.

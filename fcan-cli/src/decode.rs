@@ -48,6 +48,13 @@ pub fn decode(
     };
     // One write per line would be one system call per value: buffer.
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+    let mut devices = device_decoder(args)?;
+    if devices.is_some() && args.mcap.is_some() {
+        return Err(CliError::Usage(
+            "--device with --mcap is not supported yet: decode devices to JSON lines".into(),
+        ));
+    }
+    let mut device_samples = 0u64;
     let mut observer = Observer::new(store);
     let mut seen = Vec::new();
     let bytes_read = Rc::new(Cell::new(0u64));
@@ -72,6 +79,26 @@ pub fn decode(
         };
         let at_us = record.timestamp.as_micros() as u64;
         let at_ns = record.timestamp.as_nanos() as u64;
+        if let Some(samples) = devices.as_mut().and_then(|d| d.push(at_us, &frame)) {
+            // A device's frame: its driver's values, never the fcan observer's guess.
+            for s in samples {
+                let Ok(value) = fcan_master::value::unpack_message(&s.fields, &s.bytes) else {
+                    continue;
+                };
+                device_samples += 1;
+                if args.topic.is_empty() || args.topic.contains(&s.topic) {
+                    let line = SampleView {
+                        topic: s.topic,
+                        t: record.timestamp.as_secs_f64(),
+                        value,
+                    };
+                    serde_json::to_writer(&mut out, &line)
+                        .map_err(|e| CliError::Io(e.to_string()))?;
+                    out.write_all(b"\n")?;
+                }
+            }
+            continue;
+        }
         observer.push(&frame, at_us, &mut |o| seen.push(o));
         if let Some(rec) = &mut mcap {
             rec.frame(&frame, at_ns).map_err(mcap_err)?;
@@ -148,12 +175,41 @@ pub fn decode(
     }
     let st = observer.stats();
     summary(&st, bad_lines, other_entries, notes)?;
-    if st.samples == 0 && st.data_frames > 0 {
+    if devices.is_some() {
+        writeln!(
+            notes,
+            "fcan decode: {device_samples} values from devices' frames"
+        )?;
+    }
+    if st.samples == 0 && st.data_frames > 0 && device_samples == 0 {
         return Err(CliError::Usage(
             "no value could be decoded from this capture (see above)".into(),
         ));
     }
     Ok(())
+}
+
+/// The drivers of `--device` and `--bus-file`, or `None` without either.
+fn device_decoder(args: &DecodeArgs) -> Result<Option<fcan_drivers::decode::Decoder>, CliError> {
+    let mut specs = Vec::new();
+    for d in &args.devices {
+        specs.push(
+            fcan_drivers::spec::DeviceSpec::parse(d).map_err(|e| CliError::Usage(e.to_string()))?,
+        );
+    }
+    if let Some(f) = &args.bus_file {
+        specs.extend(
+            fcan_drivers::spec::BusFile::read(f)
+                .map_err(|e| CliError::Usage(e.to_string()))?
+                .devices,
+        );
+    }
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let devices =
+        fcan_drivers::spec::devices(&specs).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(Some(fcan_drivers::decode::Decoder::new(devices)))
 }
 
 fn mcap_err(e: crate::mcap_file::Error) -> CliError {

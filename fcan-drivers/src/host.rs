@@ -181,6 +181,11 @@ impl DeviceHost {
             .map(|h| h.dev.driver())
     }
 
+    /// Frames waiting: (for the bus, for the master). Never above [`QUEUE_LIMIT`] each.
+    pub fn queued(&self) -> (usize, usize) {
+        (self.to_bus.len(), self.to_master.len())
+    }
+
     /// The host's counters.
     pub fn stats(&self) -> HostStats {
         self.stats

@@ -6,6 +6,7 @@
 //! | module | idea |
 //! |---|---|
 //! | [`device`] | the driver contract: a device, sans I/O |
+//! | [`decode`] | devices' frames decoded offline, with no master (`fcan decode --device`) |
 //! | [`message`] | a device's fcan messages by field name, laid out by fcan-core |
 //! | [`host`] | every device as an fcan node run by the firmware's runtime; the routing |
 //! | [`link`] | the I/O shell: a `Transport` around the real link |
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod decode;
 pub mod device;
 pub mod host;
 pub mod link;

@@ -148,6 +148,10 @@ impl<T: Transport> Transport for DeviceLink<T> {
                         if !self.host.from_bus(at, &rx.frame) {
                             return Ok(rx);
                         }
+                        // The device's node publishes what this frame said before the
+                        // next frame is taken: one sample per device frame, none merged.
+                        let now = self.now();
+                        self.host.poll(now);
                     }
                     Err(e) => {
                         if e.is_bus_event() {

@@ -2,6 +2,7 @@
 //! printed story checked step by step — activation, driving (the wheels reach their
 //! commanded velocity), the pulled node's fault within the feedback timeout, the
 //! bounded safe stop, re-provisioning, the fault cleared, driving again, deactivation.
+//! The same with the right wheel a RobStride driven by fcan's device driver (issue 24).
 //! And a configuration with a typo fails before the loop starts, naming the field.
 
 use std::process::Command;
@@ -34,9 +35,17 @@ fn number_after(line: &str, key: &str) -> f64 {
 
 #[test]
 fn drives_faults_on_a_pulled_node_and_recovers() {
-    for bus in [&[][..], &["--classic"][..]] {
+    // The right wheel an fcan board on CAN FD and Classical CAN, then a RobStride
+    // (driven by fcan's device driver beside the board on the left).
+    let runs: [(&[&str], &str); 3] = [
+        (&[], "motor_driver2"),
+        (&["--classic"], "motor_driver2"),
+        (&["--right", "robstride", "--classic"], "robstride2"),
+    ];
+    for (bus, right) in runs {
         let mut args = vec!["--drive", "3"];
         args.extend_from_slice(bus);
+        let pulling = format!("-- pulling {right} off the bus --");
         let (ok, out, err) = diffdrive(&args);
         assert!(ok, "diffdrive {args:?} failed:\n{out}\n{err}");
         let at = |needle: &str| {
@@ -44,9 +53,9 @@ fn drives_faults_on_a_pulled_node_and_recovers() {
                 .unwrap_or_else(|| panic!("`{needle}` missing from:\n{out}"))
         };
         // The story, in order.
-        let steps = [
+        let steps: [&str; 9] = [
             "active in",
-            "-- pulling motor_driver2 off the bus --",
+            &pulling,
             "fault detected",
             "FAULT: state right_wheel/",
             "safe stop done: 10 safe batches sent",

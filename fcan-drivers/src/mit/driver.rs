@@ -274,10 +274,12 @@ impl Device for Mit {
         let v: Vec<f64> = self.msgs.cmd.iter().map(|s| s.get(bytes)).collect();
         if v.iter().any(|x| !x.is_finite()) {
             self.refused += 1;
-            io.note(format!(
-                "{}: a mit command with a non-finite value was not sent",
-                self.describe()
-            ));
+            if self.refused == 1 {
+                io.note(format!(
+                    "{}: a mit command with a non-finite value was not sent (said once; counted)",
+                    self.describe()
+                ));
+            }
             return;
         }
         let cmd = Command {

@@ -14,7 +14,9 @@
 //! - **parameters** the master sets are written (type 18) at once and again whenever the
 //!   motor comes back: `run_mode` and the limits live in its RAM. The master does that
 //!   part: a motor that comes back is a node that rebooted, re-provisioned with the
-//!   parameters the master set.
+//!   parameters the master set. A motor power-cycled faster than [`LOST_US`] is caught
+//!   another way: every parameter written is read back in turn with the status reads,
+//!   and a motor that no longer holds one has restarted — its node reboots the same way.
 //! - **services** answered when the motor's feedback confirms them (enable: mode 2;
 //!   stop: mode 0; clear_fault: no fault bits; set_zero: the next feedback), or with
 //!   `success: false` after [`CONFIRM_US`].
@@ -85,6 +87,11 @@ pub struct RobStride {
     last_heard: Option<u64>,
     next_probe: u64,
     next_status: u64,
+    /// Parameters written to the motor's RAM, by index, as written: read back in turn
+    /// to notice a motor that restarted between two status reads.
+    written: std::collections::BTreeMap<u16, [u8; 4]>,
+    /// The next of `written` to read back.
+    readback: usize,
     unwrap: Unwrap,
     temperature: f32,
     vbus: f32,
@@ -168,6 +175,8 @@ impl RobStride {
             last_heard: None,
             next_probe: 0,
             next_status: 0,
+            written: Default::default(),
+            readback: 0,
             unwrap: Unwrap::new(2.0 * ranges.position, UNWRAP_GAP_US),
             temperature: f32::NAN,
             vbus: f32::NAN,
@@ -420,6 +429,19 @@ impl Device for RobStride {
                 let v = f32::from_le_bytes(value);
                 match index {
                     VBUS => self.vbus = v,
+                    i if self.written.get(&i).is_some_and(|w| *w != value) => {
+                        // The motor no longer holds what was written: it restarted.
+                        // Its node reboots (the next answer boots it anew) and the
+                        // master writes the parameters again.
+                        io.note(format!(
+                            "{}: parameter {i:#06X} no longer holds what was written: the motor restarted",
+                            self.describe()
+                        ));
+                        self.written.clear();
+                        self.present = false;
+                        self.next_probe = now;
+                        self.unwrap.reset();
+                    }
                     MECH_POS => {
                         let l = &self.layout;
                         let mut buf = l.status.1.zeroed();
@@ -441,10 +463,12 @@ impl Device for RobStride {
             if v.iter().any(|x| !x.is_finite()) {
                 // Never quantize a NaN into a torque: refuse, counted.
                 self.refused += 1;
-                io.note(format!(
-                    "{}: a mit command with a non-finite value was not sent",
-                    self.describe()
-                ));
+                if self.refused == 1 {
+                    io.note(format!(
+                        "{}: a mit command with a non-finite value was not sent (said once; counted)",
+                        self.describe()
+                    ));
+                }
                 return;
             }
             let cmd = MotionCommand {
@@ -488,6 +512,7 @@ impl Device for RobStride {
             };
             if let Some(v) = Self::value_bytes(*ty, &packed) {
                 io.send(wire::param_write(self.host, self.motor, *index, v));
+                self.written.insert(*index, v);
             }
         }
     }
@@ -555,6 +580,12 @@ impl Device for RobStride {
             if now >= self.next_status {
                 io.send(wire::param_read(self.host, self.motor, VBUS));
                 io.send(wire::param_read(self.host, self.motor, MECH_POS));
+                if !self.written.is_empty() {
+                    self.readback = (self.readback + 1) % self.written.len();
+                    if let Some(index) = self.written.keys().nth(self.readback) {
+                        io.send(wire::param_read(self.host, self.motor, *index));
+                    }
+                }
                 self.next_status = now + STATUS_US;
             }
         } else if now >= self.next_probe {

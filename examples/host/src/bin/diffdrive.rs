@@ -22,6 +22,10 @@
 //! ```sh
 //! cargo run --release -p fcan-examples --bin diffdrive
 //! ```
+//!
+//! `--right robstride` makes the right wheel a RobStride RS02 (simulated, CAN id 2)
+//! driven by fcan's robstride driver on the same bus (`config/diffdrive-robstride.yaml`,
+//! docs/drivers.md): the loop cannot tell, but for its units (rad, rad/s).
 
 use std::f64::consts::PI;
 use std::process::ExitCode;
@@ -29,6 +33,11 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use fcan_core::frame::Mtu;
+use fcan_drivers::robstride::model::Model;
+use fcan_drivers::robstride::sim::SimMotor;
+use fcan_drivers::sim::SimDevice;
+use fcan_drivers::spec::{devices, DeviceSpec};
+use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_examples::{motor_driver, run_node_shared};
 use fcan_master::cycle::{Cycle, CycleConfig, CycleError};
 use fcan_master::transport::sim::{SimBus, SimConfig};
@@ -37,6 +46,8 @@ use fcan_master::{Master, MasterApi, MasterOptions};
 
 /// The configuration this example ships with.
 const DEFAULT_CONFIG: &str = include_str!("../../config/diffdrive.yaml");
+/// The same with the right wheel a RobStride.
+const ROBSTRIDE_CONFIG: &str = include_str!("../../config/diffdrive-robstride.yaml");
 
 /// Wheel radius (m) and track width (m) of the imaginary base.
 const WHEEL_RADIUS: f64 = 0.05;
@@ -61,6 +72,19 @@ struct Args {
     /// Do not pull a node: drive, then deactivate.
     #[arg(long)]
     no_pull: bool,
+    /// What drives the right wheel: `board` (an fcan motor driver) or `robstride` (a
+    /// RobStride RS02 through fcan's device driver).
+    #[arg(long, value_name = "board|robstride", default_value = "board")]
+    right: Right,
+}
+
+/// The right wheel's motor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Right {
+    /// motor_driver2, an fcan board (rev, rev/s).
+    Board,
+    /// A RobStride RS02 with CAN id 2, node `robstride2` (rad, rad/s).
+    Robstride,
 }
 
 fn main() -> ExitCode {
@@ -85,6 +109,10 @@ fn load_config(args: &Args) -> Result<CycleConfig, String> {
             std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
             path.display().to_string(),
         ),
+        None if args.right == Right::Robstride => (
+            ROBSTRIDE_CONFIG.to_string(),
+            "config/diffdrive-robstride.yaml".into(),
+        ),
         None => (DEFAULT_CONFIG.to_string(), "config/diffdrive.yaml".into()),
     };
     let config: CycleConfig = serde_yaml_ng::from_str(&text).map_err(|e| format!("{name}: {e}"))?;
@@ -99,13 +127,29 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
     let _enter = rt.enter();
     let bus = SimBus::new(SimConfig::default());
     let _md1 = run_node_shared(bus.endpoint(mtu), motor_driver(1, 1, fd));
-    let md2 = run_node_shared(bus.endpoint(mtu), motor_driver(2, 1, fd));
-    let master = rt.block_on(Master::start(bus.endpoint(mtu), MasterOptions::default()))?;
+    let right = RightWheel::start(args.right, &bus, mtu);
+    let master = match args.right {
+        Right::Board => rt.block_on(Master::start(bus.endpoint(mtu), MasterOptions::default()))?,
+        Right::Robstride => {
+            let spec = DeviceSpec::parse("robstride:id=2,model=RS02")?;
+            let host = DeviceHost::new(mtu, devices(&[spec])?)?;
+            let link = DeviceLink::new(bus.endpoint(mtu), host)
+                .with_log(|line| println!("devices: {line}"));
+            rt.block_on(Master::start(link, MasterOptions::default()))?
+        }
+    };
     rt.block_on(master.wait_for_nodes(2, Duration::from_secs(5)))?;
-    println!("nodes running: motor_driver1, motor_driver2 ({mtu:?} bus)");
+    println!(
+        "nodes running: motor_driver1, {} ({mtu:?} bus)",
+        right.node()
+    );
     // Gains for the velocity loops; the master restores them after any reboot.
+    let boards: &[&str] = match args.right {
+        Right::Board => &["motor_driver1", "motor_driver2"],
+        Right::Robstride => &["motor_driver1"],
+    };
     rt.block_on(async {
-        for node in ["motor_driver1", "motor_driver2"] {
+        for node in boards {
             for (p, v) in [("kp", 0.05), ("ki", 1.0)] {
                 master
                     .param_set(&format!("{node}.motor0.velocity.{p}"), Value::Float(v))
@@ -129,17 +173,20 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
 
     // The loop's own thread: everything below is what a controller does.
     let pull = !args.no_pull;
+    let args_right = args.right;
     let drive = Duration::from_secs_f64(args.drive);
     let handle = rt.handle().clone();
     let master = master.clone();
     let old_boot = rt.block_on(boot_id(&master, 2))?;
+    let scale = right.revs_per_unit();
     let control = std::thread::spawn(move || -> Result<(), CycleError> {
         let t0 = Instant::now();
         handle.block_on(cycle.activate(Duration::from_secs(2)))?;
         println!("active in {:?}", t0.elapsed());
-        let mut base = Base::new(&cycle);
+        let mut base = Base::new(&cycle, scale);
 
-        let end = drive_for(&mut cycle, &mut base, drive, pull.then_some(&md2));
+        let pull_right = || right.pull();
+        let end = drive_for(&mut cycle, &mut base, drive, pull.then_some(&pull_right));
         match end {
             Ok(()) => {}
             Err(CycleError::Faulted(fault)) => {
@@ -152,13 +199,23 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
                 );
                 print_stats(&cycle);
 
-                println!("motor_driver2 comes back (a new boot) ...");
+                if args_right == Right::Robstride {
+                    // A motor whose cable came loose is gone once the driver has heard
+                    // nothing for LOST_US; one back sooner is caught when it no longer
+                    // holds a parameter the master wrote (docs/drivers.md).
+                    std::thread::sleep(
+                        Duration::from_micros(fcan_drivers::robstride::LOST_US)
+                            + Duration::from_millis(200),
+                    );
+                }
+                println!("{} comes back (a new boot) ...", right.node());
                 let _guard = handle.enter();
-                let _md2 = run_node_shared(bus.endpoint(mtu), motor_driver(2, 1, fd));
+                let _back = RightWheel::start(args_right, &bus, mtu);
                 let t1 = Instant::now();
                 handle.block_on(rebooted(&master, 2, old_boot))?;
                 println!(
-                    "motor_driver2 re-provisioned {:?} after its boot (listen window, announce, plan, gains restored by the master)",
+                    "{} re-provisioned {:?} after its boot (listen window, announce, plan, parameters restored by the master)",
+                    right.node(),
                     t1.elapsed()
                 );
                 let cleared = cycle.clear_fault();
@@ -170,9 +227,7 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
                 println!("active again");
                 // The new boot counts its wheel from zero: odometry restarts from here.
                 base.last = None;
-                drive_for::<_, fcan_example_motor_driver::MotorDriver>(
-                    &mut cycle, &mut base, drive, None,
-                )?;
+                drive_for(&mut cycle, &mut base, drive, None)?;
             }
             Err(e) => return Err(e),
         }
@@ -185,6 +240,55 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
         .join()
         .map_err(|_| "the control thread panicked")??;
     Ok(())
+}
+
+/// The right wheel's motor on the simulated bus: a board, or a simulated RobStride.
+enum RightWheel {
+    Board(fcan_examples::SharedNode<fcan_example_motor_driver::MotorDriver>),
+    Robstride(tokio::task::JoinHandle<()>),
+}
+
+impl RightWheel {
+    /// Boots it on `bus` (inside the runtime).
+    fn start(right: Right, bus: &SimBus, mtu: Mtu) -> RightWheel {
+        match right {
+            Right::Board => RightWheel::Board(run_node_shared(
+                bus.endpoint(mtu),
+                motor_driver(2, 1, mtu == Mtu::Fd),
+            )),
+            Right::Robstride => {
+                let motor: Box<dyn SimDevice> = Box::new(SimMotor::new(2, Model::Rs02));
+                RightWheel::Robstride(tokio::spawn(fcan_drivers::sim::run(
+                    bus.endpoint(mtu),
+                    vec![motor],
+                )))
+            }
+        }
+    }
+
+    fn node(&self) -> &'static str {
+        match self {
+            RightWheel::Board(_) => "motor_driver2",
+            RightWheel::Robstride(_) => "robstride2",
+        }
+    }
+
+    /// Revolutions per unit of its position (and velocity per unit of its velocity).
+    fn revs_per_unit(&self) -> f64 {
+        match self {
+            RightWheel::Board(_) => 1.0,
+            RightWheel::Robstride(_) => 1.0 / (2.0 * PI),
+        }
+    }
+
+    /// Off the bus, as if its cable came loose.
+    fn pull(&self) {
+        println!("-- pulling {} off the bus --", self.node());
+        match self {
+            RightWheel::Board(node) => node.stop(),
+            RightWheel::Robstride(task) => task.abort(),
+        }
+    }
 }
 
 /// Node `id`'s boot id as the master knows it.
@@ -218,6 +322,9 @@ async fn rebooted(master: &Master, id: u8, old: u32) -> Result<(), CycleError> {
 
 /// The base's state: which index is which, and odometry.
 struct Base {
+    /// Revolutions per unit of the right wheel's states and commands (1 for a board's
+    /// rev and rev/s, 1/2π for a RobStride's rad and rad/s).
+    right_scale: f64,
     left_pos: usize,
     right_pos: usize,
     left_vel: usize,
@@ -231,7 +338,7 @@ struct Base {
 }
 
 impl Base {
-    fn new<M: MasterApi>(cycle: &Cycle<M>) -> Base {
+    fn new<M: MasterApi>(cycle: &Cycle<M>, right_scale: f64) -> Base {
         let s = |n: &str| {
             cycle
                 .state_index(n)
@@ -243,6 +350,7 @@ impl Base {
                 .unwrap_or_else(|| panic!("no command {n} in the configuration"))
         };
         Base {
+            right_scale,
             left_pos: s("left_wheel/position"),
             right_pos: s("right_wheel/position"),
             left_vel: s("left_wheel/velocity"),
@@ -276,12 +384,13 @@ fn wheels(v: f64, w: f64) -> (f64, f64) {
     (to_rev(v - w * TRACK / 2.0), to_rev(v + w * TRACK / 2.0))
 }
 
-/// Drives for `time` at the cycle's period; with `pull`, pulls that node half way.
-fn drive_for<M: MasterApi, F>(
+/// Drives for `time` at the cycle's period; with `pull`, pulls the right wheel's motor
+/// off the bus half way.
+fn drive_for<M: MasterApi>(
     cycle: &mut Cycle<M>,
     base: &mut Base,
     time: Duration,
-    pull: Option<&fcan_examples::SharedNode<F>>,
+    pull: Option<&dyn Fn()>,
 ) -> Result<(), CycleError> {
     let period = cycle.period();
     let start = Instant::now();
@@ -295,10 +404,9 @@ fn drive_for<M: MasterApi, F>(
         if t >= time && pulled.is_none() {
             return Ok(());
         }
-        if let (Some(node), None) = (pull, pulled) {
+        if let (Some(pull), None) = (pull, pulled) {
             if t >= time / 2 {
-                println!("-- pulling motor_driver2 off the bus --");
-                node.stop();
+                pull();
                 pulled = Some(now);
             }
         }
@@ -311,8 +419,15 @@ fn drive_for<M: MasterApi, F>(
                 return Err(e);
             }
         };
-        let (lp, rp) = (states.value(base.left_pos), states.value(base.right_pos));
-        let (lv, rv) = (states.value(base.left_vel), states.value(base.right_vel));
+        let k = base.right_scale;
+        let (lp, rp) = (
+            states.value(base.left_pos),
+            k * states.value(base.right_pos),
+        );
+        let (lv, rv) = (
+            states.value(base.left_vel),
+            k * states.value(base.right_vel),
+        );
         base.odometry(lp, rp);
         // Forward at 0.3 m/s, then a left turn at 1 rad/s.
         let (v, w) = if t.as_secs_f64() % 2.0 < 1.0 {
@@ -322,7 +437,7 @@ fn drive_for<M: MasterApi, F>(
         };
         let (l, r) = wheels(v, w);
         commands[base.left_cmd] = l;
-        commands[base.right_cmd] = r;
+        commands[base.right_cmd] = r / k;
         cycle.write(&commands)?;
         if now - last_print >= Duration::from_millis(500) {
             last_print = now;
