@@ -32,6 +32,8 @@ Examples:
   fcan fake --schema md.yaml --node-id 3 \\
       --mirror 'motor*/target.value=motor*/feedback.position'
   fcan fake --schema schema.bin --node-id 5 --bus socketcan:vcan0
+  fcan fake --device robstride:id=1,model=RS03 --device mit:id=3   # simulated devices
+  fcan fake --bus socketcan:vcan0 --device robstride:id=1            # ... on SocketCAN
 
 --schema takes the YAML files of one node (merged as fcan-codegen merges them) or one
 schema blob (fcan-codegen's schema.bin). Each node announces, serves its blob, takes
@@ -46,7 +48,13 @@ a master owns it and serves it over Zenoh exactly as `fcan serve --bus sim` does
 `fcan --bus sim …` from any shell attaches (--listen picks the endpoint, by default
 tcp/127.0.0.1:7447). With --bus socketcan:IFACE the nodes are on that interface (FD
 when its MTU is 72) and a master elsewhere (`fcan serve`) provisions them. Progress on
-stderr; Ctrl-C stops.";
+stderr; Ctrl-C stops.
+
+--device runs a simulated off-the-shelf device that answers on the bus as the real one
+does (a RobStride motor, an MIT-mode motor; docs/drivers.md). On a simulated bus the
+master serving it drives these devices as `fcan serve --device` would, so they are
+nodes to every `fcan` command (`/robstride1/motor/feedback`); on SocketCAN, run
+`fcan serve --bus socketcan:IFACE --device …` with the same specs.";
 
 /// `fcan fake`: run fake nodes of a schema.
 #[derive(Parser, Debug, Clone)]

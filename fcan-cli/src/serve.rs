@@ -27,6 +27,12 @@ Examples:
   fcan serve --bus can0=socketcan:can0 --zenoh-config zenoh-tls.json5
   fcan serve --bus socketcan:can0 --foxglove 127.0.0.1:8765   # and for Foxglove/Lichtblick
   fcan serve --bus socketcan:can0 --ros2                       # and as ROS 2 topics (DDS)
+  fcan serve --bus socketcan:can0 --device robstride:id=1,model=RS03 --device mit:id=3
+  fcan serve --bus socketcan:can0 --bus-file robot.yaml        # devices: [{driver: …}]
+
+Off-the-shelf devices on the bus (--device, --bus-file; docs/drivers.md) are driven by
+the daemon and served as fcan nodes (`/robstride1/motor/feedback`, `fcan nodes` says
+`driver: robstride`), beside the fcan boards, to every program and face.
 
 Then, from any program on this machine (or another, with --listen): the key space
 fcan/<bus>/… (docs/remote.md), e.g. the status:  z_get -s 'fcan/*/status'.

@@ -19,6 +19,9 @@ use crate::host::{DeviceHost, Route};
 /// want of room (a wedged or overloaded bus).
 const RETRY_US: u64 = 2_000;
 
+/// Where the host's notes go.
+type Log = Box<dyn FnMut(&str) + Send>;
+
 /// A link with devices on it. See the [module docs](self).
 pub struct DeviceLink<T> {
     inner: T,
@@ -26,7 +29,7 @@ pub struct DeviceLink<T> {
     base: Instant,
     /// No sending to the bus before this (the link refused for want of room).
     hold_until: u64,
-    log: Option<Box<dyn FnMut(&str) + Send>>,
+    log: Option<Log>,
 }
 
 impl<T: Transport> DeviceLink<T> {

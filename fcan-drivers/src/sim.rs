@@ -35,10 +35,9 @@ pub async fn run<T: fcan_transport::Transport>(mut link: T, mut devices: Vec<Box
             }
         }
         for f in out.drain(..) {
-            match link.send(&f).await {
-                Err(TransportError::Closed) => return,
-                // A real device's frame is lost as well when its controller cannot send.
-                Err(_) | Ok(()) => {}
+            // Any other failure loses the frame, as a real device's controller would.
+            if let Err(TransportError::Closed) = link.send(&f).await {
+                return;
             }
         }
         let wake = devices.iter().filter_map(|d| d.poll_at()).min();

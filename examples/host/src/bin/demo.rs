@@ -28,6 +28,8 @@ use std::time::Duration;
 use clap::Parser;
 use fcan_cli::{describe_event, execute, Cli, Command, Output, StreamArgs, TopicCmd};
 use fcan_core::frame::Mtu;
+use fcan_drivers::spec::{devices, DeviceSpec};
+use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_examples::{io_board, motor_driver, run_node};
 use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
 use fcan_master::text::Untrusted;
@@ -71,6 +73,11 @@ struct Args {
     /// this machine only; docs/ros2.md).
     #[arg(long)]
     ros2: bool,
+    /// Also put a simulated off-the-shelf device on the bus and drive it as `fcan serve
+    /// --device` does: `robstride:id=10,model=RS03`, `mit:id=0x20` (docs/drivers.md).
+    /// It is a node like the boards (`/robstride10/motor/feedback`). Repeatable.
+    #[arg(long = "device", value_name = "DRIVER:KEYS")]
+    devices: Vec<String>,
 }
 
 /// Where the demo serves by default: loopback only, like `fcan serve`.
@@ -112,12 +119,34 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let _motors2 = run_node(bus.endpoint(mtu), motor_driver(2, 4, fd));
     let _io = run_node(bus.endpoint(mtu), io_board(3, fd));
 
-    let master = Master::start(bus.endpoint(mtu), MasterOptions::default()).await?;
+    let mut specs = Vec::new();
+    let mut sims = Vec::new();
+    for d in &args.devices {
+        let spec = DeviceSpec::parse(d)?;
+        let sim = spec.simulated()?;
+        println!(
+            "device: simulated {} (driven by the master)",
+            sim.describe()
+        );
+        sims.push(sim);
+        specs.push(spec);
+    }
+    let _devices =
+        (!sims.is_empty()).then(|| tokio::spawn(fcan_drivers::sim::run(bus.endpoint(mtu), sims)));
+    let master = if specs.is_empty() {
+        Master::start(bus.endpoint(mtu), MasterOptions::default()).await?
+    } else {
+        let host = DeviceHost::new(mtu, devices(&specs)?)?;
+        let link =
+            DeviceLink::new(bus.endpoint(mtu), host).with_log(|line| println!("devices: {line}"));
+        Master::start(link, MasterOptions::default()).await?
+    };
     let mut events = master.events();
     // Discovery and provisioning, as it happens.
     let started = tokio::time::Instant::now();
     let mut online = 0;
-    while online < 3 && started.elapsed() < Duration::from_secs(10) {
+    let expected = 3 + specs.len();
+    while online < expected && started.elapsed() < Duration::from_secs(10) {
         match tokio::time::timeout(Duration::from_millis(200), events.recv()).await {
             Ok(Ok(e)) => {
                 if matches!(e, fcan_master::engine::Event::Online { .. }) {
