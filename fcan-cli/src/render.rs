@@ -503,9 +503,11 @@ mod tests {
             "errors",
             "schema",
             "schema_source",
+            "driver",
         ];
         expected.sort();
         assert_eq!(keys, expected);
+        assert_eq!(n["driver"], serde_json::Value::Null, "an fcan board");
         assert_eq!(n["id"], 3);
         assert_eq!(n["state"], "running");
         assert_eq!(n["mode"], "fd_brs");

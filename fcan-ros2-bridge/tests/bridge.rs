@@ -791,3 +791,86 @@ async fn humbles_graph_has_24_byte_gids() {
         fcan_ros2_bridge::Distro::Jazzy
     );
 }
+
+/// A RobStride motor on the bus, driven by fcan's device driver (issue 24), is a ROS 2
+/// node like the boards: its topics and services come from the schema its driver ships,
+/// through the same code — nothing here or in the bridge knows a driver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driven_device_is_a_ros2_node_like_a_board() {
+    use fcan_drivers::robstride::{model::Model, sim::SimMotor};
+    use fcan_drivers::sim::SimDevice;
+    use fcan_drivers::spec::{devices, DeviceSpec};
+    use fcan_drivers::{DeviceHost, DeviceLink};
+
+    let mut w = World::new(Mtu::Classic);
+    w.add_motor(MD1, 2);
+    let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(SimMotor::new(10, Model::Rs03))];
+    let _sims = tokio::spawn(fcan_drivers::sim::run(w.endpoint(), sims));
+    let spec = DeviceSpec::parse("robstride:id=10,model=RS03").unwrap();
+    let host = DeviceHost::new(Mtu::Classic, devices(&[spec]).unwrap()).unwrap();
+    let m = w
+        .start_master_on(DeviceLink::new(w.endpoint(), host).with_log(|_| {}))
+        .await;
+    fcan_e2e::wait_running(&m, &[MD1, 10], Duration::from_secs(20)).await;
+    let dds = MemDds::default();
+    let bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
+    let routes = bridge.routes();
+    let fb = routes
+        .iter()
+        .find(|r| r.name == "/robstride10/motor/feedback")
+        .expect("the motor's feedback is a ROS 2 topic");
+    assert_eq!(fb.endpoint.topic, "rt/robstride10/motor/feedback");
+    assert_eq!(fb.origin, Origin::Generated, "{}", fb.ros_type);
+    assert!(
+        routes
+            .iter()
+            .any(|r| r.name == "/robstride10/motor/mit" && r.dir == DataDirection::M2s),
+        "the MIT command is a ROS 2 topic to subscribe from"
+    );
+    let services = bridge.services();
+    let enable = services
+        .iter()
+        .find(|s| s.name == "/robstride10/motor/enable")
+        .expect("enable is a ROS 2 service");
+    assert_eq!(enable.ros_type, "std_srvs/srv/Trigger");
+    // The motor's feedback reaches DDS as the master decodes it: enable, command, read.
+    let reply = m
+        .call(
+            "/robstride10/motor/enable",
+            fcan_master::value::Value::Struct(vec![]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.field("success"),
+        Some(&fcan_master::value::Value::Bool(true))
+    );
+    let mut rx = m.subscribe("/robstride10/motor/feedback").await.unwrap();
+    let cmd = fcan_master::value::Value::from_json_str(
+        r#"{"position": 0.5, "velocity": 0, "kp": 20, "kd": 1, "torque": 0}"#,
+    )
+    .unwrap();
+    m.publish("/robstride10/motor/mit", cmd).await.unwrap();
+    let seen = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("feedback")
+        .unwrap()
+        .value;
+    let topic = fb.endpoint.topic.clone();
+    settle("the bridge wrote the feedback", || {
+        dds.written
+            .lock()
+            .unwrap()
+            .get(&topic)
+            .is_some_and(|w| !w.is_empty())
+    })
+    .await;
+    let mut store = Interfaces::bundled();
+    let schema = m.schema(NodeId::new(10).unwrap()).await.unwrap().unwrap();
+    fcan_ros2::mapping::map_schema(&schema.schema, &mut store);
+    let written: Vec<_> = dds.written.lock().unwrap()[&topic]
+        .iter()
+        .map(|(b, _)| cdr::decode(&store, &fb.binding, &fb.fields, b).unwrap())
+        .collect();
+    assert!(written.contains(&seen), "{seen:?} not among {written:?}");
+}

@@ -321,3 +321,53 @@ fn bad_device_specs_name_the_key() {
     let e = devices(&twice).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("robstride motor 1"), "{e}");
 }
+
+/// Foxglove's channels of a driven device come from its schema through the same mapping
+/// a board's do: a JSON Schema with the fields, the service with its request and
+/// response — no driver-specific code in fcan-foxglove.
+#[tokio::test(start_paused = true)]
+async fn foxglove_channels_of_a_driven_device() {
+    let r = rig().await;
+    let registry = r.m.registry().await.unwrap();
+    let fb = registry
+        .topics
+        .iter()
+        .find(|t| t.name == "/robstride10/motor/feedback")
+        .expect("in the registry");
+    let spec = fcan_foxglove::mapping::channel_spec(fb);
+    let schema: serde_json::Value = serde_json::from_slice(&spec.schema).unwrap();
+    for field in [
+        "position",
+        "velocity",
+        "torque",
+        "temperature",
+        "mode",
+        "faults",
+    ] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "{field}: {schema}"
+        );
+    }
+    assert_eq!(spec.metadata["fcan.dir"], "s2m");
+    let mit = registry
+        .topics
+        .iter()
+        .find(|t| t.name == "/mit32/motor/mit")
+        .expect("in the registry");
+    assert_eq!(
+        fcan_foxglove::mapping::channel_spec(mit).metadata["fcan.dir"],
+        "m2s"
+    );
+    let enable = registry
+        .services
+        .iter()
+        .find(|s| s.name == "/robstride10/motor/enable")
+        .expect("a service");
+    let svc = fcan_foxglove::mapping::service_spec(enable);
+    let response: serde_json::Value = serde_json::from_slice(&svc.response.1).unwrap();
+    assert!(
+        response["properties"].get("success").is_some(),
+        "{response}"
+    );
+}

@@ -1,11 +1,16 @@
 //! The cycle API's cost and timing in real time (docs/performance.md, "Control loop"):
-//! a 1 kHz loop on its own thread over 16 joints (two example motor drivers with 8
-//! motors each, on the simulated CAN FD bus): 32 states (position, velocity), 16
-//! velocity commands. Prints the cycle statistics, and the cost of waking a parked
-//! tokio task from the loop's thread (what `write` pays to hand its batch over).
+//! a loop on its own thread over simulated motors, measured. By default 1 kHz over 16
+//! joints (two example motor drivers with 8 motors each, on the simulated CAN FD bus):
+//! 32 states (position, velocity), 16 velocity commands. `--motors robstride` drives
+//! simulated RobStride motors instead, through fcan's device driver (Classical CAN, as
+//! RobStride buses are; one MIT frame and one feedback frame per motor per cycle), for
+//! the side-by-side figures of docs/performance.md ("RobStride"). Prints the cycle
+//! statistics, the bus load, and the cost of waking a parked tokio task from the loop's
+//! thread (what `write` pays to hand its batch over).
 //!
 //! ```sh
 //! cargo run --release -p fcan-examples --bin cycle-bench -- --seconds 10
+//! cargo run --release -p fcan-examples --bin cycle-bench -- --motors robstride --joints 8 --rate 300 --classic
 //! ```
 
 use std::sync::Arc;
@@ -13,12 +18,17 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use fcan_core::frame::Mtu;
+use fcan_drivers::robstride::model::Model;
+use fcan_drivers::robstride::sim::SimMotor;
+use fcan_drivers::sim::SimDevice;
+use fcan_drivers::spec::{devices, DeviceSpec};
+use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_examples::{motor_driver, run_node_shared};
 use fcan_master::cycle::{Cycle, CycleConfig};
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::{Master, MasterOptions};
 
-/// fcan cycle-bench: a 1 kHz, 16-joint loop on the cycle API, measured.
+/// fcan cycle-bench: a control loop on the cycle API, measured.
 #[derive(Parser)]
 #[command(version)]
 struct Args {
@@ -28,6 +38,22 @@ struct Args {
     /// Loop rate.
     #[arg(long, default_value_t = 1000.0)]
     rate: f64,
+    /// The motors: `fcan` (example motor drivers, 8 motors each) or `robstride`
+    /// (simulated RobStride RS03s, CAN ids 1…, driven by fcan's device driver).
+    #[arg(long, value_name = "fcan|robstride", default_value = "fcan")]
+    motors: Motors,
+    /// How many joints (motors).
+    #[arg(long, default_value_t = 16)]
+    joints: u8,
+    /// Classical CAN (1 Mbit/s) instead of CAN FD.
+    #[arg(long)]
+    classic: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Motors {
+    Fcan,
+    Robstride,
 }
 
 fn main() {
@@ -38,31 +64,76 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     let _enter = rt.enter();
+    let mtu = if args.classic { Mtu::Classic } else { Mtu::Fd };
     let bus = SimBus::new(SimConfig::default());
-    let _md1 = run_node_shared(bus.endpoint(Mtu::Fd), motor_driver(1, 8, true));
-    let _md2 = run_node_shared(bus.endpoint(Mtu::Fd), motor_driver(2, 8, true));
-    let master = rt
-        .block_on(Master::start(
-            bus.endpoint(Mtu::Fd),
-            MasterOptions::default(),
-        ))
-        .expect("master");
-    rt.block_on(master.wait_for_nodes(2, Duration::from_secs(5)))
-        .expect("nodes");
     let mut config = CycleConfig::new(args.rate);
-    for node in ["motor_driver1", "motor_driver2"] {
-        for m in 0..8 {
-            let (j, t) = (format!("{node}_m{m}"), format!("/{node}/motor{m}"));
-            config = config
-                .state(&format!("{j}/position"), &format!("{t}/feedback.position"))
-                .state(&format!("{j}/velocity"), &format!("{t}/feedback.velocity"))
-                .command(
-                    &format!("{j}/velocity"),
-                    &format!("{t}/target{{type: 1}}.value"),
-                    0.0,
+    let mut boards = Vec::new();
+    let mut sims: Vec<Box<dyn SimDevice>> = Vec::new();
+    let mut specs = Vec::new();
+    match args.motors {
+        Motors::Fcan => {
+            let drivers = args.joints.div_ceil(8);
+            for d in 0..drivers {
+                let id = d + 1;
+                let here = (args.joints - d * 8).min(8);
+                boards.push(run_node_shared(
+                    bus.endpoint(mtu),
+                    motor_driver(id, here, mtu == Mtu::Fd),
+                ));
+                for m in 0..here {
+                    let (j, t) = (
+                        format!("md{id}_m{m}"),
+                        format!("/motor_driver{id}/motor{m}"),
+                    );
+                    config = config
+                        .state(&format!("{j}/position"), &format!("{t}/feedback.position"))
+                        .state(&format!("{j}/velocity"), &format!("{t}/feedback.velocity"))
+                        .command(
+                            &format!("{j}/velocity"),
+                            &format!("{t}/target{{type: 1}}.value"),
+                            0.0,
+                        );
+                }
+            }
+        }
+        Motors::Robstride => {
+            for id in 1..=args.joints {
+                sims.push(Box::new(SimMotor::new(id, Model::Rs03)));
+                specs.push(
+                    DeviceSpec::parse(&format!("robstride:id={id},model=RS03")).expect("spec"),
                 );
+                let (j, t) = (format!("rs{id}"), format!("/robstride{id}/motor"));
+                config = config
+                    .state(&format!("{j}/position"), &format!("{t}/feedback.position"))
+                    .state(&format!("{j}/velocity"), &format!("{t}/feedback.velocity"))
+                    .command(
+                        &format!("{j}/velocity"),
+                        &format!(
+                            "{t}/mit{{position: 0.0, kp: 0.0, kd: 2.0, torque: 0.0}}.velocity"
+                        ),
+                        0.0,
+                    )
+                    .enable(
+                        &format!("{t}/enable"),
+                        serde_json::json!({}),
+                        Some(serde_json::json!({"success": true})),
+                    );
+            }
         }
     }
+    let nodes = boards.len() + specs.len();
+    let _sims =
+        (!sims.is_empty()).then(|| rt.spawn(fcan_drivers::sim::run(bus.endpoint(mtu), sims)));
+    let master = if specs.is_empty() {
+        rt.block_on(Master::start(bus.endpoint(mtu), MasterOptions::default()))
+    } else {
+        let host = DeviceHost::new(mtu, devices(&specs).expect("devices")).expect("host");
+        let link = DeviceLink::new(bus.endpoint(mtu), host).with_log(|_| {});
+        rt.block_on(Master::start(link, MasterOptions::default()))
+    }
+    .expect("master");
+    rt.block_on(master.wait_for_nodes(nodes, Duration::from_secs(10)))
+        .expect("nodes");
     let mut cycle = rt
         .block_on(Cycle::configure(
             master.clone(),
@@ -70,8 +141,9 @@ fn main() {
             Duration::from_secs(5),
         ))
         .expect("configure");
-    rt.block_on(cycle.activate(Duration::from_secs(2)))
+    rt.block_on(cycle.activate(Duration::from_secs(5)))
         .expect("activate");
+    let bus_from = bus.now();
     let seconds = args.seconds;
     let handle = rt.handle().clone();
     let loop_thread = std::thread::spawn(move || {
@@ -100,6 +172,8 @@ fn main() {
         (cycle.stats(), cost)
     });
     let (s, mut cost) = loop_thread.join().expect("loop thread");
+    let bus_to = bus.now();
+    let load = bus.load(bus_from..bus_to);
     cost.sort();
     let pct = |q: f64| cost[((cost.len() - 1) as f64 * q) as usize];
 
@@ -126,8 +200,17 @@ fn main() {
     wake.sort();
 
     println!(
-        "cycle-bench: {} Hz, 16 joints (32 states, 16 commands), {seconds} s, CAN FD sim bus",
-        args.rate
+        "cycle-bench: {} Hz, {} joints ({} states, {} commands) on {}, {seconds} s, {} sim bus; bus load {:.1} %",
+        args.rate,
+        args.joints,
+        2 * u32::from(args.joints),
+        args.joints,
+        match args.motors {
+            Motors::Fcan => "fcan motor drivers",
+            Motors::Robstride => "RobStride RS03s (fcan-drivers)",
+        },
+        if args.classic { "Classical CAN 1 Mbit/s" } else { "CAN FD" },
+        load * 100.0
     );
     println!(
         "  read+write per cycle: p50 {:?}  p99 {:?}  max {:?}",
