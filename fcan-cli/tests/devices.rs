@@ -146,7 +146,10 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         text(&o)
     );
 
-    // Commands move the motor: its feedback shows it.
+    // Commands move the motor: its feedback (one frame per command) shows it, to an echo
+    // running while the commands go out.
+    let echo = spawn_echo(&ep, "/robstride10/motor/feedback", 50);
+    std::thread::sleep(Duration::from_millis(500));
     let o = fcan(
         &ep,
         &[
@@ -161,19 +164,10 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = fcan(
-        &ep,
-        &[
-            "--json",
-            "topic",
-            "echo",
-            "/robstride10/motor/feedback",
-            "--count",
-            "1",
-        ],
-    );
+    let o = echo.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let v = &json_lines(&o)[0]["value"];
+    let samples = json_lines(&o);
+    let v = &samples.last().unwrap()["value"];
     let p = v["position"].as_f64().unwrap();
     assert!((p - 1.0).abs() < 0.1, "moved to 1 rad: {v}");
     assert_eq!(v["mode"], 2, "running: {v}");
@@ -188,6 +182,8 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         "{}",
         text(&o)
     );
+    let echo = spawn_echo(&ep, "/mit32/motor/feedback", 50);
+    std::thread::sleep(Duration::from_millis(500));
     let o = fcan(
         &ep,
         &[
@@ -202,22 +198,26 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = fcan(
-        &ep,
-        &[
-            "--json",
-            "topic",
-            "echo",
-            "/mit32/motor/feedback",
-            "--count",
-            "1",
-        ],
-    );
-    let v = &json_lines(&o)[0]["value"];
+    let o = echo.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let samples = json_lines(&o);
+    let v = &samples.last().unwrap()["value"];
     assert!(
         (v["position"].as_f64().unwrap() + 0.5).abs() < 0.1,
         "moved to -0.5 rad: {v}"
     );
+}
+
+/// `fcan topic echo TOPIC --json --count N` in the background, bounded to 30 s.
+fn spawn_echo(ep: &str, topic: &str, count: u32) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["--connect", ep, "--json", "topic", "echo", topic])
+        .args(["--count", &count.to_string(), "--timeout", "30"])
+        .env_remove("FCAN_BUS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 #[test]
