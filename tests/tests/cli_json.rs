@@ -144,8 +144,11 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
                 ("errors", T::Uint),
                 ("schema", T::OptStr),
                 ("schema_source", T::OptStr),
+                ("driver", T::OptStr),
             ],
         );
+        // Boards all: no driver presents them.
+        assert_eq!(n["driver"], Json::Null, "{n}");
         one_of("nodes.state", &n["state"], STATES);
         one_of("nodes.mode", &n["mode"], MODES);
         one_of(
