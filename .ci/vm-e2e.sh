@@ -11,6 +11,9 @@
 # about half the bus with random standard and extended frames.
 # `fake_vm` (fcan-e2e) runs `fcan fake` with the ancestor's motor-driver schema on vcan0,
 # owned by `fcan serve`, and drives it with `fcan` commands, at both MTUs.
+# `devices_vm` (fcan-examples) runs simulated RobStride and MIT devices (`fcan fake
+# --device`) beside the example boards, driven by `fcan serve --device`, with `fcan`
+# commands and a candump capture decoded by `fcan decode --device`, at both MTUs.
 # Exits non-zero if a build or either run fails, or if the test did not really run (it
 # prints "skipped: …" without FCAN_VM=1, which --nocapture lets through).
 set -euo pipefail
@@ -67,6 +70,13 @@ fibril="$root/../shared/compat/fibril"
 fibril_files=()
 for f in "$fibril"/*.yaml; do fibril_files+=(--file "$f"); done
 
+echo "==> building the devices_vm test binary (RobStride and MIT devices beside boards)"
+cargo test -p fcan-examples --test devices_vm --no-run
+devices_bin=$(cargo test -p fcan-examples --test devices_vm --no-run --message-format=json 2>/dev/null \
+  | grep -o '"executable":"[^"]*devices_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
+[[ -n $devices_bin && -x $devices_bin ]] || { echo "vm-e2e: devices_vm test binary not found" >&2; exit 1; }
+devices_bin=$(strip_copy "$devices_bin")
+
 status=0
 for mtu in 72 16; do
   echo "==> fake_fibril_node_on_vcan0 in the VM, vcan0 MTU $mtu"
@@ -80,6 +90,24 @@ for mtu in 72 16; do
     fi
   else
     echo "vm-e2e: fake_vm, MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+
+for mtu in 72 16; do
+  # `fcan fake --device` (a RobStride RS03, an MIT motor) and `fcan serve --device` beside
+  # the example boards, candump capturing; #[ignore]d on hosts without SocketCAN.
+  echo "==> devices_beside_boards_on_vcan0 in the VM, vcan0 MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" "${with[@]}" \
+      "$devices_bin" --ignored --exact devices_beside_boards_on_vcan0 --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if ! grep -q '^test result: ok\. 1 passed' "$log"; then
+      echo "vm-e2e: devices_vm, MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-e2e: devices_vm, MTU $mtu: FAILED" >&2
     status=1
   fi
   rm -f "$log"
