@@ -152,13 +152,24 @@ fn main() {
         let mut cost: Vec<Duration> = Vec::with_capacity((seconds * args.rate) as usize + 1);
         let start = Instant::now();
         let mut next = start;
+        let mut fault = None;
         while start.elapsed().as_secs_f64() < seconds {
             let t0 = Instant::now();
-            let v = cycle.read().expect("read").value(1);
+            // A loop the bus cannot carry faults (stale states): reported, not hidden.
+            let v = match cycle.read() {
+                Ok(s) => s.value(1),
+                Err(e) => {
+                    fault = Some((start.elapsed(), e));
+                    break;
+                }
+            };
             for (i, c) in commands.iter_mut().enumerate() {
                 *c = 0.5 + 0.1 * (i as f64) + 0.0 * v;
             }
-            cycle.write(&commands).expect("write");
+            if let Err(e) = cycle.write(&commands) {
+                fault = Some((start.elapsed(), e));
+                break;
+            }
             cost.push(t0.elapsed());
             next += period;
             let now = Instant::now();
@@ -169,9 +180,9 @@ fn main() {
             }
         }
         handle.block_on(cycle.deactivate()).expect("deactivate");
-        (cycle.stats(), cost)
+        (cycle.stats(), cost, fault)
     });
-    let (s, mut cost) = loop_thread.join().expect("loop thread");
+    let (s, mut cost, fault) = loop_thread.join().expect("loop thread");
     let bus_to = bus.now();
     let load = bus.load(bus_from..bus_to);
     cost.sort();
@@ -212,6 +223,9 @@ fn main() {
         if args.classic { "Classical CAN 1 Mbit/s" } else { "CAN FD" },
         load * 100.0
     );
+    if let Some((at, e)) = &fault {
+        println!("  FAULTED after {at:?}: {e} (the figures below are up to the fault)");
+    }
     println!(
         "  read+write per cycle: p50 {:?}  p99 {:?}  max {:?}",
         pct(0.5),
