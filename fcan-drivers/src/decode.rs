@@ -73,11 +73,19 @@ impl Decoder {
         Decoder { devices }
     }
 
-    /// A frame of the capture at `at_us`: `None` when no device claims it (an fcan frame,
-    /// or foreign traffic), else the values it carried (possibly none: a reply that
-    /// carries no topic value).
+    /// A frame of the capture at `at_us`: `None` when it is no device's (an fcan frame, or
+    /// foreign traffic), else the values it carried (possibly none: a request to the
+    /// device, a reply that carries no topic value).
     pub fn push(&mut self, at_us: u64, frame: &Frame) -> Option<Vec<DecodedSample>> {
-        let d = self.devices.iter_mut().find(|d| d.dev.claims(frame))?;
+        let Some(d) = self.devices.iter_mut().find(|d| d.dev.claims(frame)) else {
+            // A request to a device (the bus owner's, or another tool's): its traffic,
+            // carrying no value of its node.
+            return self
+                .devices
+                .iter()
+                .any(|d| d.dev.owns(frame))
+                .then(Vec::new);
+        };
         let mut io = Io::default();
         d.dev.on_frame(at_us, frame, &mut io);
         Some(

@@ -97,6 +97,15 @@ pub trait Device: Send {
     /// Whether `frame`, received from the bus, is this device's (it is then given to
     /// [`on_frame`](Self::on_frame) and to nobody else).
     fn claims(&self, frame: &Frame) -> bool;
+    /// Whether `frame` is this device's traffic at all: what it answers ([`claims`]) and
+    /// what is sent to it (by this host or another tool on the bus). Such frames never
+    /// reach the master — vendor identifiers can look like fcan ones — and `fcan decode`
+    /// does not take them for fcan traffic. Default: what it claims.
+    ///
+    /// [`claims`]: Self::claims
+    fn owns(&self, frame: &Frame) -> bool {
+        self.claims(frame)
+    }
     /// A frame this device claimed.
     fn on_frame(&mut self, now: u64, frame: &Frame, io: &mut Io);
     /// A command topic of its node received a value (`bytes`, packed).

@@ -388,3 +388,47 @@ fn can_timeout_drops_to_reset_mode() {
 fn describe_names_model_and_id() {
     assert_eq!(rs03().describe(), "robstride RS03 id 127");
 }
+
+/// What the driver takes off the bus: the motor's answers and the requests sent to it —
+/// never an fcan configuration frame whose bits happen to look like a RobStride one.
+#[test]
+fn the_driver_owns_its_motors_traffic_and_no_fcan_frame() {
+    use fcan_core::frame::{CanId, Frame};
+    use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
+    use fcan_drivers::robstride::wire;
+    use fcan_drivers::spec::DeviceSpec;
+
+    let dev = DeviceSpec::parse("robstride:id=5,model=RS03").unwrap().device().unwrap();
+    let host = wire::DEFAULT_HOST_ID;
+    // Requests to motor 5 (this host's or another tool's) and its answers.
+    for f in [
+        wire::get_id(host, 5),
+        wire::enable(host, 5),
+        wire::param_read(0x00, 5, 0x7019),
+        wire::param_write(host, 5, 0x7005, [2, 0, 0, 0]),
+        wire::active_report(host, 5, true),
+    ] {
+        assert!(dev.owns(&f), "{f:?}");
+        assert!(!dev.claims(&f), "a request is not an answer: {f:?}");
+    }
+    assert!(!dev.owns(&wire::enable(host, 6)), "another motor's");
+    // fcan configuration frames with every opcode RobStride's high types alias
+    // (HEARTBEAT 17, START 18, RESULT 22, FRAME_DEFINE 24), segment index 5 = the motor's
+    // id, to and from nodes 1..=0x7E: none is the motor's.
+    for op in [Opcode::Heartbeat, Opcode::Start, Opcode::Result, Opcode::FrameDefine] {
+        for dir in [Direction::ToNode, Direction::ToMaster] {
+            for node in 1..=0x7E {
+                let id = ConfigId {
+                    opcode: op,
+                    dir,
+                    node: NodeId::new(node).unwrap(),
+                    transfer: 0,
+                    eot: false,
+                    segment: 5,
+                };
+                let f = Frame::classic(CanId::Extended(id.to_raw()), &[0; 8]).unwrap();
+                assert!(!dev.owns(&f) && !dev.claims(&f), "{op:?} {dir:?} node {node}");
+            }
+        }
+    }
+}

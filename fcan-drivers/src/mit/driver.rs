@@ -240,6 +240,11 @@ impl Device for Mit {
         wire::decode_reply(frame, self.layout, &self.ranges).is_some_and(|fb| self.mine(fb.motor))
     }
 
+    fn owns(&self, frame: &Frame) -> bool {
+        // Its replies, and every frame sent to its id (commands and mode changes).
+        self.claims(frame) || frame.id() == CanId::Standard(self.id)
+    }
+
     fn on_frame(&mut self, _now: u64, frame: &Frame, io: &mut Io) {
         let Some(fb) = wire::decode_reply(frame, self.layout, &self.ranges) else {
             return;

@@ -409,6 +409,34 @@ impl Device for RobStride {
         }
     }
 
+    fn owns(&self, frame: &Frame) -> bool {
+        if self.claims(frame) {
+            return true;
+        }
+        // A request to this motor: addressed to it. Type 1 carries the torque where the
+        // others carry the sender's id, so only the destination tells. Types 16 and up
+        // set bit 28, as fcan's configuration plane does: they must also have bits 23–16
+        // clear (a request's), or fcan frames to and from nodes other than 0 whose
+        // segment index happens to equal the motor's id would be taken.
+        RsId::of(frame).is_some_and(|id| {
+            id.dest == self.motor
+                && (id.comm < 16 || id.data >> 8 == 0)
+                && matches!(
+                    id.comm,
+                    wire::COMM_GET_ID
+                        | wire::COMM_MOTION
+                        | wire::COMM_ENABLE
+                        | wire::COMM_STOP
+                        | wire::COMM_SET_ZERO
+                        | wire::COMM_SET_ID
+                        | wire::COMM_PARAM_READ
+                        | wire::COMM_PARAM_WRITE
+                        | wire::COMM_SAVE
+                        | wire::COMM_ACTIVE_REPORT
+                )
+        })
+    }
+
     fn on_frame(&mut self, now: u64, frame: &Frame, io: &mut Io) {
         let Some(reply) = wire::decode(frame, &self.ranges) else {
             return;
