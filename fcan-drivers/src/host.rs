@@ -235,13 +235,13 @@ impl DeviceHost {
     /// A frame from the bus, at `now`. Returns `true` when it is a device's (answered by
     /// it, or sent to it: it goes no further); `false`: the master takes it.
     pub fn from_bus(&mut self, now: u64, frame: &Frame) -> bool {
-        if !self.hosted.iter().any(|h| h.dev.claims(frame)) {
-            if self.hosted.iter().any(|h| h.dev.owns(frame)) {
-                // Sent to a device by someone else on the bus: the device's traffic, not
-                // the master's.
-                self.stats.claimed += 1;
-                return true;
-            }
+        if !self.hosted.iter().any(|h| h.dev.claims(frame))
+            && self.hosted.iter().any(|h| h.dev.owns(frame))
+        {
+            // Sent to a device by someone else on the bus: the device's traffic, not the
+            // master's.
+            self.stats.claimed += 1;
+            return true;
         }
         let Some(i) = self.hosted.iter().position(|h| h.dev.claims(frame)) else {
             // An fcan node speaking with a device node's id: let that node see it, so

@@ -398,7 +398,10 @@ fn the_driver_owns_its_motors_traffic_and_no_fcan_frame() {
     use fcan_drivers::robstride::wire;
     use fcan_drivers::spec::DeviceSpec;
 
-    let dev = DeviceSpec::parse("robstride:id=5,model=RS03").unwrap().device().unwrap();
+    let dev = DeviceSpec::parse("robstride:id=5,model=RS03")
+        .unwrap()
+        .device()
+        .unwrap();
     let host = wire::DEFAULT_HOST_ID;
     // Requests to motor 5 (this host's or another tool's) and its answers.
     for f in [
@@ -415,7 +418,12 @@ fn the_driver_owns_its_motors_traffic_and_no_fcan_frame() {
     // fcan configuration frames with every opcode RobStride's high types alias
     // (HEARTBEAT 17, START 18, RESULT 22, FRAME_DEFINE 24), segment index 5 = the motor's
     // id, to and from nodes 1..=0x7E: none is the motor's.
-    for op in [Opcode::Heartbeat, Opcode::Start, Opcode::Result, Opcode::FrameDefine] {
+    for op in [
+        Opcode::Heartbeat,
+        Opcode::Start,
+        Opcode::Result,
+        Opcode::FrameDefine,
+    ] {
         for dir in [Direction::ToNode, Direction::ToMaster] {
             for node in 1..=0x7E {
                 let id = ConfigId {
@@ -427,7 +435,10 @@ fn the_driver_owns_its_motors_traffic_and_no_fcan_frame() {
                     segment: 5,
                 };
                 let f = Frame::classic(CanId::Extended(id.to_raw()), &[0; 8]).unwrap();
-                assert!(!dev.owns(&f) && !dev.claims(&f), "{op:?} {dir:?} node {node}");
+                assert!(
+                    !dev.owns(&f) && !dev.claims(&f),
+                    "{op:?} {dir:?} node {node}"
+                );
             }
         }
     }
