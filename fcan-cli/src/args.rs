@@ -60,6 +60,16 @@ pub struct Cli {
     /// opens the bus itself, discovers the nodes, runs the command and exits.
     #[arg(long, global = true)]
     pub no_daemon: bool,
+    /// An off-the-shelf device on the bus (`robstride:id=1,model=RS03`, `mit:id=3`;
+    /// docs/drivers.md), repeatable: a one-shot master drives it as `fcan serve --device`
+    /// does, and `fcan decode` decodes its frames with its driver. (A daemon drives its
+    /// own devices: give them to `fcan serve`.)
+    #[arg(long = "device", global = true, value_name = "DRIVER:KEYS")]
+    pub devices: Vec<String>,
+    /// A YAML bus file listing devices (`devices: [{driver: robstride, id: 1}, …]`), as
+    /// `fcan serve --bus-file` takes it.
+    #[arg(long = "bus-file", global = true, value_name = "FILE")]
+    pub bus_file: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -186,14 +196,6 @@ pub struct DecodeArgs {
     /// Only this topic (repeatable; JSON lines only — an MCAP file keeps every topic).
     #[arg(long, value_name = "NAME")]
     pub topic: Vec<String>,
-    /// An off-the-shelf device on the captured bus, as `fcan serve --device` drove it
-    /// (`robstride:id=1,model=RS03`): its frames are decoded by its driver into the topics
-    /// of its node. Repeatable (docs/drivers.md).
-    #[arg(long = "device", value_name = "DRIVER:KEYS")]
-    pub devices: Vec<String>,
-    /// A bus file listing the devices (as `fcan serve --bus-file`).
-    #[arg(long = "bus-file", value_name = "FILE")]
-    pub bus_file: Option<PathBuf>,
 }
 
 /// Limits for commands that stream.

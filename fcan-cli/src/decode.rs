@@ -24,6 +24,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// `out`, progress and the summary to `notes`.
 pub fn decode(
     args: &DecodeArgs,
+    devices: &[fcan_drivers::spec::DeviceSpec],
     store: Option<Box<dyn BlobStore>>,
     out: &mut dyn Write,
     notes: &mut dyn Write,
@@ -48,7 +49,7 @@ pub fn decode(
     };
     // One write per line would be one system call per value: buffer.
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
-    let mut devices = device_decoder(args)?;
+    let mut devices = device_decoder(devices)?;
     if devices.is_some() && args.mcap.is_some() {
         return Err(CliError::Usage(
             "--device with --mcap is not supported yet: decode devices to JSON lines".into(),
@@ -190,25 +191,13 @@ pub fn decode(
 }
 
 /// The drivers of `--device` and `--bus-file`, or `None` without either.
-fn device_decoder(args: &DecodeArgs) -> Result<Option<fcan_drivers::decode::Decoder>, CliError> {
-    let mut specs = Vec::new();
-    for d in &args.devices {
-        specs.push(
-            fcan_drivers::spec::DeviceSpec::parse(d).map_err(|e| CliError::Usage(e.to_string()))?,
-        );
-    }
-    if let Some(f) = &args.bus_file {
-        specs.extend(
-            fcan_drivers::spec::BusFile::read(f)
-                .map_err(|e| CliError::Usage(e.to_string()))?
-                .devices,
-        );
-    }
+fn device_decoder(
+    specs: &[fcan_drivers::spec::DeviceSpec],
+) -> Result<Option<fcan_drivers::decode::Decoder>, CliError> {
     if specs.is_empty() {
         return Ok(None);
     }
-    let devices =
-        fcan_drivers::spec::devices(&specs).map_err(|e| CliError::Usage(e.to_string()))?;
+    let devices = fcan_drivers::spec::devices(specs).map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(Some(fcan_drivers::decode::Decoder::new(devices)))
 }
 

@@ -127,10 +127,11 @@ pub async fn run_with(
     notes: &mut dyn Write,
 ) -> Result<(), CliError> {
     let o = Output { json: cli.json };
+    let devices = device_specs(&cli)?;
     if let Command::Decode(args) = &cli.command {
         // Offline: no bus, no daemon; the blob cache only for schemas the capture lacks.
         let store = (!cli.no_cache).then(|| blob_store(cli.cache_dir.as_deref()));
-        return decode::decode(args, store, out, notes);
+        return decode::decode(args, &devices, store, out, notes);
     }
     // A spec that names no bus is refused before any network or bus is touched.
     let asked = cli.bus.as_deref().map(attach::bus_name).transpose()?;
@@ -145,12 +146,14 @@ pub async fn run_with(
                 Some(b) => b.to_string(),
                 None => only_bus(&d, &cli.command)?,
             };
+            refuse_devices(&devices, &d)?;
             return on_daemon(&d, &bus, &cli.command, o, out).await;
         }
         if let Some(ep) = local_daemon {
             match attach::reach(ep, attach::PROBE_TIMEOUT).await {
                 Ok(d) => match asked_bus {
                     Some(bus) if usable(&d, bus, &cli.command) => {
+                        refuse_devices(&devices, &d)?;
                         return on_daemon(&d, bus, &cli.command, o, out).await;
                     }
                     Some(bus) => writeln!(
@@ -162,6 +165,7 @@ pub async fn run_with(
                     // it serves several (a one-shot master beside it would fight it).
                     None if !d.buses.is_empty() => {
                         let bus = only_bus(&d, &cli.command)?;
+                        refuse_devices(&devices, &d)?;
                         return on_daemon(&d, &bus, &cli.command, o, out).await;
                     }
                     None => writeln!(
@@ -181,7 +185,38 @@ pub async fn run_with(
         Some((_, spec)) => spec,
         None => attach::bus_name(attach::DEFAULT_BUS)?.1,
     };
-    one_shot(&cli, &spec, sim, out).await
+    one_shot(&cli, &spec, &devices, sim, out).await
+}
+
+/// The devices of `--device` and `--bus-file`, parsed (not yet configured).
+fn device_specs(cli: &Cli) -> Result<Vec<fcan_drivers::spec::DeviceSpec>, CliError> {
+    let usage = |e: fcan_drivers::spec::SpecError| CliError::Usage(e.to_string());
+    let mut specs = Vec::new();
+    for d in &cli.devices {
+        specs.push(fcan_drivers::spec::DeviceSpec::parse(d).map_err(usage)?);
+    }
+    if let Some(f) = &cli.bus_file {
+        specs.extend(fcan_drivers::spec::BusFile::read(f).map_err(usage)?.devices);
+    }
+    if !specs.is_empty() {
+        // Every key checked before a bus or a daemon is touched.
+        fcan_drivers::spec::devices(&specs).map_err(usage)?;
+    }
+    Ok(specs)
+}
+
+/// A daemon owns the bus and drives its own devices: `--device` cannot add any.
+fn refuse_devices(
+    devices: &[fcan_drivers::spec::DeviceSpec],
+    d: &attach::Daemon,
+) -> Result<(), CliError> {
+    if devices.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Daemon(format!(
+        "the fcan daemon at {} owns the bus and drives its own devices: give --device to `fcan serve`, or run a one-shot master with --no-daemon",
+        d.endpoint
+    )))
 }
 
 /// Whether `cmd` can run on daemon `d`: it serves `bus`, or the command is `monitor`,
@@ -317,10 +352,11 @@ fn blob_store(cache_dir: Option<&std::path::Path>) -> Box<dyn BlobStore> {
 async fn one_shot(
     cli: &Cli,
     spec: &str,
+    devices: &[fcan_drivers::spec::DeviceSpec],
     sim: Option<&SimBus>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref(), &[]).await?;
+    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref(), devices).await?;
     settle(&master, Duration::from_millis(cli.discover_ms)).await?;
     execute(&master, &cli.command, Output { json: cli.json }, out).await
 }

@@ -160,7 +160,14 @@ pub fn serve_argv(argv: &[OsString]) -> Option<Vec<OsString>> {
 /// `serve`, `fake`), `fcan NAME` then what followed it; otherwise `None`.
 pub(crate) fn own_argv(argv: &[OsString], name: &str) -> Option<Vec<OsString>> {
     // Global options that take a value (their value is not the subcommand).
-    const WITH_VALUE: [&str; 3] = ["--bus", "--cache-dir", "--discover-ms"];
+    const WITH_VALUE: [&str; 6] = [
+        "--bus",
+        "--cache-dir",
+        "--discover-ms",
+        "--connect",
+        "--device",
+        "--bus-file",
+    ];
     let mut i = 1;
     while i < argv.len() {
         let a = argv[i].to_str()?;

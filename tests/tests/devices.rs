@@ -371,3 +371,59 @@ async fn foxglove_channels_of_a_driven_device() {
         "{response}"
     );
 }
+
+/// `--device` on a one-shot command (no daemon): the command's own master drives the
+/// device (as `fcan record` and every other one-shot command would).
+#[tokio::test(start_paused = true)]
+async fn a_one_shot_command_drives_devices_too() {
+    use clap::Parser;
+    let mut w = World::new(Mtu::Classic);
+    w.add_motor(MD1, 2);
+    let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(SimMotor::new(RS, Model::Rs03))];
+    let _sims = tokio::spawn(fcan_drivers::sim::run(w.endpoint(), sims));
+    let cli = fcan_cli::Cli::try_parse_from([
+        "fcan",
+        "--bus",
+        "sim",
+        "--no-cache",
+        "--json",
+        "--device",
+        "robstride:id=10,model=RS03",
+        "nodes",
+    ])
+    .unwrap();
+    let (mut out, mut notes) = (Vec::new(), Vec::new());
+    fcan_cli::run_with(cli, Some(&w.bus), None, &mut out, &mut notes)
+        .await
+        .expect("the one-shot master runs");
+    let nodes: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |id: u64| nodes.iter().find(|n| n["id"] == id).cloned();
+    assert_eq!(
+        find(u64::from(RS)).unwrap()["driver"],
+        "robstride",
+        "{nodes:?}"
+    );
+    assert_eq!(
+        find(u64::from(MD1)).unwrap()["driver"],
+        serde_json::Value::Null
+    );
+    // A bad device is refused before the bus is opened.
+    let cli = fcan_cli::Cli::try_parse_from([
+        "fcan",
+        "--bus",
+        "sim",
+        "--device",
+        "robstride:id=10,colour=red",
+        "nodes",
+    ])
+    .unwrap();
+    let e = fcan_cli::run_with(cli, Some(&w.bus), None, &mut Vec::new(), &mut Vec::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`colour`"), "{e}");
+}
