@@ -326,3 +326,49 @@ pub fn devices(specs: &[DeviceSpec]) -> Result<Vec<Box<dyn Device>>, SpecError> 
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bus_file_lists_devices_and_its_errors_say_where() {
+        let f = BusFile::parse(
+            "robot.yaml",
+            "devices:\n  - { driver: robstride, id: 1, model: RS03, name: left_hip }\n  - { driver: mit, id: 0x10, layout: damiao, vmax: 30 }\n",
+        )
+        .unwrap();
+        assert_eq!(f.devices.len(), 2);
+        assert_eq!(f.devices[0].driver, "robstride");
+        assert_eq!(
+            f.devices[0].to_string(),
+            "robstride:id=1,model=RS03,name=left_hip"
+        );
+        // The same devices as the command line would give them.
+        let built = devices(&f.devices).unwrap();
+        assert_eq!(built[0].node_id().get(), 1);
+        assert_eq!(built[1].node_id().get(), 0x10);
+        assert_eq!(built[1].driver(), "mit");
+
+        let e = BusFile::parse("robot.yaml", "devices:\n  - { id: 1 }\n").unwrap_err();
+        assert!(e.0.contains("devices[0] has no `driver`"), "{e}");
+        let e =
+            BusFile::parse("robot.yaml", "devices:\n  - { driver: stepper, id: 1 }\n").unwrap_err();
+        assert!(
+            e.0.contains("robot.yaml: devices[0]") && e.0.contains("no driver `stepper`"),
+            "{e}"
+        );
+        let e = BusFile::parse("robot.yaml", "devices:\n  - [1, 2\n").unwrap_err();
+        assert!(e.0.starts_with("robot.yaml:"), "a position: {e}");
+        let e = BusFile::parse("robot.yaml", "device:\n  - { driver: mit, id: 1 }\n").unwrap_err();
+        assert!(e.0.contains("device"), "an unknown top-level key: {e}");
+        // A key the driver does not take is refused when the devices are configured.
+        let f = BusFile::parse(
+            "robot.yaml",
+            "devices:\n  - { driver: mit, id: 3, gain: 2 }\n",
+        )
+        .unwrap();
+        let e = devices(&f.devices).map(|_| ()).unwrap_err();
+        assert!(e.0.contains("`gain`") && e.0.contains("mit takes"), "{e}");
+    }
+}
