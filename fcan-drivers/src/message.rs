@@ -138,3 +138,41 @@ impl Slot {
             .map_or(f64::NAN, |s| s.as_f64())
     }
 }
+
+/// The five fields of an MIT command — `position`, `velocity`, `kp`, `kd`, `torque` — as
+/// every driver's `mit` topic carries them (RobStride's operation control, the generic
+/// MIT frame).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MitSlots([Slot; 5]);
+
+impl MitSlots {
+    /// The fields of `m`, a `mit` topic.
+    pub fn of(m: &Message) -> Result<MitSlots, Missing> {
+        Ok(MitSlots([
+            m.slot("position")?,
+            m.slot("velocity")?,
+            m.slot("kp")?,
+            m.slot("kd")?,
+            m.slot("torque")?,
+        ]))
+    }
+
+    /// The command in `bytes` as `[position, velocity, kp, kd, torque]`, or `None` when
+    /// a value is NaN or infinite: such a command must never be quantized into a frame
+    /// (a NaN would become whatever the vendor's float-to-integer mapping makes of it).
+    pub fn read(&self, bytes: &[u8]) -> Option<[f32; 5]> {
+        let v = self.0.map(|s| s.get(bytes) as f32);
+        v.iter().all(|x| x.is_finite()).then_some(v)
+    }
+}
+
+/// Counts a refused command and says so once (`refused` is the driver's counter): a
+/// stream of bad commands must not flood the log.
+pub fn refuse_once(refused: &mut u64, device: &str, what: &str, io: &mut crate::device::Io) {
+    *refused += 1;
+    if *refused == 1 {
+        io.note(format!(
+            "{device}: {what} was not sent (said once; every refusal is counted)"
+        ));
+    }
+}

@@ -111,3 +111,41 @@ fn device_nodes_frames_stay_off_the_bus() {
     }
     assert!(to_master > 0, "the device's node announced");
 }
+
+/// A command with a NaN or an infinity never becomes a frame (a NaN quantized is an
+/// arbitrary torque); a finite one becomes exactly one frame for the motor.
+#[test]
+fn a_non_finite_command_is_never_sent() {
+    use fcan_drivers::message::{Message, MitSlots};
+    use fcan_drivers::Io;
+    for spec in ["robstride:id=1,model=RS03", "mit:id=0x20"] {
+        let mut dev = DeviceSpec::parse(spec).unwrap().device().unwrap();
+        let schema = fcan_core::blob::decode(dev.blob()).unwrap();
+        let (topic, m) = Message::topic(&schema.types[0], "mit").unwrap();
+        let slots = ["position", "velocity", "kp", "kd", "torque"].map(|f| m.slot(f).unwrap());
+        let command = |values: [f64; 5]| {
+            let mut b = m.zeroed();
+            for (s, v) in slots.iter().zip(values) {
+                s.set(&mut b, v);
+            }
+            b
+        };
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            for field in 0..5 {
+                let mut v = [0.5, 0.0, 10.0, 1.0, 0.0];
+                v[field] = bad;
+                let mut io = Io::default();
+                dev.on_command(0, topic, &command(v), &mut io);
+                assert!(io.frames().is_empty(), "{spec}: {v:?} was sent");
+            }
+        }
+        let mut io = Io::default();
+        let good = command([0.5, 0.0, 10.0, 1.0, 0.0]);
+        assert_eq!(
+            MitSlots::of(&m).unwrap().read(&good),
+            Some([0.5, 0.0, 10.0, 1.0, 0.0])
+        );
+        dev.on_command(0, topic, &good, &mut io);
+        assert_eq!(io.frames().len(), 1, "{spec}");
+    }
+}

@@ -16,7 +16,7 @@ use fcan_core::id::NodeId;
 
 use super::wire::{self, Command, Layout, Ranges};
 use crate::device::{Device, Io, Served};
-use crate::message::{Message, Missing, Slot};
+use crate::message::{refuse_once, Message, Missing, MitSlots, Slot};
 use crate::spec::{DeviceSpec, SpecError};
 
 /// The schema the driver ships, compiled at build time.
@@ -34,7 +34,7 @@ struct Msgs {
     feedback: (u8, Message),
     fb: [Slot; 5],
     mit: u8,
-    cmd: [Slot; 5],
+    cmd: MitSlots,
     services: [u8; 3],
     response: Message,
     success: Slot,
@@ -183,13 +183,7 @@ impl Msgs {
             feedback.1.slot("error")?,
         ];
         let (mit, m) = Message::topic(ty, "mit")?;
-        let cmd = [
-            m.slot("position")?,
-            m.slot("velocity")?,
-            m.slot("kp")?,
-            m.slot("kd")?,
-            m.slot("torque")?,
-        ];
+        let cmd = MitSlots::of(&m)?;
         let services = [
             Message::service(ty, "enable")?,
             Message::service(ty, "disable")?,
@@ -276,23 +270,22 @@ impl Device for Mit {
         if topic != self.msgs.mit {
             return;
         }
-        let v: Vec<f64> = self.msgs.cmd.iter().map(|s| s.get(bytes)).collect();
-        if v.iter().any(|x| !x.is_finite()) {
-            self.refused += 1;
-            if self.refused == 1 {
-                io.note(format!(
-                    "{}: a mit command with a non-finite value was not sent (said once; counted)",
-                    self.describe()
-                ));
-            }
+        let Some([position, velocity, kp, kd, torque]) = self.msgs.cmd.read(bytes) else {
+            let who = self.describe();
+            refuse_once(
+                &mut self.refused,
+                &who,
+                "a mit command with a non-finite value",
+                io,
+            );
             return;
-        }
+        };
         let cmd = Command {
-            position: v[0] as f32,
-            velocity: v[1] as f32,
-            kp: v[2] as f32,
-            kd: v[3] as f32,
-            torque: v[4] as f32,
+            position,
+            velocity,
+            kp,
+            kd,
+            torque,
         };
         io.send(wire::command(self.id, &self.ranges, &cmd));
     }

@@ -29,7 +29,7 @@ use super::model::{self, Model, ParamType, IQ_REF, LOC_REF, MECH_POS, SPD_REF, V
 use super::unwrap::Unwrap;
 use super::wire::{self, Feedback, MotionCommand, Ranges, Reply, RsId};
 use crate::device::{Device, Io, Served};
-use crate::message::{Message, Missing, Slot};
+use crate::message::{refuse_once, Message, Missing, MitSlots, Slot};
 use crate::spec::{DeviceSpec, SpecError};
 
 /// The schema the driver ships, compiled at build time.
@@ -64,7 +64,7 @@ struct Layout {
     status: (u8, Message),
     status_slots: [Slot; 2],
     mit: u8,
-    mit_slots: [Slot; 5],
+    mit_slots: MitSlots,
     refs: [(u8, Slot, u16); 3],
     services: [u8; 4],
     response: Message,
@@ -324,13 +324,7 @@ impl Layout {
         let status = Message::topic(ty, "status")?;
         let status_slots = [status.1.slot("vbus")?, status.1.slot("mech_pos")?];
         let mit = Message::topic(ty, "mit")?;
-        let mit_slots = [
-            mit.1.slot("position")?,
-            mit.1.slot("velocity")?,
-            mit.1.slot("kp")?,
-            mit.1.slot("kd")?,
-            mit.1.slot("torque")?,
-        ];
+        let mit_slots = MitSlots::of(&mit.1)?;
         let reference =
             |topic: &str, field: &str, index: u16| -> Result<(u8, Slot, u16), Missing> {
                 let (t, m) = Message::topic(ty, topic)?;
@@ -487,24 +481,22 @@ impl Device for RobStride {
     fn on_command(&mut self, _now: u64, topic: u8, bytes: &[u8], io: &mut Io) {
         let l = &self.layout;
         if topic == l.mit {
-            let v: Vec<f64> = l.mit_slots.iter().map(|s| s.get(bytes)).collect();
-            if v.iter().any(|x| !x.is_finite()) {
-                // Never quantize a NaN into a torque: refuse, counted.
-                self.refused += 1;
-                if self.refused == 1 {
-                    io.note(format!(
-                        "{}: a mit command with a non-finite value was not sent (said once; counted)",
-                        self.describe()
-                    ));
-                }
+            let Some([position, velocity, kp, kd, torque]) = l.mit_slots.read(bytes) else {
+                let who = self.describe();
+                refuse_once(
+                    &mut self.refused,
+                    &who,
+                    "a mit command with a non-finite value",
+                    io,
+                );
                 return;
-            }
+            };
             let cmd = MotionCommand {
-                position: v[0] as f32,
-                velocity: v[1] as f32,
-                kp: v[2] as f32,
-                kd: v[3] as f32,
-                torque: v[4] as f32,
+                position,
+                velocity,
+                kp,
+                kd,
+                torque,
             };
             io.send(wire::motion(self.motor, &self.ranges, &cmd));
             return;
@@ -512,7 +504,13 @@ impl Device for RobStride {
         if let Some((_, slot, index)) = l.refs.iter().find(|(t, _, _)| *t == topic) {
             let v = slot.get(bytes) as f32;
             if !v.is_finite() {
-                self.refused += 1;
+                let who = self.describe();
+                refuse_once(
+                    &mut self.refused,
+                    &who,
+                    "a reference with a non-finite value",
+                    io,
+                );
                 return;
             }
             io.send(wire::param_write(
