@@ -302,6 +302,37 @@ impl BusFile {
     }
 }
 
+/// A device's schema: the blob its driver ships, with the node renamed to `name` (when
+/// given) and `adjust`ed (model-dependent bounds), validated by fcan-core's rules and
+/// encoded again. Returns the schema and its blob. `device` names it in errors.
+pub fn device_schema(
+    driver: &str,
+    shipped: &[u8],
+    device: &str,
+    name: Option<&str>,
+    adjust: impl FnOnce(&mut fcan_core::ir::Schema),
+) -> Result<(fcan_core::ir::Schema, Vec<u8>), SpecError> {
+    let mut schema = fcan_core::blob::decode(shipped)
+        .map_err(|e| SpecError(format!("the {driver} driver's schema: {e:?}")))?;
+    if let Some(n) = name {
+        schema.node = n.to_string();
+    }
+    adjust(&mut schema);
+    if let Some(e) = fcan_core::validate::validate(&schema).into_iter().next() {
+        return Err(SpecError(format!(
+            "{device}: name `{}` does not make a valid node: {e:?}",
+            schema.node
+        )));
+    }
+    if schema.types.is_empty() {
+        return Err(SpecError(format!(
+            "the {driver} driver's schema has no type"
+        )));
+    }
+    let blob = fcan_core::blob::encode(&schema);
+    Ok((schema, blob))
+}
+
 /// Every device of `specs`, configured; refuses a spec a driver refuses and two devices
 /// on one fcan node id (the error names both).
 pub fn devices(specs: &[DeviceSpec]) -> Result<Vec<Box<dyn Device>>, SpecError> {

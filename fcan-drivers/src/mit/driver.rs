@@ -70,29 +70,16 @@ impl Mit {
         node: NodeId,
         name: Option<&str>,
     ) -> Result<Mit, SpecError> {
-        let mut schema = fcan_core::blob::decode(BLOB)
-            .map_err(|e| SpecError(format!("the mit driver's schema: {e:?}")))?;
-        if let Some(n) = name {
-            schema.node = n.to_string();
-        }
-        if let Some(e) = fcan_core::validate::validate(&schema).into_iter().next() {
-            return Err(SpecError(format!(
-                "mit id {id}: name `{}` does not make a valid node: {e:?}",
-                schema.node
-            )));
-        }
-        let ty = schema
-            .types
-            .first()
-            .ok_or_else(|| SpecError("the mit driver's schema has no type".into()))?;
-        let msgs = Msgs::of(ty).map_err(missing)?;
+        let (schema, blob) =
+            crate::spec::device_schema("mit", BLOB, &format!("mit id {id}"), name, |_| {})?;
+        let msgs = Msgs::of(&schema.types[0]).map_err(missing)?;
         Ok(Mit {
             id,
             master,
             layout,
             ranges,
             node,
-            blob: fcan_core::blob::encode(&schema),
+            blob,
             msgs,
             pending: [None; 3],
             refused: 0,

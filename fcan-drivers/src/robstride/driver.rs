@@ -132,14 +132,10 @@ impl RobStride {
         node: NodeId,
         name: Option<&str>,
     ) -> Result<RobStride, SpecError> {
-        let mut schema = fcan_core::blob::decode(BLOB)
-            .map_err(|e| SpecError(format!("the robstride driver's schema: {e:?}")))?;
-        if let Some(n) = name {
-            schema.node = n.to_string();
-        }
+        let who = format!("robstride id {motor}");
         // The model's ranges bound what the motor takes.
-        if let Some(ty) = schema.types.first_mut() {
-            for p in &mut ty.params {
+        let bound = |schema: &mut fcan_core::ir::Schema| {
+            for p in schema.types.iter_mut().flat_map(|t| &mut t.params) {
                 let max = match p.name.as_str() {
                     "limit_torque" => ranges.torque,
                     "limit_spd" => ranges.velocity,
@@ -150,19 +146,9 @@ impl RobStride {
                     p.default = Scalar::F32(max);
                 }
             }
-        }
-        if let Some(e) = fcan_core::validate::validate(&schema).into_iter().next() {
-            return Err(SpecError(format!(
-                "robstride id {motor}: name `{}` does not make a valid node: {e:?}",
-                schema.node
-            )));
-        }
-        let ty = schema
-            .types
-            .first()
-            .ok_or_else(|| SpecError("the robstride driver's schema has no type".into()))?;
-        let layout = Layout::of(ty).map_err(missing)?;
-        let blob = fcan_core::blob::encode(&schema);
+        };
+        let (schema, blob) = crate::spec::device_schema("robstride", BLOB, &who, name, bound)?;
+        let layout = Layout::of(&schema.types[0]).map_err(missing)?;
         Ok(RobStride {
             motor,
             host,
