@@ -6,7 +6,8 @@
 # - fcan-transport knows nothing of the master;
 # - the Foxglove face (fcan-foxglove) compiles neither the CLI nor Zenoh;
 # - fcan-codegen's command takes the ROS 2 types without the master (ros-package);
-# - the ROS 2 bridge (fcan-ros2-bridge) compiles neither the CLI nor Zenoh.
+# - the ROS 2 bridge (fcan-ros2-bridge) compiles neither the CLI nor Zenoh;
+# - vendor/rustdds is the published RustDDS plus its one patch (vendor/check.sh).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 status=0
@@ -37,4 +38,8 @@ refuse 'fcan-master|clap|clap_builder' 'fcan-transport is below the master' -p f
 refuse 'clap|clap_builder|zenoh|fcan-remote|fcan-cli' 'the Foxglove face is a room of its own' -p fcan-foxglove -e normal
 refuse 'clap|clap_builder|zenoh|fcan-remote|fcan-cli|foxglove' 'the ROS 2 bridge is a room of its own' -p fcan-ros2-bridge -e normal
 refuse 'fcan-codegen|fcan-master|clap|clap_builder|zenoh' 'the fake-node library runs blobs: no codegen, no master, no CLI' -p fcan-fake -e normal
+# The vendored RustDDS is the published crate plus its one patch (vendor/README.md).
+if ! bash vendor/check.sh; then
+  status=1
+fi
 exit $status

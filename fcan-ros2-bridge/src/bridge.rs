@@ -19,7 +19,7 @@ use fcan_master::api::MasterApi;
 use fcan_master::engine::Event;
 use fcan_master::serving::{resync, running, NodeKey};
 use fcan_ros2::dynamic::{self, RosValue};
-use fcan_ros2::{cdr, Interfaces};
+use fcan_ros2::{cdr, rihs, Interfaces};
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
@@ -184,11 +184,17 @@ impl Ros2Bridge {
             .clone()
             .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan ros2: {line}")));
         // The graph writer: reliable, transient local, keep last 1, as rmw does it.
+        let store = graph::store_with_humble_graph();
         let graph = dds
             .writer(&Endpoint {
                 topic: graph::TOPIC.into(),
                 type_name: dds_type(graph::TYPE),
                 qos: crate::routes::STATE_QOS,
+                // Humble's graph type is another layout under the same name: no hash.
+                type_hash: match opts.distro {
+                    Distro::Jazzy => rihs::type_hash(&store, graph::TYPE).ok(),
+                    _ => None,
+                },
             })
             .map_err(|e| {
                 log(&format!(
@@ -202,7 +208,7 @@ impl Ros2Bridge {
             graph,
             dds,
             log,
-            store: Mutex::new(graph::store_with_humble_graph()),
+            store: Mutex::new(store),
             served: Mutex::new(BTreeMap::new()),
             resyncing: tokio::sync::Mutex::new(()),
             counters: Arc::new(Counters::default()),
@@ -456,10 +462,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         params: Arc<NodeParams>,
         gids: &mut NodeGids,
     ) -> Result<JoinHandle<()>, String> {
+        // rmw announces the service's hash on both of its endpoints.
+        let hash = rihs::type_hash(&lock(&self.store), ty).ok();
         let ep = |topic: String, ty: String| Endpoint {
             topic,
             type_name: dds_type(&ty),
             qos: SERVICE_QOS,
+            type_hash: hash,
         };
         let request_ty = format!("{ty}_Request");
         let response_ty = format!("{ty}_Response");

@@ -4,6 +4,7 @@
 
 use std::time::SystemTime;
 
+use fcan_ros2::rihs::TypeHash;
 use futures_util::stream::BoxStream;
 
 use crate::rpc::SampleId;
@@ -39,6 +40,11 @@ pub struct Endpoint {
     pub type_name: String,
     /// Its QoS.
     pub qos: Qos,
+    /// The ROS type's RIHS01 hash, announced in the endpoint's USER_DATA as rmw does
+    /// (REP-2011: [`crate::names::user_data`]), so ROS 2 tools see it
+    /// (`ros2 topic info -v`, rclpy's `get_publishers_info_by_topic`). `None`: not
+    /// announced, which ROS reports as an unknown hash.
+    pub type_hash: Option<TypeHash>,
 }
 
 /// Why DDS refused.

@@ -118,10 +118,13 @@ pub fn node_routes(
         let Some(st) = types.service(&bt.name, &decl.name) else {
             continue;
         };
+        // rmw announces the service's hash on both of its endpoints.
+        let hash = rihs::type_hash(store, &st.ros_type).ok();
         let ep = |topic: String, ty: String| Endpoint {
             topic,
             type_name: dds_type(&ty),
             qos: SERVICE_QOS,
+            type_hash: hash,
         };
         let base = sv.name.trim_start_matches('/');
         services.push(ServiceRoute {
@@ -148,8 +151,8 @@ pub fn node_routes(
         let Some(tt) = types.topic(&bt.name, &topic.name) else {
             continue;
         };
-        let type_hash =
-            rihs::type_hash(store, &tt.ros_type).map_or_else(|_| String::new(), |h| h.to_string());
+        let hash = rihs::type_hash(store, &tt.ros_type).ok();
+        let type_hash = hash.map_or_else(String::new, |h| h.to_string());
         routes.push(Route {
             name: t.name.clone(),
             dir: t.dir,
@@ -164,6 +167,7 @@ pub fn node_routes(
                     DataDirection::S2m => WRITER_QOS,
                     DataDirection::M2s => READER_QOS,
                 },
+                type_hash: hash,
             },
             binding: tt.binding.clone(),
             fields: topic.fields.clone(),

@@ -157,6 +157,16 @@ impl RustDds {
         }
     }
 
+    /// An endpoint's QoS: [`Self::qos`] and, where its type hash is known, the USER_DATA
+    /// that announces it.
+    fn endpoint_qos(e: &Endpoint) -> QosPolicies {
+        let q = Self::qos(e.qos);
+        match &e.type_hash {
+            Some(h) => q.with_user_data(crate::names::user_data(h)),
+            None => q,
+        }
+    }
+
     fn topic(&self, e: &Endpoint) -> Result<rustdds::Topic, DdsError> {
         self.participant
             .create_topic(
@@ -225,7 +235,7 @@ impl Dds for RustDds {
         let topic = self.topic(e)?;
         let w = self
             .publisher
-            .create_datawriter_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
+            .create_datawriter_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::endpoint_qos(e)))
             .map_err(|err| DdsError(format!("writer {}: {err}", e.topic)))?;
         let gid = w.guid().to_bytes();
         Ok(RustDdsWriter(Mutex::new(w), gid))
@@ -239,7 +249,7 @@ impl Dds for RustDds {
         let topic = self.topic(e)?;
         let r: DataReader<RawCdr, RawAdapter> = self
             .subscriber
-            .create_datareader_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::qos(e.qos)))
+            .create_datareader_no_key::<RawCdr, RawAdapter>(&topic, Some(Self::endpoint_qos(e)))
             .map_err(|err| DdsError(format!("reader {}: {err}", e.topic)))?;
         let gid = r.guid().to_bytes();
         let samples = r

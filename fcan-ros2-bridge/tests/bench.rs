@@ -90,6 +90,7 @@ async fn dds_child() {
                 topic: topic.clone(),
                 type_name: ty.to_string(),
                 qos: WRITER_QOS,
+                type_hash: None,
             })
             .unwrap();
         streams.push(r.samples);

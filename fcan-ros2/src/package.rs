@@ -134,7 +134,7 @@ impl InterfacePackage {
     fn cmake_lists(&self, listed: &[String]) -> String {
         let mut s = format!(
             "# {MARKER}. Written again on every run; edit the schemas instead.\n\
-             cmake_minimum_required(VERSION 3.8)\n\
+             cmake_minimum_required(VERSION 3.8...3.31)\n\
              project({})\n\n\
              find_package(ament_cmake REQUIRED)\n\
              find_package(rosidl_default_generators REQUIRED)\n\n\
