@@ -1,6 +1,7 @@
 //! Figures for docs/performance.md (ignored by default: it measures, it asserts no
 //! timing): a frame received by the master → its sample delivered by DDS to a RustDDS
-//! reader in **another process**, p50/p99, with the example nodes on the simulated bus.
+//! reader in **another process**, p50/p99, with the example nodes on the simulated bus;
+//! and the same span for RustDDS alone (`dds_baseline_figures`), which the bridge adds to.
 //! The latency is the reader's wall clock minus the sample's source timestamp, which the
 //! bridge sets to the time the frame reached the master (the Zenoh figures in
 //! `tests/tests/remote_bench.rs` measure the same span for the daemon's Zenoh path).
@@ -11,7 +12,8 @@
 //! ```sh
 //! unshare -n sh -c 'ip link set lo up && ip link set lo multicast on && \
 //!   ip route add 224.0.0.0/4 dev lo && \
-//!   cargo test --release -p fcan-ros2-bridge --test bench -- --ignored --nocapture --exact dds_figures'
+//!   cargo test --release -p fcan-ros2-bridge --test bench -- --ignored --nocapture --exact dds_figures && \
+//!   cargo test --release -p fcan-ros2-bridge --test bench -- --ignored --nocapture --exact dds_baseline_figures'
 //! ```
 
 use std::time::{Duration, SystemTime};
@@ -37,6 +39,68 @@ async fn dds_figures() {
     let mut opts = Ros2Options::default();
     opts.log = Some(std::sync::Arc::new(|_: &str| {}));
     let bridge = Ros2Bridge::start(master.clone(), dds, opts).await;
+    let text = run_child().await;
+    let s = bridge.stats();
+    println!(
+        "bridge: {} samples written to DDS, {} failed",
+        s.written, s.failed
+    );
+    for l in text.lines().filter(|l| l.starts_with("child")) {
+        println!("{l}");
+    }
+}
+
+/// The baseline of [`dds_figures`]: RustDDS alone, no master and no bridge. Writers of
+/// the same thirteen topics write samples stamped with the time of writing at the
+/// example nodes' rate (200 Hz each, ~2,600 samples/s) to the same reader process. What
+/// [`dds_figures`] measures beyond this is the bridge's (and the master's) share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run with --ignored --nocapture in a network namespace"]
+async fn dds_baseline_figures() {
+    let dds = RustDds::new(0, Range::Localhost).unwrap();
+    let writers: Vec<_> = bench_topics()
+        .iter()
+        .map(|(topic, ty)| {
+            dds.writer(&Endpoint {
+                topic: topic.clone(),
+                type_name: ty.to_string(),
+                qos: WRITER_QOS,
+                type_hash: None,
+            })
+            .unwrap()
+        })
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writing = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            // Any CDR will do: the reader only reads the source timestamp.
+            let cdr = [0u8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
+            let mut tick = tokio::time::interval(Duration::from_millis(5));
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tick.tick().await;
+                for w in &writers {
+                    w.write(&cdr, None, Some(SystemTime::now())).unwrap();
+                    n += 1;
+                }
+            }
+            n
+        })
+    };
+    let text = run_child().await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "baseline: {} samples written to DDS",
+        writing.await.unwrap()
+    );
+    for l in text.lines().filter(|l| l.starts_with("child")) {
+        println!("{l}");
+    }
+}
+
+/// Runs [`dds_child`] as another process and returns its output.
+async fn run_child() -> String {
     let secs: u64 = std::env::var("FCAN_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -48,28 +112,14 @@ async fn dds_figures() {
         .output()
         .await
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "child: {text}");
-    let s = bridge.stats();
-    println!(
-        "bridge: {} samples written to DDS, {} failed",
-        s.written, s.failed
-    );
-    for l in text.lines().filter(|l| l.starts_with("child")) {
-        println!("{l}");
-    }
+    text
 }
 
-/// The reader process of [`dds_figures`] (does nothing when run on its own): every
-/// motor feedback and the analog samples, for `FCAN_BENCH_SECS` after a 1 s warm-up.
-#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-#[ignore = "the child process of dds_figures"]
-async fn dds_child() {
-    if std::env::var("FCAN_BENCH_CHILD").is_err() {
-        return;
-    }
-    let secs: u64 = std::env::var("FCAN_BENCH_SECS").unwrap().parse().unwrap();
-    let dds = RustDds::new(0, Range::Localhost).unwrap();
+/// The topics the reader takes: every motor feedback and the analog samples of the
+/// example nodes.
+fn bench_topics() -> Vec<(String, &'static str)> {
     let mut topics: Vec<(String, &str)> = Vec::new();
     for (node, motors) in [("motor_driver1", 8), ("motor_driver2", 4)] {
         for m in 0..motors {
@@ -83,8 +133,21 @@ async fn dds_child() {
         "rt/io_board3/analog/samples".into(),
         "fcan_io_board_msgs::msg::dds_::AnalogSensorSamples_",
     ));
+    topics
+}
+
+/// The reader process of [`dds_figures`] (does nothing when run on its own): every
+/// motor feedback and the analog samples, for `FCAN_BENCH_SECS` after a 1 s warm-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+#[ignore = "the child process of dds_figures"]
+async fn dds_child() {
+    if std::env::var("FCAN_BENCH_CHILD").is_err() {
+        return;
+    }
+    let secs: u64 = std::env::var("FCAN_BENCH_SECS").unwrap().parse().unwrap();
+    let dds = RustDds::new(0, Range::Localhost).unwrap();
     let mut streams = Vec::new();
-    for (topic, ty) in &topics {
+    for (topic, ty) in &bench_topics() {
         let r = dds
             .reader(&Endpoint {
                 topic: topic.clone(),

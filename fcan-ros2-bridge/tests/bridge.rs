@@ -236,11 +236,14 @@ async fn what_is_written_is_the_masters_samples_in_cdr() {
         .map(|(b, _)| cdr::decode(&store, &route.binding, &route.fields, b).unwrap())
         .collect();
     // The master's samples are a run of what the bridge wrote (numbered by `sequence`).
-    let start = written
-        .iter()
-        .position(|v| v == &seen[0])
-        .expect("first sample written");
-    assert_eq!(&written[start..start + seen.len()], &seen[..]);
+    // Any run: a node restarted under load (a slow machine's master-lost timer) sends
+    // the same numbers and values again, so the first match may be an earlier run.
+    assert!(
+        written.windows(seen.len()).any(|w| w == &seen[..]),
+        "the {} samples the master delivered are not a run of the {} the bridge wrote",
+        seen.len(),
+        written.len()
+    );
     assert!(bridge.stats().written >= written.len() as u64);
 }
 
