@@ -19,8 +19,8 @@
 use std::time::{Duration, SystemTime};
 
 use fcan_core::frame::Mtu;
-use fcan_e2e::World;
-use fcan_ros2_bridge::dds::{Dds, Endpoint};
+use fcan_e2e::{wait_running, TakenAt, World, IO3, MD1, MD2};
+use fcan_ros2_bridge::dds::{Dds, DdsWriter, Endpoint};
 use fcan_ros2_bridge::routes::WRITER_QOS;
 use fcan_ros2_bridge::rustdds_backend::{Range, RustDds};
 use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
@@ -34,7 +34,15 @@ fn pct(v: &mut [Duration], p: f64) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: run with --ignored --nocapture in a network namespace"]
 async fn dds_figures() {
-    let (_w, master) = World::standard(Mtu::Fd).await;
+    // As World::standard, with the master's frames stamped when it takes them (as on
+    // SocketCAN), not at the simulated bus's end of frame, which a waiting receiver sees
+    // up to 1 ms late: the span measured is then the one the Zenoh figures measure.
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 8);
+    w.add_motor(MD2, 4);
+    w.add_io(IO3);
+    let master = w.start_master_on(TakenAt(w.endpoint())).await;
+    wait_running(&master, &[MD1, MD2, IO3], Duration::from_secs(3)).await;
     let dds = RustDds::new(0, Range::Localhost).unwrap();
     let mut opts = Ros2Options::default();
     opts.log = Some(std::sync::Arc::new(|_: &str| {}));

@@ -185,6 +185,33 @@ impl World {
     }
 }
 
+/// A transport that stamps each frame with the instant the master's engine took it
+/// (not the simulated bus's end of frame, which a waiting receiver sees up to 1 ms late,
+/// see `fcan_transport::sim`): the latency then measured is the daemon's own, as on
+/// SocketCAN, where the frame is stamped when `recvmmsg` returns it. The latency
+/// benchmarks measure from it (`remote_bench`, fcan-ros2-bridge's `bench`).
+pub struct TakenAt<T>(pub T);
+
+impl<T: fcan_transport::Transport> fcan_transport::Transport for TakenAt<T> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn mtu(&self) -> Mtu {
+        self.0.mtu()
+    }
+    async fn send(
+        &mut self,
+        frame: &fcan_core::frame::Frame,
+    ) -> Result<(), fcan_transport::TransportError> {
+        self.0.send(frame).await
+    }
+    async fn recv(&mut self) -> Result<fcan_transport::Received, fcan_transport::TransportError> {
+        let mut r = self.0.recv().await?;
+        r.at = fcan_transport::now();
+        Ok(r)
+    }
+}
+
 /// Polls `check` every millisecond of virtual time until it returns `Some`, for at most
 /// `bound`; panics naming `what` otherwise. Returns the value and the time it took.
 pub async fn eventually<T, F, Fut>(what: &str, bound: Duration, mut check: F) -> (T, Duration)

@@ -161,32 +161,6 @@ fn usage() -> Usage {
     }
 }
 
-/// A transport that stamps each frame with the instant the master's engine took it
-/// (not the simulated bus's end of frame, which a waiting receiver sees up to 1 ms late,
-/// see `fcan_transport::sim`): the latency then measured is the daemon's own, as on
-/// SocketCAN, where the frame is stamped when `recvmmsg` returns it.
-struct TakenAt<T>(T);
-
-impl<T: fcan_transport::Transport> fcan_transport::Transport for TakenAt<T> {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn mtu(&self) -> Mtu {
-        self.0.mtu()
-    }
-    async fn send(
-        &mut self,
-        frame: &fcan_core::frame::Frame,
-    ) -> Result<(), fcan_transport::TransportError> {
-        self.0.send(frame).await
-    }
-    async fn recv(&mut self) -> Result<fcan_transport::Received, fcan_transport::TransportError> {
-        let mut r = self.0.recv().await?;
-        r.at = fcan_transport::now();
-        Ok(r)
-    }
-}
-
 /// Serving samples, side by side in one run: a daemon (`Server`, simulated bus with the
 /// example firmwares: motor_driver1 with 8 motors, motor_driver2 with 4, io_board3) and a
 /// subscriber to `fcan/sim/topic/**` in a child process (this test binary again, running
