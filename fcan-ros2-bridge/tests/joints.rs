@@ -3,7 +3,8 @@
 //! `tests/bridge.rs`: JointState commands move the motors and the JointStates published
 //! follow their feedback; refused commands change nothing; the states come at about the
 //! configured rate; a node pulled latches a fault, the states stop and commands have no
-//! effect until `clear_fault` activates the loop again.
+//! effect until `clear_fault` activates the loop again; with a command timeout, silence
+//! stops the joints (their own watchdogs) until the next command.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -510,4 +511,54 @@ async fn a_pulled_node_latches_a_fault_and_commands_have_no_effect_until_cleared
     assert!((s.velocity[1] + 1.0).abs() < 0.3, "{:?}", s.velocity);
     assert!(count(&dds, STATES) > n, "states again");
     assert_eq!(joints.stats().activations, 2);
+}
+
+/// With a command timeout: commands that stop coming are no longer sent, the motor's
+/// own watchdog stops it, the loop stays active (states go on), and the next command
+/// resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_command_timeout_silence_stops_the_joints_until_the_next_command() {
+    let (w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let lines = Lines::default();
+    tune(&m, "motor_driver1").await;
+    tune(&m, "motor_driver2").await;
+    let mut opts = options(&lines);
+    opts.command_timeout = Some(Duration::from_millis(300));
+    let joints = JointsBridge::start(m.clone(), &dds, config(), opts).unwrap();
+    settle("the joints active", Duration::from_secs(10), || {
+        joints.status() == "active"
+    })
+    .await;
+    let feed = dds.feeds.lock().unwrap()[COMMANDS].clone();
+    stream(&feed, Duration::from_secs(1), || {
+        command(&["left_wheel"], &[], &[2.0])
+    })
+    .await;
+    assert!(axis_velocity(&w, MD1) > 1.5);
+    // Silence: after 300 ms the loop stops sending, 100 ms later the motor's watchdog
+    // stops it.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let v = axis_velocity(&w, MD1);
+    assert!(v.abs() < 0.1, "stopped by its watchdog: {v}");
+    assert_eq!(joints.status(), "active");
+    let n = count(&dds, STATES);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(count(&dds, STATES) > n + 10, "the states go on");
+    let log = lines.lock().unwrap().join("\n");
+    assert!(
+        log.contains("no command for 300ms: commands no longer sent"),
+        "{log}"
+    );
+    // The next command resumes.
+    stream(&feed, Duration::from_secs(1), || {
+        command(&["left_wheel"], &[], &[2.0])
+    })
+    .await;
+    assert!(axis_velocity(&w, MD1) > 1.5);
+    assert!(lines
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l == "commands resumed"));
 }
