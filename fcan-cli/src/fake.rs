@@ -302,6 +302,10 @@ pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
                 ros2_range: fcan_ros2_bridge::rustdds_backend::Range::Localhost,
                 ros2_rmw: None,
                 ros2_distro: None,
+                joints: None,
+                joints_states_topic: fcan_ros2_bridge::joints::DEFAULT_STATES_TOPIC.into(),
+                joints_commands_topic: fcan_ros2_bridge::joints::DEFAULT_COMMANDS_TOPIC.into(),
+                joints_command_timeout: None,
                 devices: cli.devices.clone(),
                 bus_files: Vec::new(),
             };

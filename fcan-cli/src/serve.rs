@@ -27,6 +27,7 @@ Examples:
   fcan serve --bus can0=socketcan:can0 --zenoh-config zenoh-tls.json5
   fcan serve --bus socketcan:can0 --foxglove 127.0.0.1:8765   # and for Foxglove/Lichtblick
   fcan serve --bus socketcan:can0 --ros2                       # and as ROS 2 topics (DDS)
+  fcan serve --bus socketcan:can0 --ros2 --joints robot.yaml   # and joint states for ros2_control
   fcan serve --bus socketcan:can0 --device robstride:id=1,model=RS03 --device mit:id=3
   fcan serve --bus socketcan:can0 --bus-file robot.yaml        # devices: [{driver: …}]
 
@@ -126,6 +127,77 @@ pub struct ServeCli {
     /// else jazzy.
     #[arg(long, value_name = "RELEASE", requires = "ros2")]
     pub ros2_distro: Option<fcan_ros2_bridge::Distro>,
+    /// With `--ros2`: run a control loop on the joints of this cycle configuration (YAML,
+    /// docs/control.md; its `rate_hz` is the loop's and the states' rate) and serve them
+    /// for ros2_control (topic_based_ros2_control's TopicBasedSystem, docs/ros2.md):
+    /// `sensor_msgs/msg/JointState` states out, JointState commands in. A fault (a node
+    /// lost, stale feedback) stops the joints until `/fcan_joints/clear_fault` is called.
+    /// With several buses, name the bus: `BUS=FILE`.
+    #[arg(long, value_name = "[BUS=]FILE", requires = "ros2")]
+    pub joints: Option<String>,
+    /// Where `--joints` publishes the joint states (TopicBasedSystem's
+    /// `joint_states_topic`).
+    #[arg(
+        long,
+        value_name = "TOPIC",
+        default_value = fcan_ros2_bridge::joints::DEFAULT_STATES_TOPIC,
+        requires = "joints"
+    )]
+    pub joints_states_topic: String,
+    /// Where `--joints` takes JointState commands from (TopicBasedSystem's
+    /// `joint_commands_topic`).
+    #[arg(
+        long,
+        value_name = "TOPIC",
+        default_value = fcan_ros2_bridge::joints::DEFAULT_COMMANDS_TOPIC,
+        requires = "joints"
+    )]
+    pub joints_commands_topic: String,
+    /// Stop sending `--joints` commands when none arrived for this long (the nodes'
+    /// own command watchdogs then stop the joints); a new command resumes. Default:
+    /// the last command holds, as a ros2_control hardware interface holds it.
+    #[arg(long, value_name = "MS", requires = "joints")]
+    pub joints_command_timeout: Option<u64>,
+}
+
+/// The `--joints [BUS=]FILE` of `fcan serve`: the bus it runs on (the only one, or the
+/// one named) and its cycle configuration, read as YAML and checked
+/// ([`fcan_master::cycle::CycleConfig::check`]), so a bad file fails before anything
+/// starts.
+pub fn joints_config(
+    arg: &str,
+    buses: &[(String, String)],
+) -> Result<(String, fcan_master::cycle::CycleConfig), CliError> {
+    let names: Vec<&str> = buses.iter().map(|(n, _)| n.as_str()).collect();
+    let (bus, path) = match arg.split_once('=') {
+        Some((b, p)) if names.contains(&b) => (b.to_string(), p),
+        Some((b, _))
+            if fcan_remote::keys::is_bus_name(b) && !std::path::Path::new(arg).exists() =>
+        {
+            return Err(CliError::Usage(format!(
+                "--joints {arg}: no bus `{b}` (buses: {})",
+                names.join(", ")
+            )))
+        }
+        _ => match names.as_slice() {
+            [one] => (one.to_string(), arg),
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--joints {arg}: several buses ({}): name one, e.g. `--joints {}={arg}`",
+                    names.join(", "),
+                    names.first().copied().unwrap_or("bus")
+                )))
+            }
+        },
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
+    let config: fcan_master::cycle::CycleConfig = serde_yaml_ng::from_str(&text)
+        .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
+    config
+        .check()
+        .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
+    Ok((bus, config))
 }
 
 /// The DDS domain: `--ros2-domain`, else `$ROS_DOMAIN_ID`, else 0.
@@ -322,6 +394,22 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         ));
     }
     let devices = devices_by_bus(&buses, &cli.devices, &cli.bus_files)?;
+    let joints = match &cli.joints {
+        Some(arg) => {
+            for t in [&cli.joints_states_topic, &cli.joints_commands_topic] {
+                fcan_ros2_bridge::joints::check_topic(t)
+                    .map_err(|e| CliError::Usage(format!("--joints topic {e}")))?;
+            }
+            if cli.joints_states_topic == cli.joints_commands_topic {
+                return Err(CliError::Usage(
+                    "--joints-states-topic and --joints-commands-topic are the same topic".into(),
+                ));
+            }
+            Some(joints_config(arg, &buses)?)
+        }
+        None => None,
+    };
+    let mut joints_running = Vec::new();
     let opened = SessionConfig::daemon()
         .listen(cli.listen.clone())
         .connect(cli.connect.clone())
@@ -406,6 +494,37 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
             ropts.log = Some(Arc::new(move |line: &str| {
                 eprintln!("fcan serve [{bus}] ros2: {line}")
             }));
+            if let Some((_, config)) = joints.as_ref().filter(|(b, _)| b == name) {
+                use fcan_ros2_bridge::joints::{JointsBridge, JointsOptions};
+                let mut jopts = JointsOptions::default();
+                jopts.states_topic = cli.joints_states_topic.clone();
+                jopts.commands_topic = cli.joints_commands_topic.clone();
+                jopts.command_timeout = cli
+                    .joints_command_timeout
+                    .map(std::time::Duration::from_millis);
+                jopts.framing = ropts.framing;
+                let bus = name.clone();
+                jopts.log = Some(Arc::new(move |line: &str| {
+                    eprintln!("fcan serve [{bus}] joints: {line}")
+                }));
+                let j = JointsBridge::start(master.clone(), &dds, config.clone(), jopts)
+                    .map_err(|e| CliError::Usage(format!("--joints: {e}")))?;
+                eprintln!(
+                    "ROS 2 joints: {} at {} Hz; states on {}, commands from {}, status {}, {} (docs/ros2.md)",
+                    config
+                        .joints
+                        .iter()
+                        .map(|j| j.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    config.rate_hz,
+                    cli.joints_states_topic,
+                    cli.joints_commands_topic,
+                    fcan_ros2_bridge::joints::STATUS_TOPIC,
+                    fcan_ros2_bridge::joints::CLEAR_FAULT_SERVICE,
+                );
+                joints_running.push(j);
+            }
             let bridge = fcan_ros2_bridge::Ros2Bridge::start(master.clone(), dds, ropts).await;
             eprintln!(
                 "ROS 2: DDS domain {domain}, {:?}; {} topics now (ros2 topic list; docs/ros2.md)",
@@ -419,6 +538,10 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
     eprintln!("fcan serve: ready; Ctrl-C stops");
     interrupted.await?;
     eprintln!("fcan serve: stopping");
+    // The joints first: an active loop sends its safe stop while the bus is still owned.
+    for j in joints_running {
+        j.stop().await;
+    }
     drop(foxglove);
     drop(ros2);
     drop(servers);

@@ -264,3 +264,130 @@ fn ros2_options_are_taught_and_checked() {
         "{err}"
     );
 }
+
+/// The example configuration of `--joints` (docs/ros2.md).
+const JOINTS_EXAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../examples/host/config/joints.yaml"
+);
+
+/// `--joints` and its options: taught in `--help`; refused without `--ros2` (and its
+/// topics without `--joints`); a missing or bad file, or a topic that is not a ROS name,
+/// refused naming what is wrong before anything starts (no DDS traffic: these fail
+/// before the bus or DDS opens).
+#[test]
+fn joints_options_are_taught_and_checked() {
+    let help = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for words in [
+        "--joints <[BUS=]FILE>",
+        "--joints-states-topic <TOPIC>",
+        "[default: /robot_joint_states]",
+        "--joints-commands-topic <TOPIC>",
+        "[default: /robot_joint_commands]",
+        "--joints-command-timeout <MS>",
+        "/fcan_joints/clear_fault",
+        "fcan serve --bus socketcan:can0 --ros2 --joints robot.yaml",
+    ] {
+        assert!(help.contains(words), "{words}: {help}");
+    }
+    let serve = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
+            .args(["serve", "--bus", "sim", "--listen", "tcp/127.0.0.1:1"])
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    for (args, words) in [
+        (&["--joints", JOINTS_EXAMPLE][..], "--ros2"),
+        (&["--ros2", "--joints-states-topic", "/a"][..], "--joints"),
+        (
+            &[
+                "--ros2",
+                "--joints",
+                JOINTS_EXAMPLE,
+                "--joints-command-timeout",
+                "soon",
+            ][..],
+            "soon",
+        ),
+    ] {
+        let (code, err) = serve(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+    let dir = std::env::temp_dir().join(format!("fcan-joints-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "rate_hz: 0\njoints: []\n").unwrap();
+    let typo = dir.join("typo.yaml");
+    std::fs::write(&typo, "rate_hz: 100\njoint: []\n").unwrap();
+    let missing = dir.join("missing.yaml");
+    let (bad, typo, missing) = (
+        bad.to_str().unwrap(),
+        typo.to_str().unwrap(),
+        missing.to_str().unwrap(),
+    );
+    for (args, words) in [
+        (
+            vec!["--ros2", "--joints", missing],
+            format!("--joints {missing}: "),
+        ),
+        (
+            vec!["--ros2", "--joints", bad],
+            "rate_hz: 0 is not a rate".into(),
+        ),
+        (
+            vec!["--ros2", "--joints", typo],
+            "unknown field `joint`".into(),
+        ),
+        (
+            vec![
+                "--ros2",
+                "--joints",
+                JOINTS_EXAMPLE,
+                "--joints-states-topic",
+                "states",
+            ],
+            "`states`: a topic name starts with `/`".into(),
+        ),
+        (
+            vec!["--ros2", "--joints", &format!("arm={JOINTS_EXAMPLE}")],
+            "--joints arm=".into(),
+        ),
+    ] {
+        let (code, err) = serve(&args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains(&words), "{args:?}: {words}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--joints [BUS=]FILE` with one bus or several: the example configuration loads, with
+/// several buses only when one is named.
+#[test]
+fn joints_config_names_its_bus() {
+    use fcan_cli::serve::joints_config;
+    let one = vec![("can0".to_string(), "socketcan:can0".to_string())];
+    let (bus, config) = joints_config(JOINTS_EXAMPLE, &one).unwrap();
+    assert_eq!(bus, "can0");
+    let names: Vec<&str> = config.joints.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["joint1", "joint2"]);
+    assert_eq!(config.rate_hz, 100.0);
+    let two = vec![
+        ("arm".to_string(), "socketcan:can0".to_string()),
+        ("legs".to_string(), "socketcan:can1".to_string()),
+    ];
+    let e = joints_config(JOINTS_EXAMPLE, &two).unwrap_err().to_string();
+    assert!(e.contains("several buses (arm, legs): name one"), "{e}");
+    let (bus, _) = joints_config(&format!("legs={JOINTS_EXAMPLE}"), &two).unwrap();
+    assert_eq!(bus, "legs");
+    let e = joints_config(&format!("feet={JOINTS_EXAMPLE}"), &two)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no bus `feet` (buses: arm, legs)"), "{e}");
+}

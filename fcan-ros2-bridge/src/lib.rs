@@ -8,6 +8,8 @@
 //! - [`rpc`] (sans I/O): ROS 2 services on DDS, both framings;
 //! - [`params`] (sans I/O): a node's parameters as its ROS 2 parameters;
 //! - [`graph`] (sans I/O): the `ros_discovery_info` that names the nodes;
+//! - [`joints`]: the joints of a cycle configuration as `sensor_msgs/msg/JointState`
+//!   both ways, for ros2_control (the mapping sans I/O, and the loop's task);
 //! - [`bridge`]: the shell that keeps the endpoints in step with the bus.
 //!
 //! The types come from [`fcan_ros2`]; the mapping is described in `docs/ros2.md`.
@@ -18,6 +20,7 @@
 pub mod bridge;
 pub mod dds;
 pub mod graph;
+pub mod joints;
 pub mod names;
 pub mod params;
 pub mod routes;
