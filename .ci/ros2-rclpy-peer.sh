@@ -127,8 +127,9 @@ inns ip link set lo multicast on
 inns ip route add 224.0.0.0/4 dev lo
 
 zport=7447
-echo "==> fcan serve --ros2 --ros2-rmw fastdds (serve-sim) in network namespace $ns"
-inns timeout 900 "$serve_sim" --bus sim --no-cache --listen "tcp/127.0.0.1:$zport" --ros2 --ros2-rmw fastdds </dev/null >"$log" 2>&1 &
+echo "==> fcan serve --ros2 --ros2-rmw fastdds --joints (serve-sim) in network namespace $ns"
+inns timeout 900 "$serve_sim" --bus sim --no-cache --listen "tcp/127.0.0.1:$zport" --ros2 --ros2-rmw fastdds \
+  --joints examples/host/config/joints.yaml </dev/null >"$log" 2>&1 &
 up=""
 for _ in $(seq 600); do
   if grep -q "^ROS 2: DDS domain" "$log"; then
@@ -145,6 +146,9 @@ if [[ -z $up ]]; then
 fi
 # The bridge serves nodes as they start; give it a resync period after the last one.
 sleep 1.5
+# serve-sim itself (under ip netns exec and timeout): the test pulls a board with signals.
+pid=$(pgrep -n -x serve-sim || true)
+[[ -n $pid ]] || { echo "ros2-rclpy-peer: serve-sim's pid not found" >&2; exit 1; }
 
 echo "==> tests/peers/ros2_rclpy_peer.py (rclpy, rmw_fastrtps_cpp) in the namespace"
 shares=(--share "$venv/share")
@@ -152,7 +156,7 @@ for d in "$ws"/install/*/share; do shares+=(--share "$d"); done
 status=0
 out=$(activate && set +u && source "$ws/install/setup.bash" && set -u \
   && RMW_IMPLEMENTATION=rmw_fastrtps_cpp ROS_DOMAIN_ID=0 inns timeout 300 "$py" tests/peers/ros2_rclpy_peer.py \
-    --fcan "$fcan" --connect "tcp/127.0.0.1:$zport" "${shares[@]}" 2>&1) || status=$?
+    --fcan "$fcan" --connect "tcp/127.0.0.1:$zport" --pull-pid "$pid" "${shares[@]}" 2>&1) || status=$?
 echo "$out"
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -1 || true)
 if [[ $status -ne 0 || ! $summary =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then

@@ -455,7 +455,9 @@ impl JointsBridge {
         let store = Interfaces::bundled();
         let ep = |topic: String, ty: &str, qos| {
             let hashed = match ty.split_once("/srv/") {
-                Some(_) => ty.trim_end_matches("_Request").trim_end_matches("_Response"),
+                Some(_) => ty
+                    .trim_end_matches("_Request")
+                    .trim_end_matches("_Response"),
                 None => ty,
             };
             Endpoint {

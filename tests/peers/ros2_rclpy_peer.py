@@ -5,7 +5,7 @@ Jazzy's default RMW, Fast DDS), with the message classes `colcon build` generate
 std_srvs, rcl_interfaces). Nothing here encodes CDR or names a DDS topic: rclpy and Fast
 DDS do, as they would for any ROS 2 program.
 
-Usage: ros2_rclpy_peer.py --fcan FCAN --connect ENDPOINT --share DIR [--share DIR …]
+Usage: ros2_rclpy_peer.py --fcan FCAN --connect ENDPOINT --pull-pid PID --share DIR [--share DIR …]
   --share: where rosidl wrote the type descriptions (`share/<pkg>/msg/<Name>.json`):
            the colcon install space and the venv's prefix.
 
@@ -17,32 +17,42 @@ Checks, printing one line each and `N passed, M failed` last:
   3. Topics in: /io_board3/analog/samples (generated class) equal, by sequence number, to
      what `fcan topic echo` prints; /motor_driver1/motor0/feedback arrives.
   4. Topics out: example_msgs/msg/Target published by rclpy moves motor0.
-  5. Services in Fast DDS's framing: std_srvs/SetBool on /io_board3/out2/set answered;
-     a second call while the relay settles is refused with the node's reason; the state
-     reaches a late transient-local subscriber; std_srvs/Trigger on a motor.
+  5. Services in Fast DDS's framing: two std_srvs/SetBool calls on /io_board3/out2/set
+     at once: one taken, the other refused with the node's BUSY while the relay settles;
+     the taken call's state reaches a late transient-local subscriber; std_srvs/Trigger
+     on a motor.
   6. Parameters through rclpy's AsyncParameterClient on /motor_driver2: the six services
      ready, list, describe (the schema's range), types, set (accepted and refused with
      the reason), get, and `fcan param get` agrees.
   7. fcan_msgs/srv/NodeInfo agrees with `fcan nodes --json`; reprovision succeeds and
      the node runs again.
+  8. Joints for ros2_control (`--joints examples/host/config/joints.yaml`), as
+     TopicBasedSystem uses them: gains set through rclpy's parameter client; the status
+     says active; JointStates at the configured rate (measured and printed); JointState
+     commands move the joints; motor_driver2 pulled (serve-sim's SIGUSR1): the fault
+     latches, the states stop, joint1's motor stands although commands keep coming;
+     plugged in again, the fault stays until /fcan_joints/clear_fault, then commands
+     move the joints again.
 """
 import argparse
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from example_msgs.msg import Feedback, Target
 from fcan_io_board_msgs.msg import AnalogSensorSamples
 from fcan_msgs.srv import NodeInfo
-from std_msgs.msg import Bool
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, String
 from std_srvs.srv import SetBool, Trigger
 
 NODES = ["io_board3", "motor_driver1", "motor_driver2"]
@@ -103,10 +113,23 @@ def rosidl_hash(shares, ros_type):
 
 
 class Collector:
+    """One subscription on a node of its own, spun by an executor of its own in a thread:
+    rclpy's executors are Python, and one shared by every entity of this test (clients,
+    publishers, fast topics) falls behind a topic of a few hundred samples a second,
+    which then loses samples from its history. Each subscription here keeps up alone."""
+    count = 0
+    all = []
+
     def __init__(self, node, cls, topic, qos):
+        Collector.count += 1
+        Collector.all.append(self)
         self.items = []
         self.lock = threading.Lock()
-        self.sub = node.create_subscription(cls, topic, self.on, qos)
+        self.node = rclpy.create_node(f"fcan_rclpy_peer_sub{Collector.count}")
+        self.sub = self.node.create_subscription(cls, topic, self.on, qos)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        threading.Thread(target=self.executor.spin, daemon=True).start()
 
     def on(self, msg):
         with self.lock:
@@ -116,12 +139,105 @@ class Collector:
         with self.lock:
             return list(self.items)
 
+    def close(self):
+        self.node.destroy_subscription(self.sub)
+
+
+def joints(args, node, feedback, collectors):
+    """ros2_control's side of the joints: JointStates read best effort (SensorDataQoS),
+    JointState commands published reliable, keep last 1, as TopicBasedSystem does; a
+    board pulled under a joint (serve-sim's SIGUSR1) and plugged in again (SIGUSR2)."""
+    # The example motors follow a velocity only with gains: set through ROS.
+    for board in ("/motor_driver1", "/motor_driver2"):
+        pc = AsyncParameterClient(node, board)
+        pc.wait_for_services(timeout_sec=10)
+        r = result(pc.set_parameters([Parameter("motor0.velocity.kp", Parameter.Type.DOUBLE, 0.05),
+                                      Parameter("motor0.velocity.ki", Parameter.Type.DOUBLE, 1.0)]))
+        check(r is not None and all(x.successful for x in r.results),
+              f"{board}: motor0's velocity gains set through rclpy", f"({r})")
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+    status = Collector(node, String, "/fcan_joints/status", latched)
+    check(wait_for(lambda: status.snapshot() and status.snapshot()[-1].data.startswith("active"), 15),
+          "/fcan_joints/status (transient local) says active", f"({[s.data for s in status.snapshot()]})")
+    # Leave the fast topics of the checks above: Python's share of this machine's two
+    # cores goes to the JointStates.
+    for c in collectors:
+        c.close()
+    states = Collector(node, JointState, "/robot_joint_states", qos_profile_sensor_data)
+    wait_for(lambda: len(states.snapshot()) >= 10, 10)
+    n0, t0 = len(states.snapshot()), time.time()
+    time.sleep(2.0)
+    rate = (len(states.snapshot()) - n0) / (time.time() - t0)
+    last = states.snapshot()[-1] if states.snapshot() else None
+    print(f"info /robot_joint_states: {rate:.1f} Hz measured by rclpy (configured 100)", flush=True)
+    check(60 <= rate <= 110 and last is not None and list(last.name) == ["joint1", "joint2"]
+          and len(last.position) == 2 and len(last.velocity) == 2 and len(last.effort) == 2,
+          "JointStates at the configured rate (60–110 Hz accepted), joints in the file's order",
+          f"({rate:.1f} Hz, {last})")
+
+    commands = node.create_publisher(JointState, "/robot_joint_commands", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+    wanted = [2.0, -1.0]
+    stop = threading.Event()
+
+    def command():
+        while not stop.is_set():
+            commands.publish(JointState(name=["joint1", "joint2"], velocity=wanted))
+            time.sleep(0.02)
+    sender = threading.Thread(target=command, daemon=True)
+    sender.start()
+
+    def following():
+        s = states.snapshot()
+        return s and all(abs(v - w) < 0.3 for v, w in zip(s[-1].velocity, wanted))
+    check(wait_for(following, 15), "JointState commands (2.0, -1.0 rev/s) move the joints: the states follow",
+          f"({states.snapshot()[-1].velocity if states.snapshot() else None})")
+
+    # Pull motor_driver2 (joint2) while the commands keep coming.
+    os.kill(args.pull_pid, signal.SIGUSR1)
+    check(wait_for(lambda: status.snapshot()[-1].data.startswith("faulted"), 5),
+          "motor_driver2 pulled: the fault latches (/fcan_joints/status says faulted)",
+          f"({status.snapshot()[-1].data})")
+    time.sleep(0.5)
+    n1 = len(states.snapshot())
+    time.sleep(1.0)
+    stopped = len(states.snapshot()) == n1
+    still = [f.velocity for f in feedback.snapshot()[-20:]]
+    check(stopped and still and all(abs(v) < 0.3 for v in still),
+          "faulted: no more JointStates, and joint1's motor stands still although commands keep coming",
+          f"({len(states.snapshot()) - n1} states, motor_driver1 motor0 velocity {still[-3:]})")
+
+    def md2_phase():
+        out = fcan(args, "--json", "nodes")
+        for line in out.stdout.splitlines():
+            if line.strip() and json.loads(line).get("name") == "motor_driver2":
+                return json.loads(line).get("phase")
+        return None
+    # The master calls it offline once its heartbeats stop for the loss window (the
+    # joints faulted long before: their feedback timeout is 50 ms).
+    check(wait_for(lambda: md2_phase() not in ("running", None), 10),
+          "the master then sees motor_driver2 gone", f"({md2_phase()})")
+
+    # Plug it in again; the fault stays latched until cleared.
+    os.kill(args.pull_pid, signal.SIGUSR2)
+    check(wait_for(lambda: md2_phase() == "running", 15) and status.snapshot()[-1].data.startswith("faulted"),
+          "motor_driver2 runs again, and the fault stays latched", f"({status.snapshot()[-1].data})")
+    clear = node.create_client(Trigger, "/fcan_joints/clear_fault")
+    r = result(clear.call_async(Trigger.Request())) if clear.wait_for_service(timeout_sec=10) else None
+    check(r is not None and r.success, "/fcan_joints/clear_fault (Fast DDS framing) reactivates the joints", f"({r})")
+    check(wait_for(following, 15), "after clear_fault the commands move the joints again",
+          f"({states.snapshot()[-1].velocity if states.snapshot() else None})")
+    stop.set()
+    sender.join()
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fcan", required=True)
     ap.add_argument("--connect", required=True)
     ap.add_argument("--share", action="append", default=[])
+    ap.add_argument("--pull-pid", type=int, required=True,
+                    help="serve-sim's pid: SIGUSR1 pulls motor_driver2, SIGUSR2 plugs it in")
     args = ap.parse_args()
 
     rclpy.init()
@@ -149,17 +265,28 @@ def main():
     check(all(topics.get(t) == [ty] for t, ty in expect.items()),
           "topic names and types: feedback, target, analog samples, a Bool state",
           f"({ {t: topics.get(t) for t in expect} })")
-    pubs = dict(node.get_publisher_names_and_types_by_node("motor_driver1", "/"))
-    subs = dict(node.get_subscriber_names_and_types_by_node("motor_driver1", "/"))
+    # Discovery of a node's last endpoints may still be under way: each graph check waits
+    # for its answer a while.
+    def by_node():
+        pubs = dict(node.get_publisher_names_and_types_by_node("motor_driver1", "/"))
+        subs = dict(node.get_subscriber_names_and_types_by_node("motor_driver1", "/"))
+        return pubs, subs
+    wait_for(lambda: by_node()[0].get("/motor_driver1/motor0/feedback")
+             and by_node()[1].get("/motor_driver1/motor0/target"), 10)
+    pubs, subs = by_node()
     check(pubs.get("/motor_driver1/motor0/feedback") == ["example_msgs/msg/Feedback"]
           and subs.get("/motor_driver1/motor0/target") == ["example_msgs/msg/Target"],
           "by node (ros_discovery_info): motor_driver1 publishes motor0/feedback and subscribes motor0/target",
           f"({len(pubs)} publishers, {len(subs)} subscriptions)")
-    services = dict(node.get_service_names_and_types_by_node("io_board3", "/"))
     wanted = {"/io_board3/out2/set": "std_srvs/srv/SetBool",
               "/io_board3/get_parameters": "rcl_interfaces/srv/GetParameters",
               "/io_board3/node_info": "fcan_msgs/srv/NodeInfo",
               "/io_board3/reprovision": "std_srvs/srv/Trigger"}
+
+    def io3_services():
+        return dict(node.get_service_names_and_types_by_node("io_board3", "/"))
+    wait_for(lambda: all(io3_services().get(s) == [ty] for s, ty in wanted.items()), 10)
+    services = io3_services()
     check(all(services.get(s) == [ty] for s, ty in wanted.items()),
           "by node: io_board3's services (its own, the parameter services, node_info, reprovision)",
           f"({ {s: services.get(s) for s in wanted} })")
@@ -216,19 +343,29 @@ def main():
     check(out.returncode == 0, "fcan param set io_board3.out2.min_on_ms 500", out.stderr)
     set_out2 = node.create_client(SetBool, "/io_board3/out2/set")
     check(set_out2.wait_for_service(timeout_sec=10), "the SetBool service /io_board3/out2/set is ready")
+    # On first, so that whichever call below is taken, the state it leaves was sent at
+    # least once (an on-commit topic is sent when it changes).
+    on = result(set_out2.call_async(SetBool.Request(data=True)))
+    check(on is not None and on.success, "SetBool on /io_board3/out2/set answered success", f"({on})")
+    time.sleep(0.7)  # past min_on_ms: the relay may switch again
+    # Two calls at once: the bridge runs calls concurrently, so either may reach the node
+    # first; the node takes one and answers the other BUSY while its relay settles.
     first = set_out2.call_async(SetBool.Request(data=True))
-    time.sleep(0.05)
     second = set_out2.call_async(SetBool.Request(data=False))
     r1, r2 = result(first), result(second)
-    check(r1 is not None and r1.success, "SetBool on /io_board3/out2/set answered success", f"({r1})")
-    check(r2 is not None and not r2.success and "busy" in r2.message.lower(),
-          "a second SetBool while the relay settles: success = false with the node's reason", f"({r2})")
+    answered = [(on, r) for on, r in ((True, r1), (False, r2)) if r is not None]
+    taken = [on for on, r in answered if r.success]
+    refused = [r for on, r in answered if not r.success]
+    check(len(answered) == 2 and len(taken) == 1,
+          "two SetBool calls on /io_board3/out2/set at once: both answered, one taken", f"({r1}, {r2})")
+    check(len(refused) == 1 and "busy" in refused[0].message.lower(),
+          "the other, while the relay settles: success = false with the node's reason", f"({refused})")
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
     state = Collector(node, Bool, "/io_board3/out2/state", latched)
-    check(wait_for(lambda: any(s.data for s in state.snapshot()), 10),
-          "out2's state (transient local) reaches a subscriber that joined after the call: on",
-          f"({state.snapshot()})")
+    check(len(taken) == 1 and wait_for(lambda: state.snapshot() and state.snapshot()[-1].data == taken[0], 10),
+          "out2's state (transient local) reaches a subscriber that joined after the calls: the taken call's",
+          f"(taken {taken}, states {[s.data for s in state.snapshot()]})")
     clear = node.create_client(Trigger, "/motor_driver1/motor0/clear_fault")
     ready = clear.wait_for_service(timeout_sec=10)
     r = result(clear.call_async(Trigger.Request())) if ready else None
@@ -285,6 +422,12 @@ def main():
         return n.get("phase") == "running" and n.get("boot_id") == cli.get("io_board3", {}).get("boot_id")
     check(wait_for(io3_running_again, 10), "io_board3 runs again after reprovisioning, same boot id")
 
+    # 8. Joints for ros2_control (`--joints examples/host/config/joints.yaml`): what
+    #    TopicBasedSystem does, done by rclpy.
+    joints(args, node, feedback, [samples, state])
+
+    for c in Collector.all:
+        c.executor.shutdown(timeout_sec=1)
     executor.shutdown(timeout_sec=1)
     node.destroy_node()
     rclpy.try_shutdown()

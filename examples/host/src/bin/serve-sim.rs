@@ -15,6 +15,10 @@
 //!
 //! Every argument is `fcan serve`'s (`serve-sim --help`). The nodes run on CAN FD, or on
 //! Classical CAN when the first bus is `sim:classic`.
+//!
+//! For tests of what a lost board does to the faces: `SIGUSR1` pulls motor_driver2 (its
+//! firmware stops, as when its power is cut) and `SIGUSR2` plugs a new one in (a fresh
+//! boot). `tests/peers/ros2_rclpy_peer.py` pulls it under a ros2_control joint.
 
 use clap::Parser;
 use fcan_cli::serve::{bus_name, serve, ServeCli};
@@ -39,11 +43,9 @@ async fn main() -> std::process::ExitCode {
         (Mtu::Fd, true)
     };
     let bus = SimBus::new(SimConfig::default());
-    let _nodes = [
-        run_node(bus.endpoint(mtu), motor_driver(1, 8, fd)),
-        run_node(bus.endpoint(mtu), motor_driver(2, 4, fd)),
-    ];
+    let _md1 = run_node(bus.endpoint(mtu), motor_driver(1, 8, fd));
     let _io = run_node(bus.endpoint(mtu), io_board(3, fd));
+    pull_and_plug(bus.clone(), mtu, fd);
     eprintln!("serve-sim: motor_driver1 (8 motors), motor_driver2 (4 motors), io_board3 on the simulated bus");
     match serve(cli, Some(&bus)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -52,4 +54,37 @@ async fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Runs motor_driver2; `SIGUSR1` stops it (pulled), `SIGUSR2` starts a new one (plugged
+/// in again), each said on stderr.
+fn pull_and_plug(bus: SimBus, mtu: Mtu, fd: bool) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut pull), Ok(mut plug)) = (
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::user_defined2()),
+    ) else {
+        eprintln!("serve-sim: no SIGUSR1/SIGUSR2 handlers; motor_driver2 cannot be pulled");
+        return;
+    };
+    let mut node = Some(run_node(bus.endpoint(mtu), motor_driver(2, 4, fd)));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                Some(()) = pull.recv() => {
+                    if let Some(n) = node.take() {
+                        n.abort();
+                        eprintln!("serve-sim: motor_driver2 pulled (SIGUSR1)");
+                    }
+                }
+                Some(()) = plug.recv() => {
+                    if node.is_none() {
+                        node = Some(run_node(bus.endpoint(mtu), motor_driver(2, 4, fd)));
+                        eprintln!("serve-sim: motor_driver2 plugged in again (SIGUSR2)");
+                    }
+                }
+                else => return,
+            }
+        }
+    });
 }
