@@ -490,6 +490,14 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
             if let Some(d) = cli.ros2_distro {
                 ropts.distro = d;
             }
+            // The bridge's own node (its /rosout and /parameter_events), one per bus: a
+            // ROS name takes letters, digits and `_` only.
+            ropts.node_name = format!(
+                "fcan_{}",
+                name.chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect::<String>()
+            );
             let bus = name.clone();
             ropts.log = Some(Arc::new(move |line: &str| {
                 eprintln!("fcan serve [{bus}] ros2: {line}")

@@ -7,6 +7,10 @@
 //! are decoded and published through [`MasterApi::publish`], the same checks as any
 //! publish. A node that goes, reboots or changes schema loses its endpoints at once.
 //! A ROS message that cannot be mapped is counted and logged, never sent.
+//!
+//! The bridge is a ROS node of its own too ([`Ros2Options::node_name`]): it publishes
+//! what happens to the nodes on `/rosout` ([`crate::rosout`]) and the parameters set
+//! through it on `/parameter_events` ([`crate::params::event`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,9 +32,10 @@ use crate::dds::{Dds, DdsWriter, Gid};
 use crate::graph::{self, Distro, GraphNode};
 use crate::names::dds_type;
 use crate::params::{
-    descriptor, from_value, kind, list, not_set, set_result, to_value as param_value, type_of,
-    unknown_descriptor, NodeParams, SERVICES as PARAM_SERVICES,
+    checked_value, descriptor, kind, list, not_set, parameter, set_result, to_value as param_value,
+    type_of, unknown_descriptor, NodeParams, SERVICES as PARAM_SERVICES,
 };
+use crate::rosout::{self, Level, Line};
 use crate::routes::{node_routes, Route, ServiceRoute, SERVICE_QOS};
 use crate::rpc::{reply, split_request, Framing};
 
@@ -54,6 +59,9 @@ pub struct Ros2Options {
     /// Which ROS 2 release's graph messages to write (default: from `$ROS_DISTRO`,
     /// else Jazzy).
     pub distro: Distro,
+    /// The bridge's own ROS node, which publishes `/rosout` and `/parameter_events`
+    /// (default `fcan_bridge`; `fcan serve` names it after the bus).
+    pub node_name: String,
 }
 
 impl Default for Ros2Options {
@@ -64,6 +72,7 @@ impl Default for Ros2Options {
             framing: Framing::from_rmw(std::env::var("RMW_IMPLEMENTATION").ok().as_deref()),
             call_timeout: Duration::from_secs(5),
             distro: Distro::from_env(std::env::var("ROS_DISTRO").ok().as_deref()),
+            node_name: "fcan_bridge".into(),
         }
     }
 }
@@ -137,6 +146,10 @@ impl Drop for Served {
 struct Shared<M, D: Dds> {
     master: M,
     graph: Option<D::Writer>,
+    /// `/rosout`, written by the bridge's node.
+    rosout: Option<D::Writer>,
+    /// `/parameter_events`, written by the bridge's node.
+    param_events: Option<D::Writer>,
     dds: D,
     log: Log,
     store: Mutex<Interfaces>,
@@ -144,6 +157,22 @@ struct Shared<M, D: Dds> {
     resyncing: tokio::sync::Mutex<()>,
     counters: Arc<Counters>,
     opts: Ros2Options,
+}
+
+/// The name and value of an `rcl_interfaces/msg/Parameter` (empty and NOT_SET when it
+/// is not one).
+fn name_and_value(item: &RosValue) -> (&str, &RosValue) {
+    static NOT_SET: std::sync::OnceLock<RosValue> = std::sync::OnceLock::new();
+    let fields = match item {
+        RosValue::Msg(f) => f.as_slice(),
+        _ => &[],
+    };
+    (
+        fields.first().and_then(RosValue::as_str).unwrap_or(""),
+        fields
+            .get(1)
+            .unwrap_or_else(|| NOT_SET.get_or_init(not_set)),
+    )
 }
 
 /// The wall-clock time of a monotonic instant (a sample's arrival), for the DDS
@@ -203,9 +232,27 @@ impl Ros2Bridge {
                 ))
             })
             .ok();
+        let own = |topic: &str, ty: &str, qos| {
+            dds.writer(&Endpoint {
+                topic: crate::names::dds_topic(topic),
+                type_name: dds_type(ty),
+                qos,
+                type_hash: rihs::type_hash(&store, ty).ok(),
+            })
+            .map_err(|e| log(&format!("{topic}: {e}")))
+            .ok()
+        };
+        let rosout = own(rosout::TOPIC, rosout::TYPE, rosout::QOS);
+        let param_events = own(
+            crate::params::EVENTS_TOPIC,
+            crate::params::EVENT_TYPE,
+            crate::params::EVENTS_QOS,
+        );
         let shared = Arc::new(Shared {
             master,
             graph,
+            rosout,
+            param_events,
             dds,
             log,
             store: Mutex::new(store),
@@ -282,10 +329,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         loop {
             tokio::select! {
                 e = rx.recv() => match e {
-                    Ok(Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }) => {
-                        self.resync().await
+                    Ok(e) => {
+                        // The line first: a node that went is still named by its served entry.
+                        self.log_event(&e).await;
+                        if matches!(e, Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }) {
+                            self.resync().await
+                        }
                     }
-                    Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
@@ -373,11 +423,98 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         self.publish_graph();
     }
 
+    /// The name of node `id`: as served, else as the master knows it, else `node<id>`.
+    async fn name_of(&self, id: NodeId) -> String {
+        if let Some(s) = lock(&self.served).get(&id.get()) {
+            return s.name.clone();
+        }
+        let nodes = self.master.nodes().await.unwrap_or_default();
+        nodes
+            .into_iter()
+            .find(|n| n.id == id && !n.name.is_empty())
+            .map_or_else(|| format!("node{}", id.get()), |n| n.name)
+    }
+
+    /// The `/rosout` line of a master event, if it deserves one.
+    async fn log_event(&self, e: &Event) {
+        let node = match e {
+            Event::Online { node }
+            | Event::Rebooted { node, .. }
+            | Event::Offline { node }
+            | Event::Failed { node, .. }
+            | Event::Collision { node, .. }
+            | Event::ClassicNodeOnFdLink { node } => Some(*node),
+            _ => None,
+        };
+        let name = match node {
+            Some(id) => self.name_of(id).await,
+            None => String::new(),
+        };
+        if let Some(line) = rosout::of_event(e, |_| name.clone(), &self.opts.node_name) {
+            self.rosout(&line, "master_event");
+        }
+    }
+
+    /// Writes a line on `/rosout`.
+    fn rosout(&self, line: &Line, function: &str) {
+        let Some(w) = &self.rosout else { return };
+        let now = std::time::SystemTime::now();
+        let encoded = dynamic::encode(
+            &lock(&self.store),
+            rosout::TYPE,
+            &rosout::message(line, now, function),
+        );
+        if let Err(e) = encoded
+            .map_err(|e| e.to_string())
+            .and_then(|b| w.write(&b, None, Some(now)).map_err(|e| e.to_string()))
+        {
+            (self.log)(&format!("{}: {e}", rosout::TOPIC));
+        }
+    }
+
+    /// A refusal worth saying: on stderr (through the log) and on `/rosout` as a warning
+    /// of the node that `name` (a topic or service `/motor_driver1/motor0/target`, or a
+    /// node `motor_driver1`) belongs to.
+    fn warn(&self, name: &str, text: String) {
+        (self.log)(&text);
+        let logger = name
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or(name);
+        self.rosout(
+            &Line {
+                level: Level::Warn,
+                logger: logger.to_string(),
+                msg: text,
+            },
+            "refusal",
+        );
+    }
+
+    /// Says on `/parameter_events` that node `node`'s parameters `changed` took new values.
+    fn parameters_changed(&self, node: &str, changed: Vec<RosValue>) {
+        let Some(w) = &self.param_events else { return };
+        if changed.is_empty() {
+            return;
+        }
+        let now = std::time::SystemTime::now();
+        let event = crate::params::event(node, changed, now);
+        let encoded = dynamic::encode(&lock(&self.store), crate::params::EVENT_TYPE, &event);
+        if let Err(e) = encoded
+            .map_err(|e| e.to_string())
+            .and_then(|b| w.write(&b, None, Some(now)).map_err(|e| e.to_string()))
+        {
+            (self.log)(&format!("{}: {e}", crate::params::EVENTS_TOPIC));
+        }
+    }
+
     /// Publishes this participant's nodes and their endpoints on `ros_discovery_info`,
-    /// where ROS 2 tools (`ros2 node list`, `ros2 node info`) look for them.
+    /// where ROS 2 tools (`ros2 node list`, `ros2 node info`) look for them: the served
+    /// nodes, and the bridge's own node with its `/rosout` and `/parameter_events`.
     fn publish_graph(&self) {
         let Some(writer) = &self.graph else { return };
-        let nodes: Vec<GraphNode> = lock(&self.served)
+        let mut nodes: Vec<GraphNode> = lock(&self.served)
             .values()
             .map(|s| GraphNode {
                 name: s.name.clone(),
@@ -385,6 +522,18 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 writers: s.gids.writers.clone(),
             })
             .collect();
+        let own: Vec<Gid> = [&self.rosout, &self.param_events]
+            .into_iter()
+            .flatten()
+            .map(|w| w.gid())
+            .collect();
+        if !own.is_empty() {
+            nodes.push(GraphNode {
+                name: self.opts.node_name.clone(),
+                readers: vec![],
+                writers: own,
+            });
+        }
         let (ty, info) = graph::participant_info(self.opts.distro, &self.dds.gid(), &nodes);
         match dynamic::encode(&lock(&self.store), ty, &info) {
             Ok(b) => {
@@ -485,6 +634,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         let mut requests = reader.samples;
         let me = self.clone();
         let name = format!("/{node}/{svc}");
+        let node = node.to_string();
         Ok(tokio::spawn(async move {
             while let Some(req) = requests.next().await {
                 let Ok((id, body)) = split_request(me.opts.framing, &req.cdr, req.id) else {
@@ -496,7 +646,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
-                let response = me.node_call(svc, node_id, &params, &request).await;
+                let response = me.node_call(svc, &node, node_id, &params, &request).await;
                 let encoded = dynamic::encode(&lock(&me.store), &response_ty, &response);
                 match encoded {
                     Ok(b) => {
@@ -517,6 +667,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     async fn node_call(
         &self,
         svc: &str,
+        node: &str,
         id: NodeId,
         params: &NodeParams,
         request: &RosValue,
@@ -575,19 +726,14 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 }
                 RosValue::Msg(vec![RosValue::Seq(values)])
             }
-            "set_parameters" | "set_parameters_atomically" => {
+            "set_parameters" => {
                 let items = req.first().and_then(RosValue::as_seq).unwrap_or(&[]);
                 let mut results = Vec::new();
-                if svc == "set_parameters_atomically" && items.len() != 1 {
-                    return RosValue::Msg(vec![set_result(Err(
-                        "fcan sets a node's parameters one at a time, not atomically; use set_parameters".into(),
-                    ))]);
-                }
+                let mut changed = Vec::new();
                 for item in items {
-                    let RosValue::Msg(p) = item else { continue };
-                    let name = p.first().and_then(RosValue::as_str).unwrap_or("");
-                    let result = match (params.get(name), p.get(1)) {
-                        (Some((fcan, decl)), Some(pv)) => match from_value(decl, pv) {
+                    let (name, pv) = name_and_value(item);
+                    let result = match params.get(name) {
+                        Some((fcan, decl)) => match checked_value(decl, pv) {
                             Ok(v) => self
                                 .master
                                 .param_set(fcan, v)
@@ -595,15 +741,20 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                                 .map_err(|e| e.to_string()),
                             Err(e) => Err(e),
                         },
-                        _ => Err(format!("no parameter `{name}` on this node")),
+                        None => Err(format!("no parameter `{name}` on this node")),
                     };
+                    if result.is_ok() {
+                        changed.push(parameter(name, pv.clone()));
+                    }
                     results.push(set_result(result));
                 }
-                if svc == "set_parameters_atomically" {
-                    RosValue::Msg(results)
-                } else {
-                    RosValue::Msg(vec![RosValue::Seq(results)])
-                }
+                self.parameters_changed(node, changed);
+                RosValue::Msg(vec![RosValue::Seq(results)])
+            }
+            "set_parameters_atomically" => {
+                let items = req.first().and_then(RosValue::as_seq).unwrap_or(&[]);
+                let result = self.set_atomically(node, params, items).await;
+                RosValue::Msg(vec![set_result(result)])
             }
             "list_parameters" => {
                 let depth = match req.get(1) {
@@ -632,6 +783,63 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     .collect(),
             )]),
         }
+    }
+
+    /// `set_parameters_atomically`: all of `items` or none. Each value is checked as the
+    /// master and the node will check it before any is written; the old values are read;
+    /// then they are written in order, and if the node refuses one, those written before
+    /// it get their old values back. The node has no transaction of its own, so between
+    /// the first write and the last its parameters are partly new (a control loop reading
+    /// them sees that); what "atomic" buys is that the request ends all-or-nothing.
+    async fn set_atomically(
+        &self,
+        node: &str,
+        params: &NodeParams,
+        items: &[RosValue],
+    ) -> Result<(), String> {
+        let mut plan = Vec::new();
+        for item in items {
+            let (name, pv) = name_and_value(item);
+            let (fcan, decl) = params
+                .get(name)
+                .ok_or_else(|| format!("no parameter `{name}` on this node; nothing was set"))?;
+            let v = checked_value(decl, pv).map_err(|e| format!("{name}: {e}; nothing was set"))?;
+            let old = self.master.param_get(fcan).await.map_err(|e| {
+                format!("{name}: its value cannot be read to keep: {e}; nothing was set")
+            })?;
+            plan.push((name, fcan, v, old, pv));
+        }
+        for (k, (name, fcan, v, _, _)) in plan.iter().enumerate() {
+            if let Err(e) = self.master.param_set(fcan, v.clone()).await {
+                let mut restored = Vec::new();
+                let mut lost = Vec::new();
+                for (n, f, _, old, _) in plan[..k].iter().rev() {
+                    match self.master.param_set(f, old.clone()).await {
+                        Ok(()) => restored.push(*n),
+                        Err(e) => lost.push(format!("{n} ({e})")),
+                    }
+                }
+                let mut why = format!("{name}: {e}");
+                if !restored.is_empty() {
+                    why.push_str(&format!("; put back: {}", restored.join(", ")));
+                }
+                if !lost.is_empty() {
+                    why.push_str(&format!("; could NOT put back: {}", lost.join(", ")));
+                    self.warn(
+                        node,
+                        format!("set_parameters_atomically left new values: {why}"),
+                    );
+                }
+                return Err(why);
+            }
+        }
+        self.parameters_changed(
+            node,
+            plan.iter()
+                .map(|(name, _, _, _, pv)| parameter(name, (*pv).clone()))
+                .collect(),
+        );
+        Ok(())
     }
 
     /// One call: the request decoded, called on the bus, the response encoded; or the
@@ -673,10 +881,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             Err(why) => {
                 self.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
                 if !warned.swap(true, Ordering::Relaxed) {
-                    (self.log)(&format!(
-                        "{}: refused: {why} (further refusals counted only)",
-                        route.name
-                    ));
+                    self.warn(
+                        &route.name,
+                        format!(
+                            "{}: refused: {why} (further refusals counted only)",
+                            route.name
+                        ),
+                    );
                 }
                 let store = lock(&self.store);
                 cdr::encode_refusal(&store, &route.response.0, &why)
@@ -756,10 +967,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                             Err(e) => {
                                 me.counters.refused.fetch_add(1, Ordering::Relaxed);
                                 if !warned {
-                                    (me.log)(&format!(
-                                        "{}: refused: {e} (further refusals counted only)",
-                                        route.name
-                                    ));
+                                    me.warn(
+                                        &route.name,
+                                        format!(
+                                            "{}: refused: {e} (further refusals counted only)",
+                                            route.name
+                                        ),
+                                    );
                                     warned = true;
                                 }
                             }

@@ -8,6 +8,7 @@
 //! - [`rpc`] (sans I/O): ROS 2 services on DDS, both framings;
 //! - [`params`] (sans I/O): a node's parameters as its ROS 2 parameters;
 //! - [`graph`] (sans I/O): the `ros_discovery_info` that names the nodes;
+//! - [`rosout`] (sans I/O): what happens to the nodes as `/rosout` log lines;
 //! - [`joints`]: the joints of a cycle configuration as `sensor_msgs/msg/JointState`
 //!   both ways, for ros2_control (the mapping sans I/O, and the loop's task);
 //! - [`bridge`]: the shell that keeps the endpoints in step with the bus.
@@ -23,6 +24,7 @@ pub mod graph;
 pub mod joints;
 pub mod names;
 pub mod params;
+pub mod rosout;
 pub mod routes;
 pub mod rpc;
 pub mod rustdds_backend;

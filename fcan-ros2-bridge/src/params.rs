@@ -6,13 +6,34 @@
 //! The fcan parameter `motor_driver1.motor0.velocity.kp` is the parameter
 //! `motor0.velocity.kp` of the ROS node `/motor_driver1`; its range is the descriptor's
 //! `floating_point_range` or `integer_range`; a value the node refuses is a set result
-//! with `successful: false` and the node's reason.
+//! with `successful: false` and the node's reason. A set that succeeds is announced on
+//! `/parameter_events` ([`event`]), where rclcpp's `ParameterEventHandler` and
+//! `ros2 param` watchers look.
+
+use std::time::SystemTime;
 
 use fcan_core::ir::Param;
 use fcan_core::types::{Scalar, ScalarType};
+use fcan_master::engine::check_param_value;
 use fcan_master::registry::ParamInfo;
-use fcan_master::value::Value;
+use fcan_master::value::{pack_param, Value};
 use fcan_ros2::dynamic::RosValue;
+
+use crate::dds::Qos;
+use crate::joints::ros_time;
+
+/// The topic of parameter changes.
+pub const EVENTS_TOPIC: &str = "/parameter_events";
+
+/// Its type.
+pub const EVENT_TYPE: &str = "rcl_interfaces/msg/ParameterEvent";
+
+/// rcl's `/parameter_events` QoS: reliable, volatile, keep last 1000.
+pub const EVENTS_QOS: Qos = Qos {
+    reliable: true,
+    depth: 1000,
+    transient_local: false,
+};
 
 /// The parameter services of a ROS 2 node: (service name under the node, type).
 pub const SERVICES: [(&str, &str); 6] = [
@@ -218,6 +239,33 @@ pub fn from_value(d: &Param, pv: &RosValue) -> Result<Value, String> {
     }
 }
 
+/// The fcan value of a `ParameterValue` checked as the master and the node will check
+/// it (type, element count, range), so a set of several parameters can be refused
+/// before any is written.
+pub fn checked_value(d: &Param, pv: &RosValue) -> Result<Value, String> {
+    let v = from_value(d, pv)?;
+    let bytes = pack_param(d.ty, d.len, &v).map_err(|e| e.to_string())?;
+    check_param_value(d, &bytes).map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+/// `rcl_interfaces/msg/Parameter`: a name and its `ParameterValue`.
+pub fn parameter(ros_name: &str, value: RosValue) -> RosValue {
+    RosValue::Msg(vec![RosValue::Str(ros_name.to_string()), value])
+}
+
+/// The `rcl_interfaces/msg/ParameterEvent` saying that the parameters `changed`
+/// ([`parameter`]s) of ROS node `node` (`motor_driver1`) took new values at `stamp`.
+pub fn event(node: &str, changed: Vec<RosValue>, stamp: SystemTime) -> RosValue {
+    RosValue::Msg(vec![
+        ros_time(stamp),
+        RosValue::Str(format!("/{}", node.trim_start_matches('/'))),
+        RosValue::Seq(vec![]),
+        RosValue::Seq(changed),
+        RosValue::Seq(vec![]),
+    ])
+}
+
 fn describe_type(d: &Param) -> String {
     match d.len {
         None => d.ty.name().to_string(),
@@ -369,6 +417,53 @@ mod tests {
         assert_eq!(from_value(&a, &to_value(&a, &v)), Ok(v));
         let big = decl(ScalarType::U64, None, None, None);
         assert_eq!(to_value(&big, &Value::UInt(u64::MAX)), not_set());
+    }
+
+    #[test]
+    fn a_value_out_of_range_is_refused_before_it_is_written() {
+        let d = decl(
+            ScalarType::F32,
+            None,
+            Some(Scalar::F32(0.0)),
+            Some(Scalar::F32(10.0)),
+        );
+        let ok = to_value(&d, &Value::Float(2.5));
+        assert_eq!(checked_value(&d, &ok), Ok(Value::Float(2.5)));
+        let high = parameter_value(kind::DOUBLE, Some((3, RosValue::Float(11.0))));
+        assert!(checked_value(&d, &high)
+            .unwrap_err()
+            .contains("above its max"));
+        let short = decl(ScalarType::I8, None, None, None);
+        let wide = parameter_value(kind::INTEGER, Some((2, RosValue::Int(300))));
+        assert!(checked_value(&short, &wide).is_err());
+    }
+
+    #[test]
+    fn a_parameter_event_names_the_node_and_what_changed() {
+        let store = fcan_ros2::Interfaces::bundled();
+        let d = decl(ScalarType::F32, None, None, None);
+        let e = event(
+            "motor_driver1",
+            vec![parameter(
+                "motor0.velocity.kp",
+                to_value(&d, &Value::Float(0.25)),
+            )],
+            SystemTime::UNIX_EPOCH,
+        );
+        let bytes = fcan_ros2::dynamic::encode(&store, EVENT_TYPE, &e).unwrap();
+        let RosValue::Msg(f) = fcan_ros2::dynamic::decode(&store, EVENT_TYPE, &bytes).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(f[1].as_str(), Some("/motor_driver1"));
+        assert!(f[2].as_seq().unwrap().is_empty());
+        let changed = f[3].as_seq().unwrap();
+        assert_eq!(changed.len(), 1);
+        let RosValue::Msg(p) = &changed[0] else {
+            panic!()
+        };
+        assert_eq!(p[0].as_str(), Some("motor0.velocity.kp"));
+        assert_eq!(from_value(&d, &p[1]), Ok(Value::Float(0.25)));
     }
 
     #[test]

@@ -196,11 +196,11 @@ async fn every_topic_of_the_running_nodes_gets_its_endpoint() {
         .count();
     assert_eq!(bridge.services().len(), registry.services.len());
     // And the eight node services (six for parameters, node_info, reprovision) of each
-    // of the three nodes, and ros_discovery_info.
+    // of the three nodes, ros_discovery_info, /rosout and /parameter_events.
     assert_eq!(
         dds.live_writers.load(Ordering::SeqCst),
-        writers + registry.services.len() + 3 * 8 + 1,
-        "and the graph's writer"
+        writers + registry.services.len() + 3 * 8 + 3,
+        "and the graph's, /rosout's and /parameter_events' writers"
     );
 }
 
@@ -313,7 +313,10 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     // participant's GUID.
     let (nodes, gid) = graph(&dds);
     let names: Vec<_> = nodes.iter().map(|n| n.0.as_str()).collect();
-    assert_eq!(names, ["motor_driver1", "motor_driver2", "io_board3"]);
+    assert_eq!(
+        names,
+        ["motor_driver1", "motor_driver2", "io_board3", "fcan_bridge"]
+    );
     assert_eq!(gid, vec![RosValue::UInt(7); 16]);
     let md1_entry = nodes[0].clone();
     assert_eq!(
@@ -345,7 +348,7 @@ async fn a_node_that_goes_or_reboots_takes_its_endpoints_with_it() {
     // The graph saw it leave (and motor_driver1 come back).
     settle("the graph without motor_driver2", || {
         let names: Vec<_> = graph(&dds).0.into_iter().map(|n| n.0).collect();
-        names == ["motor_driver1", "io_board3"]
+        names == ["motor_driver1", "io_board3", "fcan_bridge"]
     })
     .await;
     bridge.stop();
@@ -784,7 +787,11 @@ async fn humbles_graph_has_24_byte_gids() {
     assert_eq!(bytes.len(), 24);
     assert_eq!(&bytes[..16], &vec![RosValue::UInt(7); 16][..]);
     assert_eq!(&bytes[16..], &vec![RosValue::UInt(0); 8][..]);
-    assert_eq!(f[1].as_seq().unwrap().len(), 3);
+    assert_eq!(
+        f[1].as_seq().unwrap().len(),
+        4,
+        "three nodes and the bridge's own"
+    );
     assert_eq!(
         fcan_ros2_bridge::Distro::from_env(Some("humble")),
         fcan_ros2_bridge::Distro::Humble
@@ -876,4 +883,362 @@ async fn a_driven_device_is_a_ros2_node_like_a_board() {
         .map(|(b, _)| cdr::decode(&store, &fb.binding, &fb.fields, b).unwrap())
         .collect();
     assert!(written.contains(&seen), "{seen:?} not among {written:?}");
+}
+
+/// A master whose `param_set` of one parameter fails as a node's refusal would: what a
+/// node that refuses a value its schema allows (its application says no) looks like to
+/// the bridge.
+#[derive(Clone)]
+struct Refusing {
+    inner: fcan_master::Master,
+    refuse: &'static str,
+}
+
+impl fcan_master::api::MasterApi for Refusing {
+    async fn nodes(&self) -> Result<Vec<fcan_master::master::NodeInfo>, fcan_master::MasterError> {
+        self.inner.nodes().await
+    }
+    async fn registry(&self) -> Result<fcan_master::registry::Registry, fcan_master::MasterError> {
+        fcan_master::api::MasterApi::registry(&self.inner).await
+    }
+    async fn status(&self) -> Result<fcan_master::master::Status, fcan_master::MasterError> {
+        fcan_master::api::MasterApi::status(&self.inner).await
+    }
+    async fn schema(
+        &self,
+        node: NodeId,
+    ) -> Result<Option<Arc<fcan_master::engine::NodeSchema>>, fcan_master::MasterError> {
+        fcan_master::api::MasterApi::schema(&self.inner, node).await
+    }
+    async fn plan(
+        &self,
+        node: NodeId,
+    ) -> Result<Option<fcan_master::planner::Plan>, fcan_master::MasterError> {
+        fcan_master::api::MasterApi::plan(&self.inner, node).await
+    }
+    fn events(&self) -> tokio::sync::broadcast::Receiver<fcan_master::engine::Event> {
+        self.inner.events()
+    }
+    async fn frames(
+        &self,
+    ) -> Result<
+        tokio::sync::broadcast::Receiver<fcan_master::master::BusFrame>,
+        fcan_master::MasterError,
+    > {
+        fcan_master::api::MasterApi::frames(&self.inner).await
+    }
+    async fn subscribe(
+        &self,
+        topic: &str,
+    ) -> Result<mpsc::UnboundedReceiver<fcan_master::master::Sample>, fcan_master::MasterError>
+    {
+        fcan_master::api::MasterApi::subscribe(&self.inner, topic).await
+    }
+    async fn publish(
+        &self,
+        topic: &str,
+        value: fcan_master::value::Value,
+    ) -> Result<(), fcan_master::MasterError> {
+        self.inner.publish(topic, value).await
+    }
+    async fn publish_many(
+        &self,
+        items: Vec<(String, fcan_master::value::Value)>,
+    ) -> Result<(), fcan_master::MasterError> {
+        fcan_master::api::MasterApi::publish_many(&self.inner, items).await
+    }
+    async fn call(
+        &self,
+        service: &str,
+        request: fcan_master::value::Value,
+    ) -> Result<fcan_master::value::Value, fcan_master::MasterError> {
+        self.inner.call(service, request).await
+    }
+    async fn param_get(
+        &self,
+        param: &str,
+    ) -> Result<fcan_master::value::Value, fcan_master::MasterError> {
+        self.inner.param_get(param).await
+    }
+    async fn param_set(
+        &self,
+        param: &str,
+        value: fcan_master::value::Value,
+    ) -> Result<(), fcan_master::MasterError> {
+        if param == self.refuse {
+            return Err(fcan_master::engine::CallError::BadValue(
+                "the application refuses it now".into(),
+            )
+            .into());
+        }
+        self.inner.param_set(param, value).await
+    }
+    async fn reprovision(&self, node: NodeId) -> Result<(), fcan_master::MasterError> {
+        self.inner.reprovision(node).await
+    }
+}
+
+/// A `ParameterValue` holding a double.
+fn double(x: f64) -> RosValue {
+    RosValue::Msg(vec![
+        RosValue::UInt(3),
+        RosValue::Bool(false),
+        RosValue::Int(0),
+        RosValue::Float(x),
+        RosValue::Str(String::new()),
+        RosValue::Seq(vec![]),
+        RosValue::Seq(vec![]),
+        RosValue::Seq(vec![]),
+        RosValue::Seq(vec![]),
+        RosValue::Seq(vec![]),
+    ])
+}
+
+fn ros_param(name: &str, v: RosValue) -> RosValue {
+    RosValue::Msg(vec![RosValue::Str(name.into()), v])
+}
+
+/// Calls a parameter service of motor_driver1 (Cyclone framing) and decodes the reply.
+async fn param_call(dds: &MemDds, svc: &str, ty: &str, seq: i64, v: RosValue) -> RosValue {
+    let store = Interfaces::bundled();
+    let reply_topic = format!("rr/motor_driver1/{svc}Reply");
+    let before = dds
+        .written
+        .lock()
+        .unwrap()
+        .get(&reply_topic)
+        .map_or(0, |w| w.len());
+    let feed = dds.feeds.lock().unwrap()[&format!("rq/motor_driver1/{svc}Request")].clone();
+    feed.send(param_request(&store, ty, seq, &v)).unwrap();
+    settle(svc, || {
+        dds.written
+            .lock()
+            .unwrap()
+            .get(&reply_topic)
+            .is_some_and(|w| w.len() > before)
+    })
+    .await;
+    let (b, _) = dds.written.lock().unwrap()[&reply_topic][before].clone();
+    let mut body = b[..4].to_vec();
+    body.extend(&b[20..]);
+    dynamic::decode(&store, &format!("{ty}_Response"), &body).unwrap()
+}
+
+/// The parameter events written so far: (node, [(name, double value)]).
+fn parameter_events(dds: &MemDds) -> Vec<(String, Vec<(String, f64)>)> {
+    let store = Interfaces::bundled();
+    let w = dds.written.lock().unwrap();
+    w.get("rt/parameter_events")
+        .map(|v| v.as_slice())
+        .unwrap_or(&[])
+        .iter()
+        .map(|(b, _)| {
+            let RosValue::Msg(f) =
+                dynamic::decode(&store, "rcl_interfaces/msg/ParameterEvent", b).unwrap()
+            else {
+                panic!()
+            };
+            let changed = f[3]
+                .as_seq()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    let RosValue::Msg(p) = p else { panic!() };
+                    let RosValue::Msg(v) = &p[1] else { panic!() };
+                    let RosValue::Float(x) = v[3] else { panic!() };
+                    (p[0].as_str().unwrap().to_string(), x)
+                })
+                .collect();
+            (f[1].as_str().unwrap().to_string(), changed)
+        })
+        .collect()
+}
+
+async fn kp(m: &fcan_master::Master, motor: u8) -> f64 {
+    m.param_get(&format!("motor_driver1.motor{motor}.velocity.kp"))
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+fn result_of(v: &RosValue) -> (bool, String) {
+    let RosValue::Msg(f) = v else { panic!() };
+    let RosValue::Msg(r) = &f[0] else { panic!() };
+    (
+        r[0] == RosValue::Bool(true),
+        r[1].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sets_are_announced_on_parameter_events_and_atomic_sets_are_all_or_nothing() {
+    let (_w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let master = Refusing {
+        inner: m.clone(),
+        refuse: "motor_driver1.motor1.velocity.ki",
+    };
+    let _bridge = Ros2Bridge::start(master, dds.clone(), quiet()).await;
+    let atomic = "rcl_interfaces/srv/SetParametersAtomically";
+    // Two parameters at once: both written, one event naming both.
+    let r = param_call(
+        &dds,
+        "set_parameters_atomically",
+        atomic,
+        1,
+        RosValue::Msg(vec![RosValue::Seq(vec![
+            ros_param("motor0.velocity.kp", double(2.5)),
+            ros_param("motor1.velocity.kp", double(3.5)),
+        ])]),
+    )
+    .await;
+    assert_eq!(result_of(&r), (true, String::new()));
+    assert_eq!((kp(&m, 0).await, kp(&m, 1).await), (2.5, 3.5));
+    assert_eq!(
+        parameter_events(&dds),
+        vec![(
+            "/motor_driver1".to_string(),
+            vec![
+                ("motor0.velocity.kp".to_string(), 2.5),
+                ("motor1.velocity.kp".to_string(), 3.5)
+            ]
+        )]
+    );
+    // One value out of range: refused before anything is written.
+    let r = param_call(
+        &dds,
+        "set_parameters_atomically",
+        atomic,
+        2,
+        RosValue::Msg(vec![RosValue::Seq(vec![
+            ros_param("motor0.velocity.kp", double(7.0)),
+            ros_param("motor1.velocity.kp", double(1000.0)),
+        ])]),
+    )
+    .await;
+    let (ok, why) = result_of(&r);
+    assert!(!ok);
+    assert!(
+        why.contains("above its max") && why.contains("nothing was set"),
+        "{why}"
+    );
+    assert_eq!(kp(&m, 0).await, 2.5, "the first value was not written");
+    // The node refuses the second after the first was written: the first is put back.
+    let r = param_call(
+        &dds,
+        "set_parameters_atomically",
+        atomic,
+        3,
+        RosValue::Msg(vec![RosValue::Seq(vec![
+            ros_param("motor0.velocity.kp", double(9.0)),
+            ros_param("motor1.velocity.ki", double(1.0)),
+        ])]),
+    )
+    .await;
+    let (ok, why) = result_of(&r);
+    assert!(!ok);
+    assert!(
+        why.contains("refuses it now") && why.contains("put back: motor0.velocity.kp"),
+        "{why}"
+    );
+    assert_eq!(kp(&m, 0).await, 2.5, "rolled back");
+    assert_eq!(
+        parameter_events(&dds).len(),
+        1,
+        "failed sets announce nothing"
+    );
+    // set_parameters: each on its own; the event names only those that took.
+    let r = param_call(
+        &dds,
+        "set_parameters",
+        "rcl_interfaces/srv/SetParameters",
+        4,
+        RosValue::Msg(vec![RosValue::Seq(vec![
+            ros_param("motor0.velocity.kp", double(4.0)),
+            ros_param("motor0.velocity.kp", double(-1.0)),
+        ])]),
+    )
+    .await;
+    let RosValue::Msg(f) = &r else { panic!() };
+    assert_eq!(f[0].as_seq().unwrap().len(), 2);
+    assert_eq!(
+        parameter_events(&dds).last().unwrap().1,
+        vec![("motor0.velocity.kp".to_string(), 4.0)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_happens_to_the_nodes_reaches_rosout_under_their_names() {
+    let (mut w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let _bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
+    let lines = || -> Vec<(u64, String, String)> {
+        let store = Interfaces::bundled();
+        let w = dds.written.lock().unwrap();
+        w.get("rt/rosout")
+            .map(|v| v.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .map(|(b, _)| {
+                let RosValue::Msg(f) =
+                    dynamic::decode(&store, "rcl_interfaces/msg/Log", b).unwrap()
+                else {
+                    panic!()
+                };
+                let RosValue::UInt(level) = f[1] else {
+                    panic!()
+                };
+                (
+                    level,
+                    f[2].as_str().unwrap().to_string(),
+                    f[3].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // The bridge's own node publishes /rosout and /parameter_events in the graph.
+    let (nodes, _) = graph(&dds);
+    assert!(
+        nodes.contains(&("fcan_bridge".to_string(), 0, 2)),
+        "{nodes:?}"
+    );
+    // A command that does not fit: refused, and said once on /rosout as the node's warning.
+    let feed = dds.feeds.lock().unwrap()["rt/motor_driver1/motor0/target"].clone();
+    feed.send(Received {
+        cdr: vec![0, 1, 0, 0, 1],
+        id: None,
+        source_time: None,
+    })
+    .unwrap();
+    settle("a refusal on /rosout", || {
+        lines()
+            .iter()
+            .any(|(l, n, msg)| *l == 30 && n == "motor_driver1" && msg.contains("refused"))
+    })
+    .await;
+    // motor_driver2 leaves the bus: a warning under its name.
+    w.motors.remove(&MD2).unwrap().stop();
+    settle("an offline warning for motor_driver2", || {
+        lines()
+            .iter()
+            .any(|(l, n, msg)| *l == 30 && n == "motor_driver2" && msg.contains("offline"))
+    })
+    .await;
+    // motor_driver1 reboots: a warning, then an info line when it runs again.
+    w.reboot_motor(MD1);
+    settle(
+        "a reboot warning and an online line for motor_driver1",
+        || {
+            let l = lines();
+            let reboot = l.iter().position(|(l, n, msg)| {
+                *l == 30 && n == "motor_driver1" && msg.contains("rebooted")
+            });
+            let online = l
+                .iter()
+                .rposition(|(l, n, _)| *l == 20 && n == "motor_driver1");
+            matches!((reboot, online), (Some(r), Some(o)) if o > r)
+        },
+    )
+    .await;
 }

@@ -62,12 +62,20 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         include_str!("../interfaces/rcl_interfaces/msg/ListParametersResult.msg"),
     ),
     (
+        "rcl_interfaces/msg/Log",
+        include_str!("../interfaces/rcl_interfaces/msg/Log.msg"),
+    ),
+    (
         "rcl_interfaces/msg/Parameter",
         include_str!("../interfaces/rcl_interfaces/msg/Parameter.msg"),
     ),
     (
         "rcl_interfaces/msg/ParameterDescriptor",
         include_str!("../interfaces/rcl_interfaces/msg/ParameterDescriptor.msg"),
+    ),
+    (
+        "rcl_interfaces/msg/ParameterEvent",
+        include_str!("../interfaces/rcl_interfaces/msg/ParameterEvent.msg"),
     ),
     (
         "rcl_interfaces/msg/ParameterType",

@@ -23,7 +23,10 @@ Checks, printing one line each and `N passed, M failed` last:
      on a motor.
   6. Parameters through rclpy's AsyncParameterClient on /motor_driver2: the six services
      ready, list, describe (the schema's range), types, set (accepted and refused with
-     the reason), get, and `fcan param get` agrees.
+     the reason), get, and `fcan param get` agrees; each accepted set announced on
+     /parameter_events (rcl_interfaces/msg/ParameterEvent, node /motor_driver2);
+     set_parameters_atomically with two parameters (both taken), and with one out of
+     range (refused, neither written).
   7. fcan_msgs/srv/NodeInfo agrees with `fcan nodes --json`; reprovision succeeds and
      the node runs again.
   8. Joints for ros2_control (`--joints examples/host/config/joints.yaml`), as
@@ -33,6 +36,9 @@ Checks, printing one line each and `N passed, M failed` last:
      latches, the states stop, joint1's motor stands although commands keep coming;
      plugged in again, the fault stays until /fcan_joints/clear_fault, then commands
      move the joints again.
+  9. /rosout (rcl_interfaces/msg/Log) as rqt_console reads it: the pull in 8 as a WARN
+     under motor_driver2's name, its return as INFO, and a console that subscribes only
+     now still gets them (transient local).
 """
 import argparse
 import json
@@ -46,6 +52,7 @@ import rclpy
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
+from rcl_interfaces.msg import Log, ParameterEvent
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from example_msgs.msg import Feedback, Target
@@ -291,11 +298,24 @@ def main():
           "by node: io_board3's services (its own, the parameter services, node_info, reprovision)",
           f"({ {s: services.get(s) for s in wanted} })")
 
+    # The bridge's own node, which publishes /rosout and /parameter_events.
+    def bridge_own():
+        return [n for n, ns in node.get_node_names_and_namespaces()
+                if n.startswith("fcan_") and not n.startswith("fcan_rclpy_peer") and ns == "/"]
+    check(wait_for(lambda: len(bridge_own()) == 1, 10),
+          "the bridge's own node is in the graph", f"({bridge_own()})")
+    own = bridge_own()[0] if bridge_own() else None
+    wait_for(lambda: len(dict(node.get_publisher_names_and_types_by_node(own, "/"))) == 2 if own else False, 10)
+    own_pubs = dict(node.get_publisher_names_and_types_by_node(own, "/")) if own else {}
+    check(own_pubs == {"/rosout": ["rcl_interfaces/msg/Log"],
+                       "/parameter_events": ["rcl_interfaces/msg/ParameterEvent"]},
+          f"/{own} publishes /rosout and /parameter_events", f"({own_pubs})")
+
     # 2. Type hashes: every bridge endpoint against rosidl's.
     endpoints = []
     for name, types in topics.items():
         for info in node.get_publishers_info_by_topic(name) + node.get_subscriptions_info_by_topic(name):
-            if info.node_name in NODES:
+            if info.node_name in NODES or info.node_name == own:
                 endpoints.append((name, info.topic_type, str(info.topic_type_hash)))
     wrong = [(n, ty, h, rosidl_hash(args.share, ty)) for n, ty, h in endpoints if h != rosidl_hash(args.share, ty)]
     check(len(endpoints) > 40 and not wrong,
@@ -372,6 +392,9 @@ def main():
     check(r is not None, "std_srvs/Trigger on /motor_driver1/motor0/clear_fault answered", f"({r})")
 
     # 6. Parameters through rclpy's own client.
+    reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+    events = Collector(node, ParameterEvent, "/parameter_events", reliable)
     params = AsyncParameterClient(node, "/motor_driver2")
     check(params.wait_for_services(timeout_sec=15), "AsyncParameterClient: /motor_driver2's six parameter services are ready")
     listed = result(params.list_parameters(prefixes=["motor1"], depth=0))
@@ -401,6 +424,37 @@ def main():
     check(out.returncode == 0 and "2.5" in out.stdout, "fcan param get sees the value set from rclpy",
           f"({out.stdout} {out.stderr})")
 
+    def changed(e):
+        return {p.name: p.value.double_value for p in e.changed_parameters}
+    def md2_events():
+        return [changed(e) for e in events.snapshot() if e.node == "/motor_driver2"]
+    check(wait_for(lambda: {"motor1.velocity.kp": 2.5} in md2_events(), 5),
+          "/parameter_events: the accepted set as a ParameterEvent of /motor_driver2 (the refused one not)",
+          f"({md2_events()})")
+    atomic = result(params.set_parameters_atomically([
+        Parameter("motor1.velocity.kp", Parameter.Type.DOUBLE, 3.0),
+        Parameter("motor2.velocity.kp", Parameter.Type.DOUBLE, 4.0),
+    ]))
+    got = result(params.get_parameters(["motor1.velocity.kp", "motor2.velocity.kp"]))
+    values = [v.double_value for v in got.values] if got else []
+    check(atomic is not None and atomic.result.successful and values == [3.0, 4.0]
+          and wait_for(lambda: {"motor1.velocity.kp": 3.0, "motor2.velocity.kp": 4.0} in md2_events(), 5),
+          "set_parameters_atomically with two parameters: both set, one ParameterEvent naming both",
+          f"({atomic}, {values}, {md2_events()})")
+    atomic = result(params.set_parameters_atomically([
+        Parameter("motor1.velocity.kp", Parameter.Type.DOUBLE, 5.0),
+        Parameter("motor2.velocity.kp", Parameter.Type.DOUBLE, 500.0),
+    ]))
+    got = result(params.get_parameters(["motor1.velocity.kp", "motor2.velocity.kp"]))
+    values = [v.double_value for v in got.values] if got else []
+    check(atomic is not None and not atomic.result.successful and "nothing was set" in atomic.result.reason
+          and values == [3.0, 4.0],
+          "set_parameters_atomically with one value out of range: refused with the reason, neither written",
+          f"({atomic}, {values})")
+    log_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+    console = Collector(node, Log, "/rosout", log_qos)
+
     # 7. node_info and reprovision.
     out = fcan(args, "--json", "nodes")
     cli = {j["name"]: j for j in map(json.loads, out.stdout.splitlines()) if j}
@@ -425,6 +479,20 @@ def main():
     # 8. Joints for ros2_control (`--joints examples/host/config/joints.yaml`): what
     #    TopicBasedSystem does, done by rclpy.
     joints(args, node, feedback, [samples, state])
+
+    # 9. /rosout: what rqt_console would show of the pull and the plug in 8.
+    def lines(c):
+        return [(m.level, m.msg) for m in c.snapshot() if m.name == "motor_driver2"]
+    def pulled_and_back(c):
+        ls = lines(c)
+        off = next((i for i, (lv, msg) in enumerate(ls) if lv == Log.WARN and "offline" in msg), None)
+        return off is not None and any(lv == Log.INFO and "online" in msg for lv, msg in ls[off:])
+    check(wait_for(lambda: pulled_and_back(console), 5),
+          "/rosout: motor_driver2 pulled is a WARN (offline) under its name, its return an INFO (online)",
+          f"({lines(console)})")
+    late = Collector(node, Log, "/rosout", log_qos)
+    check(wait_for(lambda: pulled_and_back(late), 10),
+          "/rosout is transient local: a console that starts now still gets those lines", f"({lines(late)})")
 
     for c in Collector.all:
         c.executor.shutdown(timeout_sec=1)

@@ -33,6 +33,7 @@ use fcan_core::types::{check_range, Scalar};
 pub use node::{Announcement, NodeRecord, NodeSchema, Phase, MAX_OUTSTANDING_REQUESTS};
 use node::{Download, InFlight, PendingCall, Step};
 use provision::*;
+pub use requests::check_param_value;
 use requests::*;
 
 use crate::cache::BlobStore;

@@ -165,6 +165,23 @@ pub(super) fn check_param_bytes(
         .params
         .get(param as usize)
         .ok_or_else(|| CallError::BadTarget(format!("block {block} has no param {param}")))?;
+    check_param_value(p, value)
+}
+
+/// Whether `value` (packed) is a value parameter `p` takes: its size, and each element's
+/// type and range, the rule the node applies too ([`check_range`]). Public so a face that
+/// sets several parameters together can check them all before it writes any.
+///
+/// ```
+/// use fcan_core::ir::Param;
+/// use fcan_core::types::{Scalar, ScalarType};
+/// use fcan_master::engine::check_param_value;
+/// let p = Param { name: "kp".into(), ty: ScalarType::U8, len: None, default: Scalar::U8(0),
+///                 min: None, max: Some(Scalar::U8(10)) };
+/// assert!(check_param_value(&p, &[3]).is_ok());
+/// assert!(check_param_value(&p, &[11]).unwrap_err().to_string().contains("above its max"));
+/// ```
+pub fn check_param_value(p: &fcan_core::ir::Param, value: &[u8]) -> Result<(), CallError> {
     if value.len() != p.size() {
         return Err(CallError::BadValue(format!(
             "{} takes {} bytes, got {}",
