@@ -362,9 +362,9 @@ impl WallClock {
     }
 }
 
-/// A node as served, and which nodes to stop and start serving: one rule for every
-/// face, in [`fcan_master::serving`].
-pub use fcan_master::serving::{resync, NodeKey, Resync};
+/// A node as served (the rule that keeps the served set the running one is
+/// [`fcan_master::serving::Supervisor`]'s, for every face).
+pub use fcan_master::serving::NodeKey;
 
 #[cfg(test)]
 mod tests {

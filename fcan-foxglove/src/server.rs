@@ -7,9 +7,9 @@
 //! * A topic is subscribed at the master only while at least one client subscribes to
 //!   its channel (the listener's `on_subscribe`/`on_unsubscribe`); an unwatched server
 //!   decodes nothing.
-//! * Nodes come and go: on every master event that changes who runs (and every
-//!   [`FoxgloveOptions::resync_period`] as a backstop) the served set is made the running
-//!   set; a stopped node's channels are closed (clients see them unadvertised), its
+//! * Nodes come and go: the served set is kept the running set by
+//!   [`fcan_master::serving::Supervisor`] (on every master event that changes who runs,
+//!   and every [`FoxgloveOptions::resync_period`] as a backstop); a stopped node's channels are closed (clients see them unadvertised), its
 //!   services removed, its parameters forgotten.
 //! * Client input is bounded: publishes wait in one queue of
 //!   [`FoxgloveOptions::publish_queue`] (full → refused), payloads over
@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::{Event, Phase};
+use fcan_master::master::NodeInfo;
 use fcan_master::registry::{ParamInfo, Registry};
+use fcan_master::serving::{lock, Face, ServedNode, Supervisor, Unserved};
 use fcan_master::text::Untrusted;
 use fcan_master::MasterApi;
 use foxglove::websocket::service::{Handler, Request, Responder, Service, ServiceSchema};
@@ -44,7 +45,7 @@ use tokio::task::JoinHandle;
 use crate::mapping::{self, NodeKey, ParamRef, WallClock, MESSAGE_ENCODING, SCHEMA_ENCODING};
 
 /// Where the server's log lines go (one line each, without the trailing newline).
-pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+pub use fcan_master::serving::Log;
 
 /// How a [`FoxgloveServer`] runs.
 #[derive(Clone)]
@@ -137,7 +138,6 @@ impl FoxgloveServer {
             clock: WallClock::now(),
             handle: Mutex::new(None),
             state: Mutex::new(State::default()),
-            resyncing: tokio::sync::Mutex::new(()),
             publish_tx,
             refused: AtomicU64::new(0),
             opts: opts.clone(),
@@ -161,11 +161,14 @@ impl FoxgloveServer {
             .await?;
         let addr = SocketAddr::new(addr.ip(), handle.port());
         *lock(&shared.handle) = Some(handle);
+        // The backstop tick also covers a remote master's events that arrive before its
+        // node list shows the node.
+        let sup = Supervisor::new(shared.master.clone(), shared.clone(), opts.resync_period);
         let tasks = vec![
             tokio::spawn(shared.clone().publish_worker(publish_rx)),
-            tokio::spawn(shared.clone().event_loop()),
+            sup.spawn(),
         ];
-        shared.resync().await;
+        sup.resync().await;
         (shared.log)(&format!("serving on ws://{addr}"));
         Ok(FoxgloveServer {
             shared,
@@ -214,9 +217,22 @@ trait Served: Send + Sync {
     fn shutdown(&self);
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic elsewhere while holding the lock leaves consistent data here: go on.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+/// The server as the [`Supervisor`]'s face: serving a node is advertising its
+/// channels, services and parameters.
+impl<M: MasterApi> Face for Shared<M> {
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
+        let key = NodeKey::new(node.id.get(), node.boot_id, node.digest);
+        Shared::serve(self, key, &node.name, registry);
+        true
+    }
+
+    fn unserve(&self, key: NodeKey, _name: &str, why: &Unserved) {
+        Shared::unserve(self, key.id, why);
+    }
+
+    async fn served_changed(&self, _served: &[ServedNode]) {
+        self.publish_graph().await;
+    }
 }
 
 struct Shared<M> {
@@ -231,8 +247,6 @@ struct Shared<M> {
     /// The WebSocket server; `None` once stopped.
     handle: Mutex<Option<WebSocketServerHandle>>,
     state: Mutex<State>,
-    /// One resync at a time.
-    resyncing: tokio::sync::Mutex<()>,
     publish_tx: mpsc::Sender<Publish>,
     /// Refused client publishes, for the log's throttle.
     refused: AtomicU64,
@@ -255,7 +269,6 @@ struct State {
 }
 
 struct NodeServed {
-    key: NodeKey,
     name: String,
     channels: Vec<ChannelId>,
     services: Vec<String>,
@@ -335,72 +348,11 @@ impl<M: MasterApi> Shared<M> {
         }
     }
 
-    async fn event_loop(self: Arc<Self>) {
-        let mut rx = self.master.events();
-        let mut tick = tokio::time::interval(self.opts.resync_period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                e = rx.recv() => match e {
-                    Ok(Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }) => {
-                        self.resync().await
-                    }
-                    Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                },
-                // Backstop for a missed event, and for a remote master's events that
-                // arrive before its registry shows the node.
-                _ = tick.tick() => self.resync().await,
-            }
-        }
-    }
-
-    /// Makes the served nodes the running ones.
-    async fn resync(&self) {
-        let _one = self.resyncing.lock().await;
-        let Ok(nodes) = self.master.nodes().await else {
-            return;
-        };
-        let running = fcan_master::serving::running(&nodes);
-        let served: Vec<NodeKey> = lock(&self.state).nodes.values().map(|n| n.key).collect();
-        let plan = mapping::resync(&served, &running);
-        if plan.stop.is_empty() && plan.start.is_empty() {
-            return;
-        }
-        for key in &plan.stop {
-            let why = match nodes.iter().find(|n| n.id.get() == key.id) {
-                // A new boot (it is being provisioned again, or already runs).
-                Some(n) if n.boot_id != key.boot_id || n.phase == Phase::Running => {
-                    "rebooted".to_string()
-                }
-                Some(n) => n.phase.to_string(),
-                None => "gone".into(),
-            };
-            self.unserve(key.id, &why);
-        }
-        let registry = if plan.start.is_empty() {
-            None
-        } else {
-            self.master.registry().await.ok()
-        };
-        if let Some(r) = &registry {
-            for key in &plan.start {
-                let Some(n) = nodes.iter().find(|n| n.id.get() == key.id) else {
-                    continue;
-                };
-                self.serve(*key, &n.name, r);
-            }
-        }
-        self.publish_graph().await;
-    }
-
     /// Starts serving a running node: its channels, services, parameters.
     fn serve(&self, key: NodeKey, name: &str, r: &Registry) {
         let node = fcan_core::id::NodeId::new(key.id);
         let mine = |n: fcan_core::id::NodeId| Some(n) == node;
         let mut served = NodeServed {
-            key,
             name: name.to_string(),
             channels: Vec::new(),
             services: Vec::new(),
@@ -483,7 +435,7 @@ impl<M: MasterApi> Shared<M> {
 
     /// Stops serving a node: closes its channels (clients see them go), removes its
     /// services and parameters, and leaves a warning in the app until it is back.
-    fn unserve(&self, id: u8, why: &str) {
+    fn unserve(&self, id: u8, why: &Unserved) {
         let (node, closing) = {
             let mut st = lock(&self.state);
             let Some(node) = st.nodes.remove(&id) else {
@@ -511,7 +463,7 @@ impl<M: MasterApi> Shared<M> {
         }
         self.with_server(|h| {
             h.remove_services(&node.services);
-            if why != "rebooted" {
+            if *why != Unserved::Rebooted {
                 h.publish_status(
                     Status::warning(format!("fcan: node {} is {why}", node.name))
                         .with_id(status_id(&node.name)),
@@ -521,7 +473,7 @@ impl<M: MasterApi> Shared<M> {
         (self.log)(&format!(
             "node {} no longer served ({})",
             Untrusted(&node.name),
-            Untrusted(why)
+            why
         ));
     }
 

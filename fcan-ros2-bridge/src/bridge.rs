@@ -1,8 +1,8 @@
 //! The bridge: a master's running nodes as ROS 2 topics, kept in step with the bus.
 //!
-//! The shell around [`crate::routes`]: on every node event (and every
-//! [`Ros2Options::resync_period`] as a backstop) the served nodes are made the running
-//! ones ([`fcan_master::serving::resync`]); a node served gets a DDS writer per s2m
+//! The shell around [`crate::routes`], a face of [`fcan_master::serving::Supervisor`]:
+//! on every node event (and every [`Ros2Options::resync_period`] as a backstop) the
+//! served nodes are made the running ones; a node served gets a DDS writer per s2m
 //! topic, fed by a master subscription, and a DDS reader per m2s topic, whose samples
 //! are decoded and published through [`MasterApi::publish`], the same checks as any
 //! publish. A node that goes, reboots or changes schema loses its endpoints at once.
@@ -21,7 +21,9 @@ use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::api::MasterApi;
 use fcan_master::engine::Event;
-use fcan_master::serving::{resync, running, NodeKey};
+use fcan_master::master::NodeInfo;
+use fcan_master::registry::Registry;
+use fcan_master::serving::{lock, Face, NodeKey, ServedNode, Supervisor, Unserved};
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::{cdr, rihs, Interfaces};
 use futures_util::StreamExt;
@@ -40,7 +42,7 @@ use crate::routes::{node_routes, Route, ServiceRoute, SERVICE_QOS};
 use crate::rpc::{reply, split_request, Framing};
 
 /// Where log lines go.
-pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+pub use fcan_master::serving::Log;
 
 /// How the bridge runs.
 #[derive(Clone)]
@@ -124,8 +126,8 @@ struct NodeGids {
     writers: Vec<Gid>,
 }
 
+/// What the bridge holds for a node it serves.
 struct Served {
-    key: NodeKey,
     name: String,
     gids: NodeGids,
     routes: Vec<Route>,
@@ -153,8 +155,8 @@ struct Shared<M, D: Dds> {
     dds: D,
     log: Log,
     store: Mutex<Interfaces>,
+    /// The nodes served, by id (the [`Supervisor`] decides which).
     served: Mutex<BTreeMap<u8, Served>>,
-    resyncing: tokio::sync::Mutex<()>,
     counters: Arc<Counters>,
     opts: Ros2Options,
 }
@@ -184,9 +186,32 @@ fn wall(at: std::time::Instant) -> std::time::SystemTime {
         .unwrap_or_else(std::time::SystemTime::now)
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic elsewhere while holding the lock leaves consistent data here: go on.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+fn master_of<M: MasterApi, D: Dds>(s: &Shared<M, D>) -> M {
+    s.master.clone()
+}
+
+/// The bridge as the [`Supervisor`]'s face.
+struct RosFace<M, D: Dds>(Arc<Shared<M, D>>);
+
+impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
+        self.0.serve(node, registry).await
+    }
+
+    fn unserve(&self, key: NodeKey, name: &str, why: &Unserved) {
+        // Dropping the entry aborts its tasks, which drops its DDS endpoints.
+        if lock(&self.0.served).remove(&key.id).is_some() {
+            (self.0.log)(&format!("{name} left the ROS 2 graph ({why})"));
+        }
+    }
+
+    async fn on_event(&self, e: &Event, name: Option<&str>) {
+        self.0.log_event(e, name).await;
+    }
+
+    async fn served_changed(&self, _served: &[ServedNode]) {
+        self.0.publish_graph();
+    }
 }
 
 /// A running bridge. Dropping it (or [`stop`](Ros2Bridge::stop)) removes every endpoint.
@@ -257,15 +282,19 @@ impl Ros2Bridge {
             log,
             store: Mutex::new(store),
             served: Mutex::new(BTreeMap::new()),
-            resyncing: tokio::sync::Mutex::new(()),
             counters: Arc::new(Counters::default()),
             opts,
         });
-        shared.resync().await;
-        let task = tokio::spawn(shared.clone().event_loop());
+        let period = shared.opts.resync_period;
+        let sup = Supervisor::new(
+            master_of(&shared),
+            Arc::new(RosFace(shared.clone())),
+            period,
+        );
+        sup.resync().await;
+        let task = sup.spawn();
         let for_routes = shared.clone();
         let for_services = shared.clone();
-        let for_stop = shared.clone();
         Ros2Bridge {
             stats: shared.counters.clone(),
             routes: Arc::new(move || {
@@ -281,7 +310,7 @@ impl Ros2Bridge {
                     .collect()
             }),
             task,
-            stop: Arc::new(move || lock(&for_stop.served).clear()),
+            stop: Arc::new(move || sup.stop()),
         }
     }
 
@@ -322,112 +351,61 @@ impl Drop for Ros2Bridge {
 }
 
 impl<M: MasterApi, D: Dds> Shared<M, D> {
-    async fn event_loop(self: Arc<Self>) {
-        let mut rx = self.master.events();
-        let mut tick = tokio::time::interval(self.opts.resync_period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                e = rx.recv() => match e {
-                    Ok(e) => {
-                        // The line first: a node that went is still named by its served entry.
-                        self.log_event(&e).await;
-                        if matches!(e, Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }) {
-                            self.resync().await
-                        }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync().await,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                },
-                _ = tick.tick() => self.resync().await,
+    /// Starts serving running node `node`: its topics, services, parameter and node
+    /// services on DDS, each on its own task.
+    async fn serve(self: &Arc<Self>, node: &NodeInfo, registry: &Registry) -> bool {
+        let id = node.id;
+        let Ok(Some(schema)) = self.master.schema(id).await else {
+            return false;
+        };
+        let nr = node_routes(id, &schema, registry, &mut lock(&self.store));
+        for n in &nr.notes {
+            (self.log)(&format!("note: {n}"));
+        }
+        let mut tasks = Vec::new();
+        let mut gids = NodeGids::default();
+        for r in &nr.topics {
+            match self.carry(r, &mut gids).await {
+                Ok(t) => tasks.push(t),
+                Err(e) => (self.log)(&format!("{}: {e}", r.name)),
             }
         }
+        let topics = tasks.len();
+        for r in &nr.services {
+            match self.serve_calls(r, &mut gids) {
+                Ok(t) => tasks.push(t),
+                Err(e) => (self.log)(&format!("{}: {e}", r.name)),
+            }
+        }
+        let name = node.name.clone();
+        let services = tasks.len() - topics;
+        let params = Arc::new(NodeParams::of(&name, &registry.params));
+        for (svc, ty) in NODE_SERVICES.into_iter().chain(PARAM_SERVICES) {
+            match self.serve_node_service(&name, id, svc, ty, params.clone(), &mut gids) {
+                Ok(t) => tasks.push(t),
+                Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
+            }
+        }
+        (self.log)(&format!(
+            "{name}: {topics} topics, {services} services, {} parameters on ROS 2 ({:?} service framing)",
+            params.params.len(),
+            self.opts.framing
+        ));
+        lock(&self.served).insert(
+            id.get(),
+            Served {
+                name,
+                gids,
+                routes: nr.topics,
+                services: nr.services,
+                tasks,
+            },
+        );
+        true
     }
 
-    async fn resync(self: &Arc<Self>) {
-        let _one = self.resyncing.lock().await;
-        let Ok(nodes) = self.master.nodes().await else {
-            return;
-        };
-        let served: Vec<NodeKey> = lock(&self.served).values().map(|s| s.key).collect();
-        let plan = resync(&served, &running(&nodes));
-        for key in &plan.stop {
-            if let Some(s) = lock(&self.served).remove(&key.id) {
-                (self.log)(&format!("{} left the ROS 2 graph", s.name));
-            }
-        }
-        if plan.start.is_empty() {
-            if !plan.stop.is_empty() {
-                self.publish_graph();
-            }
-            return;
-        }
-        let Ok(registry) = self.master.registry().await else {
-            return;
-        };
-        for key in plan.start {
-            let Some(id) = NodeId::new(key.id) else {
-                continue;
-            };
-            let Ok(Some(schema)) = self.master.schema(id).await else {
-                continue;
-            };
-            let nr = node_routes(id, &schema, &registry, &mut lock(&self.store));
-            for n in &nr.notes {
-                (self.log)(&format!("note: {n}"));
-            }
-            let mut tasks = Vec::new();
-            let mut gids = NodeGids::default();
-            for r in &nr.topics {
-                match self.carry(r, &mut gids).await {
-                    Ok(t) => tasks.push(t),
-                    Err(e) => (self.log)(&format!("{}: {e}", r.name)),
-                }
-            }
-            let topics = tasks.len();
-            for r in &nr.services {
-                match self.serve_calls(r, &mut gids) {
-                    Ok(t) => tasks.push(t),
-                    Err(e) => (self.log)(&format!("{}: {e}", r.name)),
-                }
-            }
-            let name = nodes
-                .iter()
-                .find(|n| n.id == id)
-                .map_or(String::new(), |n| n.name.clone());
-            let services = tasks.len() - topics;
-            let params = Arc::new(NodeParams::of(&name, &registry.params));
-            for (svc, ty) in NODE_SERVICES.into_iter().chain(PARAM_SERVICES) {
-                match self.serve_node_service(&name, id, svc, ty, params.clone(), &mut gids) {
-                    Ok(t) => tasks.push(t),
-                    Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
-                }
-            }
-            (self.log)(&format!(
-                "{name}: {topics} topics, {services} services, {} parameters on ROS 2 ({:?} service framing)",
-                params.params.len(),
-                self.opts.framing
-            ));
-            lock(&self.served).insert(
-                key.id,
-                Served {
-                    key,
-                    name,
-                    gids,
-                    routes: nr.topics,
-                    services: nr.services,
-                    tasks,
-                },
-            );
-        }
-        self.publish_graph();
-    }
-
-    /// The name of node `id`: as served, else as the master knows it, else `node<id>`.
+    /// The name of node `id` as the master knows it, else `node<id>`.
     async fn name_of(&self, id: NodeId) -> String {
-        if let Some(s) = lock(&self.served).get(&id.get()) {
-            return s.name.clone();
-        }
         let nodes = self.master.nodes().await.unwrap_or_default();
         nodes
             .into_iter()
@@ -435,20 +413,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             .map_or_else(|| format!("node{}", id.get()), |n| n.name)
     }
 
-    /// The `/rosout` line of a master event, if it deserves one.
-    async fn log_event(&self, e: &Event) {
-        let node = match e {
-            Event::Online { node }
-            | Event::Rebooted { node, .. }
-            | Event::Offline { node }
-            | Event::Failed { node, .. }
-            | Event::Collision { node, .. }
-            | Event::ClassicNodeOnFdLink { node } => Some(*node),
-            _ => None,
-        };
-        let name = match node {
-            Some(id) => self.name_of(id).await,
-            None => String::new(),
+    /// The `/rosout` line of a master event, if it deserves one; `served` names the
+    /// node while it is served (a node that went is named by its served entry).
+    async fn log_event(&self, e: &Event, served: Option<&str>) {
+        let name = match (served, e.node()) {
+            (Some(n), _) => n.to_string(),
+            (None, Some(id)) => self.name_of(id).await,
+            (None, None) => String::new(),
         };
         if let Some(line) = rosout::of_event(e, |_| name.clone(), &self.opts.node_name) {
             self.rosout(&line, "master_event");

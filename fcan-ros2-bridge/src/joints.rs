@@ -33,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use fcan_master::api::MasterApi;
 use fcan_master::cycle::{Cycle, CycleConfig, CycleError, Lifecycle};
+use fcan_master::serving::lock;
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::{rihs, Interfaces};
 use futures_util::stream::BoxStream;
@@ -568,10 +569,6 @@ impl Drop for JointsBridge {
             t.abort();
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// At most one line a second for a recurring complaint; the rest counted.

@@ -27,7 +27,7 @@ Checks, printing one line each and `N passed, M failed` last:
      framing): list with a prefix, describe (the schema's range), set (one accepted,
      one refused with the reason), get (read back; NOT_SET for an unknown name), and
      `fcan param get` agrees.
-  8. The graph: ros_discovery_info names the three nodes, and lists under
+  8. The graph: ros_discovery_info names the three nodes and the bridge's own, and lists under
      motor_driver1 the writer GUID Cyclone's discovery saw on its motor0 feedback.
   9. /motor_driver1/node_info (fcan_msgs/srv/NodeInfo) agrees with `fcan nodes --json`;
      /io_board3/reprovision (std_srvs/Trigger) succeeds and the node runs again with
@@ -515,18 +515,20 @@ def main():
           "fcan param get sees the value set from ROS", f"({out.stdout} {out.stderr})")
 
     # 8. The graph: ros_discovery_info (transient local, as `ros2 node list` reads it)
-    #    names the three nodes, and the writer GUIDs it lists for motor_driver1 include
+    #    names the three nodes and the bridge's own (fcan_sim, which publishes /rosout and
+    #    /parameter_events), and the writer GUIDs it lists for motor_driver1 include
     #    the one Cyclone's own discovery saw publishing its motor0 feedback.
     latched = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
                   Policy.Durability.TransientLocal, Policy.History.KeepLast(1))
     graph = Reader(dp, "ros_discovery_info", ParticipantEntitiesInfo, latched)
     pubs = BuiltinDataReader(dp, BuiltinTopicDcpsPublication)
-    got_graph = wait_for(lambda: any(len(g.node_entities_info_seq) >= 3 for g in graph.snapshot()), 10)
+    got_graph = wait_for(lambda: any(len(g.node_entities_info_seq) >= 4 for g in graph.snapshot()), 10)
     latest = graph.snapshot()[-1] if graph.snapshot() else None
     names = sorted(n.node_name for n in latest.node_entities_info_seq) if latest else []
-    check(got_graph and names == ["io_board3", "motor_driver1", "motor_driver2"]
+    check(got_graph and names == ["fcan_sim", "io_board3", "motor_driver1", "motor_driver2"]
           and all(n.node_namespace == "/" for n in latest.node_entities_info_seq),
-          "ros_discovery_info names /motor_driver1, /motor_driver2 and /io_board3", f"({names})")
+          "ros_discovery_info names /motor_driver1, /motor_driver2, /io_board3 and the bridge's /fcan_sim",
+          f"({names})")
     feedback_writers = {p.key.bytes for p in pubs.take(N=1000) if p.topic_name == "rt/motor_driver1/motor0/feedback"}
     md1 = [n for n in latest.node_entities_info_seq if n.node_name == "motor_driver1"] if latest else []
     listed = {bytes(g.data) for g in md1[0].writer_gid_seq} if md1 else set()

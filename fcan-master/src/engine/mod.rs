@@ -181,6 +181,23 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The node the event is about, if it is about one.
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            Event::Announced { node, .. }
+            | Event::SchemaReady { node, .. }
+            | Event::Online { node }
+            | Event::Rebooted { node, .. }
+            | Event::Offline { node }
+            | Event::Failed { node, .. }
+            | Event::Collision { node, .. }
+            | Event::ClassicNodeOnFdLink { node } => Some(*node),
+            Event::OtherMaster { .. } | Event::CallDone { .. } | Event::ParamDone { .. } => None,
+        }
+    }
+}
+
 /// Why a user request failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
