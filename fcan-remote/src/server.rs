@@ -39,9 +39,10 @@ use std::time::{Duration, Instant};
 
 use fcan_core::hash::SchemaDigest;
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::{Event, Phase};
+use fcan_master::engine::Event;
 use fcan_master::json::event_to_json;
 use fcan_master::registry::Registry;
+use fcan_master::serving::{lock, Face, NodeKey, Supervisor, Unserved};
 use fcan_master::value::{pack_message, Value};
 use fcan_master::{Master, NodeInfo};
 use serde_json::{json, Value as Json};
@@ -60,7 +61,7 @@ use crate::RemoteError;
 const BUS_PROBE: Duration = Duration::from_secs(2);
 
 /// Where the server's log lines go (one line each, without the trailing newline).
-pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+pub use fcan_master::serving::Log;
 
 /// How a server runs.
 #[derive(Clone)]
@@ -168,8 +169,6 @@ struct Counters {
 /// What the server keeps for one RUNNING node: its sample forwarders and its token.
 struct NodeServed {
     name: String,
-    boot_id: u32,
-    digest: Option<SchemaDigest>,
     tasks: Vec<JoinHandle<()>>,
     _token: Option<zenoh::liveliness::LivelinessToken>,
 }
@@ -191,10 +190,8 @@ struct Shared {
     counters: Arc<Counters>,
     inflight: Arc<Semaphore>,
     rt: tokio::runtime::Handle,
-    /// RUNNING nodes by id.
+    /// RUNNING nodes by id (the [`Supervisor`] decides which).
     served: Mutex<BTreeMap<u8, NodeServed>>,
-    /// One resync at a time.
-    resyncing: tokio::sync::Mutex<()>,
     /// Bus load over the last status period (0–1).
     load: Mutex<f64>,
     /// The master's registry, for checking batches without a copy of it per batch (a
@@ -241,11 +238,7 @@ impl Drop for Server {
         for t in &self.tasks {
             t.abort();
         }
-        self.shared
-            .served
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        lock(&self.shared.served).clear();
     }
 }
 
@@ -285,7 +278,6 @@ impl Server {
             counters: Arc::default(),
             rt: tokio::runtime::Handle::current(),
             served: Mutex::new(BTreeMap::new()),
-            resyncing: tokio::sync::Mutex::new(()),
             load: Mutex::new(0.0),
             registry: Mutex::new(None),
         });
@@ -339,10 +331,18 @@ impl Server {
                 shared.opts.clock,
             )),
             tokio::spawn(shared.clone().put_worker(put_rx)),
-            tokio::spawn(shared.clone().event_loop()),
             tokio::spawn(shared.clone().status_loop()),
         ];
-        shared.resync().await;
+        // The served set follows the nodes: on every event, and on each status period as
+        // a backstop.
+        let sup = Supervisor::new(
+            shared.master.clone(),
+            Arc::new(RemoteFace(shared.clone())),
+            shared.opts.status_period,
+        );
+        sup.resync().await;
+        let mut tasks = tasks;
+        tasks.push(sup.spawn());
         Ok(Server {
             shared,
             tasks,
@@ -363,10 +363,7 @@ impl Server {
 
     /// The names of the nodes served as RUNNING now.
     pub fn running(&self) -> Vec<String> {
-        self.shared
-            .served
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.shared.served)
             .values()
             .map(|n| n.name.clone())
             .collect()
@@ -491,34 +488,24 @@ impl Shared {
     /// The master's registry, the cached copy unless `fresh`.
     async fn registry(&self, fresh: bool) -> Result<Arc<Registry>, String> {
         if !fresh {
-            if let Some(r) = self
-                .registry
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-            {
+            if let Some(r) = lock(&self.registry).clone() {
                 return Ok(r);
             }
         }
         let r = Arc::new(self.master.registry().await.map_err(|e| e.to_string())?);
-        *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
+        *lock(&self.registry) = Some(r.clone());
         Ok(r)
     }
 
     /// Drops the cached registry: nodes may have come, gone or rebooted.
     fn forget_registry(&self) {
-        *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&self.registry) = None;
     }
 
     /// `Err` unless the node of `name` is RUNNING (and served).
     async fn not_running(&self, name: &str) -> Result<(), ErrorReply> {
         let node = keys::node_of(name);
-        let served = self
-            .served
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .any(|n| n.name == node);
+        let served = lock(&self.served).values().any(|n| n.name == node);
         if served {
             return Ok(());
         }
@@ -761,10 +748,7 @@ impl Shared {
                 "t_us".into(),
                 (self.opts.clock.elapsed().as_micros() as u64).into(),
             );
-            m.insert(
-                "load".into(),
-                json!(*self.load.lock().unwrap_or_else(|p| p.into_inner())),
-            );
+            m.insert("load".into(), json!(*lock(&self.load)));
             m.insert("rejected_puts".into(), c.rejected_puts.into());
             m.insert("puts".into(), c.puts.into());
             m.insert("queries".into(), c.queries.into());
@@ -789,170 +773,112 @@ impl Shared {
             if let Some((busy, at)) = last {
                 let dt = now.duration_since(at).as_secs_f64();
                 if dt > 0.0 {
-                    *self.load.lock().unwrap_or_else(|p| p.into_inner()) =
+                    *lock(&self.load) =
                         (s.bus_busy.saturating_sub(busy).as_secs_f64() / dt).min(1.0);
                 }
             }
             last = Some((s.bus_busy, now));
-            // Backstop for missed events: the served set follows the nodes' phases, and
-            // the registry is taken again.
+            // What the registry holds may have changed without an event: take it again.
             self.forget_registry();
-            self.resync_with(s.nodes).await;
             if let Ok(j) = self.status_json().await {
                 let _ = self.session.put(&key, j.to_string()).await;
             }
         }
     }
 
-    async fn event_loop(self: Arc<Self>) {
-        let key = keys::events(&self.bus).expect("bus name checked");
-        let mut rx = self.master.events();
-        loop {
-            match rx.recv().await {
-                Ok(e) => {
-                    // The master marks its registry stale before sending the event.
-                    self.forget_registry();
-                    if let Some(j) = event_to_json(&e) {
-                        let _ = self.session.put(&key, j.to_string()).await;
-                    }
-                    if matches!(
-                        e,
-                        Event::Online { .. }
-                            | Event::Offline { .. }
-                            | Event::Rebooted { .. }
-                            | Event::Failed { .. }
-                    ) {
-                        self.resync().await;
-                    }
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    self.forget_registry();
-                    self.resync().await
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
+    /// Puts a master event on `fcan/<bus>/events`.
+    async fn put_event(&self, e: &Event) {
+        // The master marks its registry stale before sending the event.
+        self.forget_registry();
+        if let Some(j) = event_to_json(e) {
+            let key = keys::events(&self.bus).expect("bus name checked");
+            let _ = self.session.put(&key, j.to_string()).await;
         }
     }
 
-    async fn resync(&self) {
-        if let Ok(nodes) = self.master.nodes().await {
-            self.resync_with(nodes).await;
+    /// Starts serving RUNNING node `n`: one forwarding task for its s2m topics and its
+    /// liveliness token.
+    async fn serve(&self, n: &NodeInfo, registry: &Registry) -> bool {
+        let mut tasks = Vec::new();
+        let digest = n.digest.map(|d| d.to_string()).unwrap_or_default();
+        // One forwarding task per node, subscribed at the master only while a
+        // remote subscriber matches one of the node's keys (see `forward`).
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let mut outs = BTreeMap::new();
+        for t in registry
+            .topics
+            .iter()
+            .filter(|t| t.node == n.id && t.dir == DataDirection::S2m)
+        {
+            let Some(key) = keys::topic(&self.bus, &t.name) else {
+                continue;
+            };
+            if let Some(out) = self.topic_out(key, wake.clone()).await {
+                outs.insert(t.name.clone(), out);
+            }
+        }
+        let topics = outs.len();
+        let group = match keys::samples(&self.bus, &n.name) {
+            Some(key) => self.topic_out(key, wake.clone()).await,
+            None => None,
+        };
+        tasks.push(tokio::spawn(forward(
+            self.master.clone(),
+            wake,
+            outs,
+            group,
+            Attachment {
+                t_us: 0,
+                boot_id: n.boot_id,
+                digest,
+            },
+            self.opts.clock,
+            self.counters.clone(),
+        )));
+        let token = match keys::alive(&self.bus, &n.name) {
+            Some(k) => self.session.liveliness().declare_token(k).await.ok(),
+            None => None,
+        };
+        (self.log)(&format!(
+            "node {} (id {}) running: serving {} topic(s)",
+            fcan_master::text::Untrusted(&n.name),
+            n.id,
+            topics
+        ));
+        lock(&self.served).insert(
+            n.id.get(),
+            NodeServed {
+                name: n.name.clone(),
+                tasks,
+                _token: token,
+            },
+        );
+        true
+    }
+}
+
+/// The server as the [`Supervisor`]'s face: serving a node is forwarding its samples and
+/// holding its liveliness token.
+struct RemoteFace(Arc<Shared>);
+
+impl Face for RemoteFace {
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
+        self.0.serve(node, registry).await
+    }
+
+    fn unserve(&self, key: NodeKey, name: &str, why: &Unserved) {
+        // Dropping the entry aborts its forwarder and drops its token.
+        let gone = lock(&self.0.served).remove(&key.id);
+        if gone.is_some() {
+            (self.0.log)(&format!(
+                "node {} no longer served as running ({why})",
+                fcan_master::text::Untrusted(name)
+            ));
         }
     }
 
-    /// Makes the served set the RUNNING nodes: starts serving a node that runs (or runs
-    /// a new boot), stops serving one that does not.
-    async fn resync_with(&self, nodes: Vec<NodeInfo>) {
-        let _one = self.resyncing.lock().await;
-        let running: Vec<&NodeInfo> = nodes.iter().filter(|n| n.phase == Phase::Running).collect();
-        // Stop what no longer runs (or runs another boot).
-        let stale: Vec<NodeServed> = {
-            let mut served = self.served.lock().unwrap_or_else(|p| p.into_inner());
-            let ids: Vec<u8> = served
-                .iter()
-                .filter(|(id, s)| {
-                    !running.iter().any(|n| {
-                        n.id.get() == **id && n.boot_id == s.boot_id && n.digest == s.digest
-                    })
-                })
-                .map(|(id, _)| *id)
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| served.remove(&id))
-                .collect()
-        };
-        for s in stale {
-            let why = nodes
-                .iter()
-                .find(|n| n.name == s.name)
-                .map(|n| {
-                    if n.phase == Phase::Running {
-                        "rebooted".to_string()
-                    } else {
-                        n.phase.to_string()
-                    }
-                })
-                .unwrap_or_else(|| "gone".into());
-            (self.log)(&format!(
-                "node {} no longer served as running ({})",
-                fcan_master::text::Untrusted(&s.name),
-                fcan_master::text::Untrusted(&why)
-            ));
-        }
-        let new: Vec<&NodeInfo> = {
-            let served = self.served.lock().unwrap_or_else(|p| p.into_inner());
-            running
-                .into_iter()
-                .filter(|n| !served.contains_key(&n.id.get()))
-                .collect()
-        };
-        if new.is_empty() {
-            return;
-        }
-        let Ok(registry) = self.master.registry().await else {
-            return;
-        };
-        for n in new {
-            let mut tasks = Vec::new();
-            let digest = n.digest.map(|d| d.to_string()).unwrap_or_default();
-            // One forwarding task per node, subscribed at the master only while a
-            // remote subscriber matches one of the node's keys (see `forward`).
-            let wake = Arc::new(tokio::sync::Notify::new());
-            let mut outs = BTreeMap::new();
-            for t in registry
-                .topics
-                .iter()
-                .filter(|t| t.node == n.id && t.dir == DataDirection::S2m)
-            {
-                let Some(key) = keys::topic(&self.bus, &t.name) else {
-                    continue;
-                };
-                if let Some(out) = self.topic_out(key, wake.clone()).await {
-                    outs.insert(t.name.clone(), out);
-                }
-            }
-            let topics = outs.len();
-            let group = match keys::samples(&self.bus, &n.name) {
-                Some(key) => self.topic_out(key, wake.clone()).await,
-                None => None,
-            };
-            tasks.push(tokio::spawn(forward(
-                self.master.clone(),
-                wake,
-                outs,
-                group,
-                Attachment {
-                    t_us: 0,
-                    boot_id: n.boot_id,
-                    digest,
-                },
-                self.opts.clock,
-                self.counters.clone(),
-            )));
-            let token = match keys::alive(&self.bus, &n.name) {
-                Some(k) => self.session.liveliness().declare_token(k).await.ok(),
-                None => None,
-            };
-            (self.log)(&format!(
-                "node {} (id {}) running: serving {} topic(s)",
-                fcan_master::text::Untrusted(&n.name),
-                n.id,
-                topics
-            ));
-            self.served
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(
-                    n.id.get(),
-                    NodeServed {
-                        name: n.name.clone(),
-                        boot_id: n.boot_id,
-                        digest: n.digest,
-                        tasks,
-                        _token: token,
-                    },
-                );
-        }
+    async fn on_event(&self, e: &Event, _name: Option<&str>) {
+        self.0.put_event(e).await;
     }
 }
 
