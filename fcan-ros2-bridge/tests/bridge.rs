@@ -553,34 +553,9 @@ async fn parameters_are_listed_read_described_and_set_with_the_nodes_answer() {
     let (_w, m) = World::standard(Mtu::Fd).await;
     let dds = MemDds::default();
     let _bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;
-    let store = Interfaces::bundled();
     let call = |svc: &'static str, ty: &'static str, seq: i64, v: RosValue| {
         let dds = dds.clone();
-        let store = store.clone();
-        async move {
-            let reply_topic = format!("rr/motor_driver1/{svc}Reply");
-            let before = dds
-                .written
-                .lock()
-                .unwrap()
-                .get(&reply_topic)
-                .map_or(0, |w| w.len());
-            let feed = dds.feeds.lock().unwrap()[&format!("rq/motor_driver1/{svc}Request")].clone();
-            feed.send(param_request(&store, ty, seq, &v)).unwrap();
-            settle(svc, || {
-                dds.written
-                    .lock()
-                    .unwrap()
-                    .get(&reply_topic)
-                    .is_some_and(|w| w.len() > before)
-            })
-            .await;
-            let (b, _) = dds.written.lock().unwrap()[&reply_topic][before].clone();
-            assert_eq!(&b[12..20], &seq.to_le_bytes());
-            let mut body = b[..4].to_vec();
-            body.extend(&b[20..]);
-            dynamic::decode(&store, &format!("{ty}_Response"), &body).unwrap()
-        }
+        async move { param_call(&dds, svc, ty, seq, v).await }
     };
     let field = |v: &RosValue, i: usize| match v {
         RosValue::Msg(f) => f[i].clone(),
@@ -1019,6 +994,7 @@ async fn param_call(dds: &MemDds, svc: &str, ty: &str, seq: i64, v: RosValue) ->
     })
     .await;
     let (b, _) = dds.written.lock().unwrap()[&reply_topic][before].clone();
+    assert_eq!(&b[12..20], &seq.to_le_bytes(), "the reply names the request");
     let mut body = b[..4].to_vec();
     body.extend(&b[20..]);
     dynamic::decode(&store, &format!("{ty}_Response"), &body).unwrap()

@@ -431,22 +431,20 @@ def main():
     check(wait_for(lambda: {"motor1.velocity.kp": 2.5} in md2_events(), 5),
           "/parameter_events: the accepted set as a ParameterEvent of /motor_driver2 (the refused one not)",
           f"({md2_events()})")
-    atomic = result(params.set_parameters_atomically([
-        Parameter("motor1.velocity.kp", Parameter.Type.DOUBLE, 3.0),
-        Parameter("motor2.velocity.kp", Parameter.Type.DOUBLE, 4.0),
-    ]))
-    got = result(params.get_parameters(["motor1.velocity.kp", "motor2.velocity.kp"]))
-    values = [v.double_value for v in got.values] if got else []
+    def atomically(kp1, kp2):
+        """set_parameters_atomically of motor1's and motor2's kp, then both read back."""
+        atomic = result(params.set_parameters_atomically([
+            Parameter("motor1.velocity.kp", Parameter.Type.DOUBLE, kp1),
+            Parameter("motor2.velocity.kp", Parameter.Type.DOUBLE, kp2),
+        ]))
+        got = result(params.get_parameters(["motor1.velocity.kp", "motor2.velocity.kp"]))
+        return atomic, [v.double_value for v in got.values] if got else []
+    atomic, values = atomically(3.0, 4.0)
     check(atomic is not None and atomic.result.successful and values == [3.0, 4.0]
           and wait_for(lambda: {"motor1.velocity.kp": 3.0, "motor2.velocity.kp": 4.0} in md2_events(), 5),
           "set_parameters_atomically with two parameters: both set, one ParameterEvent naming both",
           f"({atomic}, {values}, {md2_events()})")
-    atomic = result(params.set_parameters_atomically([
-        Parameter("motor1.velocity.kp", Parameter.Type.DOUBLE, 5.0),
-        Parameter("motor2.velocity.kp", Parameter.Type.DOUBLE, 500.0),
-    ]))
-    got = result(params.get_parameters(["motor1.velocity.kp", "motor2.velocity.kp"]))
-    values = [v.double_value for v in got.values] if got else []
+    atomic, values = atomically(5.0, 500.0)
     check(atomic is not None and not atomic.result.successful and "nothing was set" in atomic.result.reason
           and values == [3.0, 4.0],
           "set_parameters_atomically with one value out of range: refused with the reason, neither written",

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fcan_core::frame::Mtu;
-use fcan_e2e::{World, IO3, MD1, MD2};
+use fcan_e2e::{eventually, World, IO3, MD1, MD2};
 use fcan_master::engine::{Event, Phase};
 use fcan_master::master::NodeInfo;
 use fcan_master::registry::Registry;
@@ -74,14 +74,13 @@ impl Face for Recorder {
     }
 }
 
+/// Waits (5 s at most) until `f` holds.
 async fn settle<F: Fn() -> bool>(what: &str, f: F) {
-    for _ in 0..500 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what}: not reached in 5 s");
+    eventually(what, Duration::from_secs(5), || {
+        let ok = f();
+        async move { ok.then_some(()) }
+    })
+    .await;
 }
 
 async fn boot_of(m: &fcan_master::Master, id: u8) -> u32 {
