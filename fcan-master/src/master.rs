@@ -302,7 +302,7 @@ impl Master {
                     // must not act on anything else yet (a node announcing now would be
                     // acked before we know the bus is ours, and the events lost): the
                     // DISCOVER sent at start makes every node announce again.
-                    if let Some(rx) = r.ok().filter(|rx| is_master_heartbeat(&rx.frame)) {
+                    if let Some(rx) = r.ok().filter(|rx| crate::engine::is_master_heartbeat(&rx.frame)) {
                         engine.handle_frame(&rx.frame, micros(base, rx.at), &mut crate::engine::NoSink);
                         while let Some(e) = engine.pop_event() {
                             if let Event::OtherMaster { session } = e {
@@ -482,13 +482,6 @@ impl Master {
         self.ask(|r| Command::ParamSet(param.to_string(), value, r))
             .await?
     }
-}
-
-/// Whether `frame` is a master HEARTBEAT (ours or another master's).
-fn is_master_heartbeat(frame: &fcan_core::frame::Frame) -> bool {
-    use fcan_core::id::{ConfigId, Direction, Opcode};
-    ConfigId::from_can_id(frame.id())
-        .is_ok_and(|id| id.opcode == Opcode::Heartbeat && id.dir == Direction::ToNode)
 }
 
 fn micros(base: tokio::time::Instant, at: Instant) -> u64 {

@@ -994,7 +994,11 @@ async fn param_call(dds: &MemDds, svc: &str, ty: &str, seq: i64, v: RosValue) ->
     })
     .await;
     let (b, _) = dds.written.lock().unwrap()[&reply_topic][before].clone();
-    assert_eq!(&b[12..20], &seq.to_le_bytes(), "the reply names the request");
+    assert_eq!(
+        &b[12..20],
+        &seq.to_le_bytes(),
+        "the reply names the request"
+    );
     let mut body = b[..4].to_vec();
     body.extend(&b[20..]);
     dynamic::decode(&store, &format!("{ty}_Response"), &body).unwrap()

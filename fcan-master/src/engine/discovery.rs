@@ -331,7 +331,7 @@ impl Engine {
 
     pub(super) fn request_chunk(&mut self, node: u8, now: u64, fresh: bool) {
         let t = if fresh { self.transfer(node) } else { 0 };
-        let timeout = self.cfg.command_timeout_us * 4;
+        let timeout = self.cfg.schema_chunk_timeout_us();
         let Some(rec) = self.nodes.get_mut(&node) else {
             return;
         };
@@ -480,6 +480,12 @@ impl BlobWork {
 /// its retries; 16 segments arrive whole 85 % of the time for one extra round trip per
 /// 122 bytes.
 pub(super) const SCHEMA_CHUNK_SEGMENTS: usize = 16;
+
+/// How many command timeouts one SCHEMA_READ may take: its answer is up to
+/// [`SCHEMA_CHUNK_SEGMENTS`] frames, not the one frame of a RESULT, sent by a node that
+/// also keeps its data frames going (its segments queue behind them), so a chunk on a busy
+/// Classical CAN link can take several single-frame round trips.
+pub(super) const SCHEMA_CHUNK_TIMEOUT_FACTOR: u64 = 4;
 
 /// Blob bytes asked for per SCHEMA_READ on a link of this kind.
 pub(super) fn schema_chunk(mtu: Mtu) -> usize {

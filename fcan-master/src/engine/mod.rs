@@ -64,6 +64,13 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// How long the answer to one SCHEMA_READ may take before it is asked again
+    /// (four command timeouts: a chunk is many
+    /// frames, a RESULT one).
+    pub fn schema_chunk_timeout_us(&self) -> u64 {
+        self.command_timeout_us * discovery::SCHEMA_CHUNK_TIMEOUT_FACTOR
+    }
+
     /// Protocol defaults for a link of the given kind.
     pub fn new(session: u32, mtu: Mtu) -> Self {
         EngineConfig {
@@ -378,9 +385,16 @@ pub const DISCOVER_PER_NODE_US: u64 = 500_000;
 /// DISCOVERs to single nodes, in all, per second.
 pub const DISCOVER_PER_SECOND: u32 = 16;
 
-/// Whether a master→node frame is a master HEARTBEAT as a master sends it: a whole
-/// broadcast Classical frame of exactly [`MasterHeartbeat::LEN`] bytes.
-fn is_master_heartbeat(cid: ConfigId, data: &[u8]) -> bool {
+/// Whether `frame` is a master HEARTBEAT as a master sends it: master→node, a whole
+/// broadcast frame of exactly [`MasterHeartbeat::LEN`] bytes (ours or another master's;
+/// the session in it tells which).
+pub(crate) fn is_master_heartbeat(frame: &Frame) -> bool {
+    ConfigId::from_can_id(frame.id()).is_ok_and(|cid| {
+        cid.dir == Direction::ToNode && is_heartbeat_of_a_master(cid, frame.data())
+    })
+}
+
+fn is_heartbeat_of_a_master(cid: ConfigId, data: &[u8]) -> bool {
     cid.opcode == Opcode::Heartbeat
         && cid.node.is_broadcast()
         && cid.segment == 0
@@ -543,7 +557,7 @@ impl Engine {
                     return;
                 }
                 d.tries += 1;
-                d.deadline = now + self.cfg.command_timeout_us * 4;
+                d.deadline = now + self.cfg.schema_chunk_timeout_us();
                 self.stats.retries += 1;
                 self.request_chunk(id, now, false);
             }
@@ -594,7 +608,7 @@ impl Engine {
                     // frame of exactly its size. A foreign device on the bus may use any
                     // 29-bit identifier; one that merely parses as ours must not pass
                     // for a second master, nor take a reassembly slot.
-                    if is_master_heartbeat(cid, frame.data()) {
+                    if is_heartbeat_of_a_master(cid, frame.data()) {
                         self.handle_message(cid, frame.data(), at);
                     } else {
                         self.stats.rx_ignored += 1;

@@ -1,0 +1,127 @@
+//! Puts from other sessions: a value on an m2s topic's key, or a batch on
+//! `fcan/<bus>/publish`, queued in arrival order and published on the bus by one worker;
+//! a refused put is counted and logged, never sent.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use fcan_core::msg::DataDirection;
+use fcan_master::value::{pack_message, Value};
+use serde_json::Value as Json;
+
+use super::Shared;
+use crate::keys::{self, Entity};
+use crate::wire::batch_from_json;
+
+/// A put waiting to be published. Single puts and batches share one queue, so they are
+/// published in the order they arrived.
+pub(super) enum Put {
+    /// A value for the m2s topic named (the payload of a put on its key).
+    Topic(String, Vec<u8>),
+    /// The payload of a put on `fcan/<bus>/publish`.
+    Batch(Vec<u8>),
+}
+
+impl Shared {
+    /// A put refused: counted, logged (the first 20, then one in 1000, so a flood of
+    /// bad puts cannot flood the log).
+    pub(super) fn reject_put(&self, topic: &str, reason: &str) {
+        let n = self.counters.rejected_puts.fetch_add(1, Ordering::Relaxed) + 1;
+        if n <= 20 || n.is_multiple_of(1000) {
+            (self.log)(&format!(
+                "refused put #{n} on {}: {}",
+                fcan_master::text::Untrusted(topic),
+                fcan_master::text::Untrusted(reason)
+            ));
+        }
+    }
+
+    pub(super) fn on_put(&self, s: zenoh::sample::Sample, queue: &tokio::sync::mpsc::Sender<Put>) {
+        if s.kind() != zenoh::sample::SampleKind::Put {
+            return;
+        }
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
+        let key = s.key_expr().as_str();
+        if s.payload().len() > self.opts.max_payload {
+            return self.reject_put(
+                key,
+                &format!(
+                    "payload of {} bytes exceeds the limit of {}",
+                    s.payload().len(),
+                    self.opts.max_payload
+                ),
+            );
+        }
+        let bytes = s.payload().to_bytes().into_owned();
+        let put = match keys::parse(key) {
+            Some((_, Entity::Topic(name))) => Put::Topic(name, bytes),
+            Some((_, Entity::Publish)) => Put::Batch(bytes),
+            _ => return self.reject_put(key, "not a topic or batch key"),
+        };
+        if queue.try_send(put).is_err() {
+            self.reject_put(key, "too many puts waiting (queue full)");
+        }
+    }
+
+    /// Publishes the queued puts in order.
+    pub(super) async fn put_worker(self: Arc<Self>, mut rx: tokio::sync::mpsc::Receiver<Put>) {
+        while let Some(put) = rx.recv().await {
+            let (name, bytes) = match put {
+                Put::Topic(name, bytes) => (name, bytes),
+                Put::Batch(bytes) => {
+                    if let Err(why) = self.publish_batch(&bytes).await {
+                        let key = keys::publish(&self.bus).expect("bus name checked");
+                        self.reject_put(&key, &why);
+                    }
+                    continue;
+                }
+            };
+            if let Err(why) = self.not_running(&name).await {
+                self.reject_put(&name, &why.message);
+                continue;
+            }
+            let value = match serde_json::from_slice::<Json>(&bytes)
+                .map_err(|e| format!("not JSON: {e}"))
+                .and_then(|j| Value::from_json(&j).map_err(|e| e.to_string()))
+            {
+                Ok(v) => v,
+                Err(why) => {
+                    self.reject_put(&name, &why);
+                    continue;
+                }
+            };
+            if let Err(e) = self.master.publish(&name, value).await {
+                self.reject_put(&name, &e.to_string());
+            }
+        }
+    }
+
+    /// Publishes a batch (the payload of a put on `fcan/<bus>/publish`) with one
+    /// [`Master::publish_many`], after checking every item as a put on its own key is
+    /// checked (an m2s topic, its node RUNNING, the value packs): one bad item refuses
+    /// the whole batch, nothing is sent, and the reason names the item.
+    pub(super) async fn publish_batch(&self, bytes: &[u8]) -> Result<(), String> {
+        let items = batch_from_json(bytes)?;
+        let mut registry = self.registry(false).await?;
+        for (name, value) in &items {
+            // As for a put on a topic key: a node that is not RUNNING is named as such
+            // (its topics are not in the registry).
+            self.not_running(name).await.map_err(|e| e.message)?;
+            if registry.topic(name).is_err() {
+                // A node may have come since the registry was taken.
+                registry = self.registry(true).await?;
+            }
+            let t = registry.topic(name).map_err(|e| e.to_string())?;
+            if t.dir != DataDirection::M2s {
+                return Err(format!(
+                    "topic {name} is published by the node (s2m), not by a master"
+                ));
+            }
+            pack_message(&t.fields, value).map_err(|e| format!("{name}: {e}"))?;
+        }
+        self.master
+            .publish_many(items)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
