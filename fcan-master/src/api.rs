@@ -56,6 +56,28 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         topic: &str,
     ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send;
 
+    /// Every sample of topic `topic` from now on, sent into `tx`: several topics into one
+    /// channel, in the order they came. The default forwards a [`subscribe`](Self::subscribe)
+    /// on a task of its own, until `tx`'s receiver is dropped.
+    fn subscribe_into(
+        &self,
+        topic: &str,
+        tx: mpsc::UnboundedSender<Sample>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        let sub = self.subscribe(topic);
+        async move {
+            let mut rx = sub.await?;
+            tokio::spawn(async move {
+                while let Some(s) = rx.recv().await {
+                    if tx.send(s).is_err() {
+                        return;
+                    }
+                }
+            });
+            Ok(())
+        }
+    }
+
     /// Publishes an m2s topic.
     fn publish(
         &self,
@@ -153,6 +175,13 @@ impl MasterApi for Master {
         topic: &str,
     ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send {
         Master::subscribe(self, topic)
+    }
+    fn subscribe_into(
+        &self,
+        topic: &str,
+        tx: mpsc::UnboundedSender<Sample>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::subscribe_into(self, topic, tx)
     }
     fn publish(
         &self,

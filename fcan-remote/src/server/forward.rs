@@ -7,14 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fcan_master::Master;
+use fcan_master::MasterApi;
 use zenoh::key_expr::KeyExpr;
 use zenoh::sample::Locality;
 
 use super::{Counters, Delivery, Shared};
 use crate::wire::Attachment;
 
-impl Shared {
+impl<M: MasterApi> Shared<M> {
     /// The publishers of one key the server puts samples on.
     pub(super) async fn topic_out(
         &self,
@@ -127,8 +127,8 @@ impl serde::Serialize for FrameSamples<'_> {
 /// Subscribed at the master only while some key of the node is matched (`wake` says
 /// when that changes): unsubscribed, the master does not decode the node's samples at
 /// all, which was most of what an unwatched daemon cost (docs/performance.md).
-pub(super) async fn forward(
-    master: Master,
+pub(super) async fn forward<M: MasterApi>(
+    master: M,
     wake: Arc<tokio::sync::Notify>,
     outs: BTreeMap<String, TopicOut>,
     group: Option<TopicOut>,
@@ -236,8 +236,8 @@ pub(super) async fn forward(
 /// one line each, `<t_us> <rx|tx> <candump frame>` (`123##1A0B`), `t_us` on the clock of
 /// sample attachments; a line `<t_us> lost <n>` says `n` frames were dropped because the
 /// daemon could not put them fast enough (docs/remote.md).
-pub(super) async fn forward_frames(
-    master: Master,
+pub(super) async fn forward_frames<M: MasterApi>(
+    master: M,
     out: TopicOut,
     wake: Arc<tokio::sync::Notify>,
     clock: Instant,
@@ -253,7 +253,14 @@ pub(super) async fn forward_frames(
             wake.notified().await;
             continue;
         }
-        let r = rx.get_or_insert_with(|| master.frames());
+        let r = match &mut rx {
+            Some(r) => r,
+            None => match master.frames().await {
+                Ok(r) => rx.insert(r),
+                // The master has stopped: nothing more to forward.
+                Err(_) => return,
+            },
+        };
         let first = tokio::select! {
             f = r.recv() => f,
             _ = wake.notified() => continue,

@@ -55,7 +55,7 @@ use fcan_master::engine::Event;
 use fcan_master::json::event_to_json;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{lock, Face, NodeKey, Supervisor, Unserved};
-use fcan_master::{Master, NodeInfo};
+use fcan_master::{Master, MasterApi, NodeInfo};
 use serde_json::{json, Value as Json};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -191,8 +191,8 @@ impl Drop for NodeServed {
     }
 }
 
-struct Shared {
-    master: Master,
+struct Shared<M> {
+    master: M,
     session: Session,
     bus: String,
     opts: ServerOptions,
@@ -214,14 +214,14 @@ struct Shared {
 
 /// A running server. Dropping it stops serving (queryables and subscriptions are
 /// undeclared, liveliness tokens dropped); the master goes on.
-pub struct Server {
-    shared: Arc<Shared>,
+pub struct Server<M = Master> {
+    shared: Arc<Shared<M>>,
     tasks: Vec<JoinHandle<()>>,
     _queryables: Vec<Queryable<()>>,
     _puts: [zenoh::pubsub::Subscriber<()>; 2],
 }
 
-impl Drop for Server {
+impl<M> Drop for Server<M> {
     fn drop(&mut self) {
         for t in &self.tasks {
             t.abort();
@@ -230,15 +230,15 @@ impl Drop for Server {
     }
 }
 
-impl Server {
+impl<M: MasterApi> Server<M> {
     /// Serves `master`'s bus as `bus` (a key-safe name, `[A-Za-z0-9_-]+`) on `session`.
     /// Must be called within a tokio runtime.
     pub async fn start(
-        master: Master,
+        master: M,
         session: &Session,
         bus: &str,
         opts: ServerOptions,
-    ) -> Result<Server, RemoteError> {
+    ) -> Result<Self, RemoteError> {
         if !keys::is_bus_name(bus) {
             return Err(RemoteError::BadBus(bus.to_string()));
         }
@@ -331,7 +331,7 @@ impl Server {
         sup.resync().await;
         let mut tasks = tasks;
         tasks.push(sup.spawn());
-        Ok(Server {
+        Ok(Self {
             shared,
             tasks,
             _queryables: queryables,
@@ -358,7 +358,7 @@ impl Server {
     }
 }
 
-impl Shared {
+impl<M: MasterApi> Shared<M> {
     fn counters(&self) -> ServerCounters {
         let c = &self.counters;
         ServerCounters {
@@ -511,9 +511,9 @@ impl Shared {
 
 /// The server as the [`Supervisor`]'s face: serving a node is forwarding its samples and
 /// holding its liveliness token.
-struct RemoteFace(Arc<Shared>);
+struct RemoteFace<M>(Arc<Shared<M>>);
 
-impl Face for RemoteFace {
+impl<M: MasterApi> Face for RemoteFace<M> {
     async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
         self.0.serve(node, registry).await
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use fcan_core::msg::DataDirection;
 use fcan_master::value::{pack_message, Value};
+use fcan_master::MasterApi;
 use serde_json::Value as Json;
 
 use super::Shared;
@@ -22,7 +23,7 @@ pub(super) enum Put {
     Batch(Vec<u8>),
 }
 
-impl Shared {
+impl<M: MasterApi> Shared<M> {
     /// A put refused: counted, logged (the first 20, then one in 1000, so a flood of
     /// bad puts cannot flood the log).
     pub(super) fn reject_put(&self, topic: &str, reason: &str) {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use fcan_core::hash::SchemaDigest;
 use fcan_master::serving::lock;
 use fcan_master::value::Value;
+use fcan_master::MasterApi;
 use serde_json::Value as Json;
 use zenoh::key_expr::KeyExpr;
 use zenoh::query::Query;
@@ -32,7 +33,7 @@ pub(super) enum QKind {
     Registry,
 }
 
-impl Shared {
+impl<M: MasterApi> Shared<M> {
     /// `Err` unless the node of `name` is RUNNING (and served).
     pub(super) async fn not_running(&self, name: &str) -> Result<(), ErrorReply> {
         let node = keys::node_of(name);
