@@ -32,6 +32,7 @@ refuse 'fcan-master' 'the router must not depend on the master' -p fcan-router
 refuse 'fcan-master' 'the router must not depend on the master' -p fcan-router --no-default-features
 refuse 'clap|clap_builder|fcan-ros2' 'a build.rs must not compile clap nor the ROS 2 types' -p fcan-codegen --no-default-features -e normal
 refuse 'fcan-master|tokio' 'fcan-codegen ros-package needs the ROS 2 types, not the master' -p fcan-codegen -e normal
+refuse 'fcan-master|tokio|libc' 'fcan-ros2 (values on) needs fcan-value, not the master' -p fcan-ros2 -e normal
 refuse 'clap|clap_builder' "a firmware's build.rs must not compile clap" -p fcan-example-motor-driver -e build,normal
 refuse 'clap|clap_builder|serde_yaml_ng|unsafe-libyaml' 'the master library must not compile the CLI' -p fcan-master -e normal
 refuse 'fcan-master|clap|clap_builder' 'fcan-transport is below the master' -p fcan-transport -e normal

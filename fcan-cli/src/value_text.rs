@@ -36,15 +36,7 @@ fn from_yaml(y: &serde_yaml_ng::Value) -> Result<Value, ValueError> {
     use serde_yaml_ng::Value as Y;
     Ok(match y {
         Y::Bool(b) => Value::Bool(*b),
-        Y::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Value::UInt(u)
-            } else if let Some(i) = n.as_i64() {
-                Value::Int(i)
-            } else {
-                Value::Float(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
+        Y::Number(n) => Value::from_number(n.as_u64(), n.as_i64(), n.as_f64()),
         Y::Sequence(s) => Value::Array(s.iter().map(from_yaml).collect::<Result<_, _>>()?),
         Y::Mapping(m) => Value::Struct(
             m.iter()

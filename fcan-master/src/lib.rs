@@ -21,22 +21,24 @@
 /// program that depends on the master alone names the same types.
 pub use fcan_transport as transport;
 
+/// Dynamic values (the `fcan-value` crate, re-exported: a program that depends on the
+/// master alone names the same types).
+pub use fcan_value as value;
+pub use fcan_value::{json_schema, text};
+
 pub mod api;
 pub mod cache;
 pub mod cycle;
 pub mod engine;
 pub mod json;
-pub mod json_schema;
 pub mod master;
 pub mod observer;
 pub mod planner;
 pub mod registry;
 pub mod serving;
-pub mod value;
 pub use api::MasterApi;
 pub use engine::Phase;
 pub use master::{
     BusFrame, Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status,
 };
 pub mod dispatch;
-pub mod text;

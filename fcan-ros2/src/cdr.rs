@@ -11,7 +11,7 @@
 
 use fcan_core::ir::Field;
 use fcan_core::types::ScalarType;
-use fcan_master::value::Value;
+use fcan_value::Value;
 
 use crate::idl::{BaseType, Message, Primitive, RosField, Shape};
 use crate::interfaces::Interfaces;
@@ -55,7 +55,7 @@ fn join(base: &str, name: &str) -> String {
 /// ```
 /// use fcan_core::ir::Field;
 /// use fcan_core::types::ScalarType;
-/// use fcan_master::value::Value;
+/// use fcan_value::Value;
 /// let mut store = fcan_ros2::Interfaces::bundled();
 /// let fields = [Field { name: "on".into(), ty: ScalarType::Bool, len: None }];
 /// let ros = fcan_core::ir::Ros { ty: "std_msgs/msg/Bool".into(), map: vec![("on".into(), "data".into())] };

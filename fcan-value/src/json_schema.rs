@@ -12,8 +12,8 @@
 //! ```
 //! use fcan_core::ir::Field;
 //! use fcan_core::types::ScalarType;
-//! use fcan_master::json_schema::{message_schema, ViewerJson};
-//! use fcan_master::value::Value;
+//! use fcan_value::json_schema::{message_schema, ViewerJson};
+//! use fcan_value::Value;
 //! let fields = [
 //!     Field { name: "position".into(), ty: ScalarType::F32, len: None },
 //!     Field { name: "ticks".into(), ty: ScalarType::U64, len: None },
@@ -31,7 +31,7 @@ use fcan_core::ir::Field;
 use fcan_core::types::ScalarType;
 use serde_json::{json, Map, Value as Json};
 
-use crate::value::Value;
+use crate::Value;
 
 /// The largest integer magnitude an IEEE double holds exactly.
 pub const MAX_SAFE_INTEGER: u64 = 1 << 53;
@@ -112,7 +112,7 @@ pub fn message_schema(title: &str, fields: &[Field]) -> Json {
 /// use fcan_core::ir::Field;
 /// use fcan_core::types::ScalarType;
 /// let f = |n: &str| Field { name: n.into(), ty: ScalarType::Bool, len: None };
-/// let text = fcan_master::json_schema::message_schema_text("t", &[f("z"), f("a")]);
+/// let text = fcan_value::json_schema::message_schema_text("t", &[f("z"), f("a")]);
 /// assert!(text.find(r#""z":"#) < text.find(r#""a":"#));
 /// ```
 pub fn message_schema_text(title: &str, fields: &[Field]) -> String {
@@ -187,7 +187,7 @@ impl serde::Serialize for ViewerJson<'_> {
 /// where an integer is expected is read as that integer). What a client publishes or
 /// sends as a request goes through this, then through the same checks as any value.
 /// A `null` (what a non-finite float is written as) is refused: it names no number.
-pub fn value_from_viewer_json(j: &Json) -> Result<Value, crate::value::ValueError> {
+pub fn value_from_viewer_json(j: &Json) -> Result<Value, crate::ValueError> {
     fn fix(j: &Json) -> Json {
         match j {
             Json::String(s) => {

@@ -1,6 +1,19 @@
 //! Dynamic values: what topics, services and parameters carry, built at run time from a
 //! node's schema. Convertible to and from JSON; packed and unpacked with the field layout
-//! rules of `fcan_core` (the master never restates them).
+//! rules of `fcan_core` (never restated here).
+//!
+//! * [`Value`] and packing ([`pack_message`], [`unpack_message`], [`pack_param`], …);
+//! * [`json_schema`]: a message's JSON Schema and the JSON a viewer shows;
+//! * [`text`]: printing text that came from the bus.
+//!
+//! The master re-exports this crate as `fcan_master::value` (and `json_schema`, `text`
+//! under their names); a face that needs values only (fcan-ros2) depends on this crate
+//! and not on the master.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod json_schema;
+pub mod text;
 
 use std::fmt;
 use std::sync::Arc;
@@ -75,7 +88,7 @@ impl Value {
     /// fraction for an integer type, a number for a bool).
     ///
     /// ```
-    /// use fcan_master::value::Value;
+    /// use fcan_value::Value;
     /// use fcan_core::types::{Scalar, ScalarType};
     /// assert_eq!(Value::Int(7).to_scalar(ScalarType::U8, "x").unwrap(), Scalar::U8(7));
     /// assert!(Value::Int(300).to_scalar(ScalarType::U8, "x").is_err());
@@ -142,7 +155,7 @@ impl Value {
     /// A field of a [`Value::Struct`] by name.
     ///
     /// ```
-    /// use fcan_master::value::Value;
+    /// use fcan_value::Value;
     /// let v = Value::from_json_str(r#"{"on": true}"#).unwrap();
     /// assert_eq!(v.field("on"), Some(&Value::Bool(true)));
     /// assert_eq!(v.field("off"), None);
@@ -164,19 +177,30 @@ impl Value {
         }
     }
 
+    /// A number as a parser read it (what it can be as a `u64`, an `i64`, an `f64`),
+    /// by the one rule every text form follows: an unsigned integer is [`Value::UInt`],
+    /// a negative one [`Value::Int`], anything else [`Value::Float`] (NaN if the parser
+    /// has no float for it either). The field's type converts it later.
+    ///
+    /// ```
+    /// use fcan_value::Value;
+    /// assert_eq!(Value::from_number(Some(3), Some(3), Some(3.0)), Value::UInt(3));
+    /// assert_eq!(Value::from_number(None, Some(-3), Some(-3.0)), Value::Int(-3));
+    /// assert_eq!(Value::from_number(None, None, Some(0.5)), Value::Float(0.5));
+    /// ```
+    pub fn from_number(u: Option<u64>, i: Option<i64>, f: Option<f64>) -> Value {
+        match (u, i) {
+            (Some(u), _) => Value::UInt(u),
+            (None, Some(i)) => Value::Int(i),
+            (None, None) => Value::Float(f.unwrap_or(f64::NAN)),
+        }
+    }
+
     /// From JSON.
     pub fn from_json(j: &serde_json::Value) -> Result<Value, ValueError> {
         Ok(match j {
             serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    Value::UInt(u)
-                } else if let Some(i) = n.as_i64() {
-                    Value::Int(i)
-                } else {
-                    Value::Float(n.as_f64().unwrap_or(f64::NAN))
-                }
-            }
+            serde_json::Value::Number(n) => Value::from_number(n.as_u64(), n.as_i64(), n.as_f64()),
             serde_json::Value::Array(a) => {
                 Value::Array(a.iter().map(Value::from_json).collect::<Result<_, _>>()?)
             }
@@ -226,7 +250,7 @@ impl Value {
     /// so it carries no YAML parser.
     ///
     /// ```
-    /// use fcan_master::value::Value;
+    /// use fcan_value::Value;
     /// let v = Value::from_json_str(r#"{"type": 2, "value": 0.5}"#).unwrap();
     /// assert_eq!(v, Value::Struct(vec![("type".into(), Value::UInt(2)), ("value".into(), Value::Float(0.5))]));
     /// assert!(Value::from_json_str("{type: 2}").is_err());
@@ -241,7 +265,7 @@ impl Value {
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Field names come from a node's blob.
-        f.write_str(&crate::text::json_safe(self.to_json().to_string()))
+        f.write_str(&text::json_safe(self.to_json().to_string()))
     }
 }
 
@@ -295,7 +319,7 @@ fn unpack_field(r: &mut Reader, ty: ScalarType, len: Option<u32>) -> Result<Valu
 /// ```
 /// use fcan_core::ir::Field;
 /// use fcan_core::types::ScalarType;
-/// use fcan_master::value::{pack_message, Value};
+/// use fcan_value::{pack_message, Value};
 /// let fields = [Field { name: "on".into(), ty: ScalarType::Bool, len: None }];
 /// assert_eq!(pack_message(&fields, &Value::from_json_str(r#"{"on": true}"#).unwrap()).unwrap(), vec![1]);
 /// let e = pack_message(&fields, &Value::from_json_str(r#"{"of": true}"#).unwrap()).unwrap_err();
@@ -398,7 +422,7 @@ pub fn unpack_param(ty: ScalarType, len: Option<u32>, bytes: &[u8]) -> Result<Va
 /// become `null`, as in [`Value::to_json`].
 ///
 /// ```
-/// use fcan_master::value::Value;
+/// use fcan_value::Value;
 /// let v = Value::from_json_str(r#"{"type": 2, "value": 0.5}"#).unwrap();
 /// assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"type":2,"value":0.5}"#);
 /// assert_eq!(serde_json::to_string(&Value::Float(f64::NAN)).unwrap(), "null");
