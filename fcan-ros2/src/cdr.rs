@@ -52,20 +52,13 @@ pub fn encode(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut w = Writer::new();
-    walk(
-        store,
-        &binding.message,
-        &binding.slots,
-        &At::Root,
-        0,
-        &mut |rf, slot, at, depth| {
-            let v = match slot {
-                Some(i) => from_fcan(rf, &fields[i], values[i], at)?,
-                None => dynamic::zero_field(store, rf, at, depth)?,
-            };
-            w.field(store, rf, &v, at, depth)
-        },
-    )?;
+    walk(store, binding, &mut |rf, slot, at, depth| {
+        let v = match slot {
+            Some(i) => from_fcan(rf, &fields[i], values[i], at)?,
+            None => dynamic::zero_field(store, rf, at, depth)?,
+        };
+        w.field(store, rf, &v, at, depth)
+    })?;
     Ok(w.finish())
 }
 
@@ -74,10 +67,15 @@ pub fn encode(
 /// it is, and its message's nesting depth.
 type Visit<'v> = dyn FnMut(&RosField, Option<usize>, &At, usize) -> Result<(), CdrError> + 'v;
 
-/// Visits the fields of message `ty` in wire order, as `slots` bind them, going into
-/// the nested messages that have slots of their own: [`encode`] and [`decode`] walk a
-/// binding alike, so an error names the first field at fault in wire order.
-fn walk(
+/// Visits the fields of `binding`'s message in wire order, going into the nested
+/// messages that have slots of their own: [`encode`] and [`decode`] walk a binding
+/// alike, so an error names the first field at fault in wire order.
+fn walk(store: &Interfaces, binding: &Binding, visit: &mut Visit) -> Result<(), CdrError> {
+    walk_message(store, &binding.message, &binding.slots, &At::Root, 0, visit)
+}
+
+/// [`walk`] through message `ty` at `at`, nesting `depth`, filled by `slots`.
+fn walk_message(
     store: &Interfaces,
     ty: &str,
     slots: &[Slot],
@@ -99,7 +97,7 @@ fn walk(
                 let BaseType::Nested(n) = &rf.base else {
                     return Err(err(&here, "not a message"));
                 };
-                walk(store, n, inner, &here, depth + 1, visit)?;
+                walk_message(store, n, inner, &here, depth + 1, visit)?;
             }
         }
     }
@@ -207,22 +205,15 @@ pub fn decode(
 ) -> Result<Value, CdrError> {
     let mut r = Reader::new(bytes)?;
     let mut out: Vec<Option<Value>> = vec![None; fields.len()];
-    walk(
-        store,
-        &binding.message,
-        &binding.slots,
-        &At::Root,
-        0,
-        &mut |rf, slot, at, depth| {
-            // Fields no fcan field takes are read all the same: the whole message is
-            // checked, and the next field starts where this one ends.
-            let v = r.field(store, rf, at, depth)?;
-            if let Some(i) = slot {
-                out[i] = Some(to_fcan(rf, &fields[i], &v, at)?);
-            }
-            Ok(())
-        },
-    )?;
+    walk(store, binding, &mut |rf, slot, at, depth| {
+        // Fields no fcan field takes are read all the same: the whole message is
+        // checked, and the next field starts where this one ends.
+        let v = r.field(store, rf, at, depth)?;
+        if let Some(i) = slot {
+            out[i] = Some(to_fcan(rf, &fields[i], &v, at)?);
+        }
+        Ok(())
+    })?;
     let mut values = Vec::with_capacity(fields.len());
     for (f, v) in fields.iter().zip(out) {
         let v = v.ok_or_else(|| {

@@ -603,36 +603,21 @@ mod tests {
     fn an_integer_fills_integers_only() {
         let s = store();
         let int = |ty: &str, v: RosValue| encode(&s, ty, &RosValue::Msg(vec![v]));
+        let refused = |ty: &str, v: RosValue| int(ty, v).unwrap_err().to_string();
         // Either integer variant fills either integer type, within its range.
         assert_eq!(
             int("std_msgs/msg/UInt8", RosValue::Int(5)).unwrap(),
             [0, 1, 0, 0, 5]
         );
-        assert_eq!(
-            int("std_msgs/msg/Int8", RosValue::UInt(300))
-                .unwrap_err()
-                .to_string(),
-            "data: 300 does not fit int8"
-        );
+        let e = refused("std_msgs/msg/Int8", RosValue::UInt(300));
+        assert_eq!(e, "data: 300 does not fit int8");
         // An integer is not a float's or a bool's bits.
-        assert_eq!(
-            int("std_msgs/msg/Float64", RosValue::Int(1))
-                .unwrap_err()
-                .to_string(),
-            "data: an integer cannot fill float64"
-        );
-        assert_eq!(
-            int("std_msgs/msg/Bool", RosValue::UInt(1))
-                .unwrap_err()
-                .to_string(),
-            "data: an integer cannot fill bool"
-        );
-        assert_eq!(
-            int("std_msgs/msg/Int32", RosValue::Float(1.0))
-                .unwrap_err()
-                .to_string(),
-            "data: Float(1.0) cannot fill int32"
-        );
+        let e = refused("std_msgs/msg/Float64", RosValue::Int(1));
+        assert_eq!(e, "data: an integer cannot fill float64");
+        let e = refused("std_msgs/msg/Bool", RosValue::UInt(1));
+        assert_eq!(e, "data: an integer cannot fill bool");
+        let e = refused("std_msgs/msg/Int32", RosValue::Float(1.0));
+        assert_eq!(e, "data: Float(1.0) cannot fill int32");
     }
 
     #[test]
