@@ -4,50 +4,24 @@
 //! [`encode`] writes a whole ROS message from an fcan message value: every ROS field,
 //! the bound ones from their fcan field, the rest zero. [`decode`] reads a whole ROS
 //! message and returns the fcan message value, refusing what the fcan fields cannot
-//! hold: a number out of range, a sequence of the wrong length, a bool byte other than
-//! 0 or 1, a truncated or lying buffer. Nothing in the input decides how much is
-//! allocated: a sequence length is checked against the bytes left before anything is
-//! read.
+//! hold: a number out of range, a sequence of the wrong length.
+//!
+//! The bytes are [`crate::dynamic`]'s, the crate's one CDR codec: this module only
+//! pairs an fcan value with the ROS message's value tree, so alignment, byte order,
+//! length checks and bounds live (and are fuzzed) in one place. Decoding therefore
+//! checks the whole message, the fields no fcan field takes included (a bool byte
+//! other than 0 or 1, a string that is not UTF-8, a truncated or lying buffer), and
+//! nothing in the input decides how much is allocated.
 
 use fcan_core::ir::Field;
 use fcan_core::types::ScalarType;
 use fcan_value::Value;
 
-use crate::idl::{BaseType, Message, Primitive, RosField, Shape};
+use crate::dynamic::{self, err, At, Reader, RosValue, Writer};
+pub use crate::dynamic::{CdrError, CDR_LE};
+use crate::idl::{BaseType, Primitive, RosField, Shape};
 use crate::interfaces::Interfaces;
-use crate::mapping::{fcan_range, ros_range, Binding, Slot};
-
-/// The encapsulation header of plain CDR, little-endian.
-pub const CDR_LE: [u8; 4] = [0x00, 0x01, 0x00, 0x00];
-
-/// A value that cannot be encoded or bytes that cannot be decoded. Names the field.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct CdrError {
-    /// The ROS field (`positions[1]`, `linear.x`), or `(message)`.
-    pub path: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-fn err(path: &str, message: impl Into<String>) -> CdrError {
-    CdrError {
-        path: if path.is_empty() {
-            "(message)".to_string()
-        } else {
-            path.to_string()
-        },
-        message: message.into(),
-    }
-}
-
-fn join(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
-}
+use crate::mapping::{fcan_range, Binding, Slot};
 
 /// Encodes an fcan message value (a [`Value::Struct`] of the fcan fields) as the ROS
 /// message of `binding`, with its encapsulation header.
@@ -69,15 +43,100 @@ pub fn encode(
     fields: &[Field],
     value: &Value,
 ) -> Result<Vec<u8>, CdrError> {
-    let msg = store
-        .message(&binding.message)
-        .ok_or_else(|| err("", format!("`{}` is not a known type", binding.message)))?;
-    let values = field_values(fields, value)?;
-    let mut w = Writer {
-        buf: CDR_LE.to_vec(),
+    let values = fields
+        .iter()
+        .map(|f| {
+            value
+                .field(&f.name)
+                .ok_or_else(|| err(&At::Field(&At::Root, &f.name), "missing in the fcan value"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut w = Writer::new();
+    walk(store, binding, &mut |rf, slot, at, depth| {
+        let v = match slot {
+            Some(i) => from_fcan(rf, &fields[i], values[i], at)?,
+            None => dynamic::zero_field(store, rf, at, depth)?,
+        };
+        w.field(store, rf, &v, at, depth)
+    })?;
+    Ok(w.finish())
+}
+
+/// What [`walk`] calls for each ROS field that is not a nested message with slots of
+/// its own: the field, the fcan field bound to it (`None`: no fcan field, zero), where
+/// it is, and its message's nesting depth.
+type Visit<'v> = dyn FnMut(&RosField, Option<usize>, &At, usize) -> Result<(), CdrError> + 'v;
+
+/// Visits the fields of `binding`'s message in wire order, going into the nested
+/// messages that have slots of their own: [`encode`] and [`decode`] walk a binding
+/// alike, so an error names the first field at fault in wire order.
+fn walk(store: &Interfaces, binding: &Binding, visit: &mut Visit) -> Result<(), CdrError> {
+    walk_message(store, &binding.message, &binding.slots, &At::Root, 0, visit)
+}
+
+/// [`walk`] through message `ty` at `at`, nesting `depth`, filled by `slots`.
+fn walk_message(
+    store: &Interfaces,
+    ty: &str,
+    slots: &[Slot],
+    at: &At,
+    depth: usize,
+    visit: &mut Visit,
+) -> Result<(), CdrError> {
+    dynamic::check_depth(at, depth)?;
+    for (k, rf) in dynamic::message(store, ty, at)?
+        .wire_fields()
+        .iter()
+        .enumerate()
+    {
+        let here = At::Field(at, &rf.name);
+        match slots.get(k).unwrap_or(&Slot::Zero) {
+            Slot::Zero => visit(rf, None, &here, depth)?,
+            Slot::Field(i) => visit(rf, Some(*i), &here, depth)?,
+            Slot::Nested(inner) => {
+                let BaseType::Nested(n) = &rf.base else {
+                    return Err(err(&here, "not a message"));
+                };
+                walk_message(store, n, inner, &here, depth + 1, visit)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ROS value of ROS field `rf` from fcan field `f`'s value: the shapes must pair
+/// (the binding saw to that); the encoder checks each number against its ROS type.
+fn from_fcan(rf: &RosField, f: &Field, v: &Value, at: &At) -> Result<RosValue, CdrError> {
+    let BaseType::Primitive(p) = rf.base else {
+        return Err(err(at, "an fcan value cannot fill it"));
     };
-    w.message(store, msg, &binding.slots, fields, &values, "")?;
-    Ok(w.buf)
+    let scalar = |v: &Value, at: &At| match v {
+        Value::Bool(b) => Ok(RosValue::Bool(*b)),
+        Value::Int(x) => Ok(RosValue::Int(*x)),
+        Value::UInt(x) => Ok(RosValue::UInt(*x)),
+        Value::Float(x) => Ok(RosValue::Float(*x)),
+        _ => Err(err(at, format!("{v:?} cannot fill {}", p.msg_name()))),
+    };
+    match (rf.shape, f.len) {
+        (Shape::Single, None) => scalar(v, at),
+        (Shape::Single, Some(_)) | (_, None) => Err(err(at, "shape mismatch")),
+        (_, Some(n)) => {
+            let Value::Array(items) = v else {
+                return Err(err(at, "expected an array"));
+            };
+            if items.len() != n as usize {
+                return Err(err(
+                    at,
+                    format!("{} values, the fcan field has {n}", items.len()),
+                ));
+            }
+            let items = items.iter().enumerate();
+            items
+                .map(|(k, item)| scalar(item, &At::Index(at, k)))
+                .collect::<Result<_, _>>()
+                .map(RosValue::Seq)
+        }
+    }
 }
 
 /// The reply a service gives when the call failed (the node refused, the master timed
@@ -86,19 +145,24 @@ pub fn encode(
 /// with a message. `None` when the response type has no such field.
 ///
 /// ```
-/// use fcan_core::ir::Field;
+/// use fcan_core::ir::{Field, Ros};
 /// use fcan_core::types::ScalarType;
+/// use fcan_ros2::mapping::{bind_topic, Flow};
 /// let mut store = fcan_ros2::Interfaces::bundled();
 /// let fields = [Field { name: "ok".into(), ty: ScalarType::Bool, len: None }];
-/// let ros = fcan_core::ir::Ros { ty: "std_msgs/msg/Bool".into(), map: vec![("ok".into(), "data".into())] };
-/// let b = fcan_ros2::mapping::bind_topic(&mut store, &ros, &fields, fcan_ros2::mapping::Flow::ToRos).unwrap();
+/// let ros = Ros { ty: "std_msgs/msg/Bool".into(), map: vec![("ok".into(), "data".into())] };
+/// let b = bind_topic(&mut store, &ros, &fields, Flow::ToRos).unwrap();
 /// // std_msgs/Bool has no `message`: no refusal to give.
 /// assert!(fcan_ros2::cdr::encode_refusal(&store, &b, "busy").is_none());
+/// // std_srvs/SetBool's response has one: `success` false, `message` the reason.
+/// let types = fcan_ros2::mapping::map_schema(&fcan_ros2::example_schema(), &mut store);
+/// let set = types.service("Solenoid", "set").unwrap();
+/// let bytes = fcan_ros2::cdr::encode_refusal(&store, &set.response, "busy").unwrap();
+/// assert_eq!(bytes, [0, 1, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, b'b', b'u', b's', b'y', 0]);
 /// ```
 pub fn encode_refusal(store: &Interfaces, binding: &Binding, why: &str) -> Option<Vec<u8>> {
     let msg = store.message(&binding.message)?;
-    let wire = msg.wire_fields();
-    let at = wire.iter().position(|f| {
+    let at = msg.wire_fields().iter().position(|f| {
         f.name == "message"
             && f.base == BaseType::Primitive(Primitive::String)
             && f.shape == Shape::Single
@@ -106,427 +170,190 @@ pub fn encode_refusal(store: &Interfaces, binding: &Binding, why: &str) -> Optio
     if binding.slots.get(at) != Some(&Slot::Zero) {
         return None;
     }
-    let mut w = Writer {
-        buf: CDR_LE.to_vec(),
+    let RosValue::Msg(mut values) = dynamic::zero(store, &binding.message).ok()? else {
+        return None;
     };
-    for (k, rf) in wire.iter().enumerate() {
-        if k == at {
-            w.align(4);
-            let len = u32::try_from(why.len() + 1).ok()?;
-            w.buf.extend_from_slice(&len.to_le_bytes());
-            w.buf.extend_from_slice(why.as_bytes());
-            w.buf.push(0);
-        } else {
-            w.zero(store, rf, &rf.name).ok()?;
-        }
-    }
-    Some(w.buf)
-}
-
-fn field_values<'a>(fields: &[Field], value: &'a Value) -> Result<Vec<&'a Value>, CdrError> {
-    fields
-        .iter()
-        .map(|f| {
-            value
-                .field(&f.name)
-                .ok_or_else(|| err(&f.name, "missing in the fcan value"))
-        })
-        .collect()
-}
-
-struct Writer {
-    buf: Vec<u8>,
-}
-
-impl Writer {
-    /// Pads to `n` bytes, counted from the end of the encapsulation header.
-    fn align(&mut self, n: usize) {
-        while (self.buf.len() - 4) % n != 0 {
-            self.buf.push(0);
-        }
-    }
-
-    fn message(
-        &mut self,
-        store: &Interfaces,
-        msg: &Message,
-        slots: &[Slot],
-        fields: &[Field],
-        values: &[&Value],
-        path: &str,
-    ) -> Result<(), CdrError> {
-        for (rf, slot) in msg.wire_fields().iter().zip(slots) {
-            let here = join(path, &rf.name);
-            match slot {
-                Slot::Zero => self.zero(store, rf, &here)?,
-                Slot::Field(i) => {
-                    let (f, v) = (&fields[*i], values[*i]);
-                    self.field(rf, f, v, &here)?;
-                }
-                Slot::Nested(inner) => {
-                    let BaseType::Nested(n) = &rf.base else {
-                        return Err(err(&here, "not a message"));
-                    };
-                    let nested = store
-                        .message(n)
-                        .ok_or_else(|| err(&here, format!("`{n}` is not a known type")))?;
-                    self.message(store, nested, inner, fields, values, &here)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn field(&mut self, rf: &RosField, f: &Field, v: &Value, path: &str) -> Result<(), CdrError> {
-        let BaseType::Primitive(p) = rf.base else {
-            return Err(err(path, "an fcan value cannot fill it"));
-        };
-        match (rf.shape, f.len) {
-            (Shape::Single, None) => self.primitive(p, v, path),
-            (shape, Some(n)) => {
-                let Value::Array(items) = v else {
-                    return Err(err(path, "expected an array"));
-                };
-                if items.len() != n as usize {
-                    return Err(err(
-                        path,
-                        format!("{} values, the fcan field has {n}", items.len()),
-                    ));
-                }
-                if shape != Shape::Array(n) {
-                    self.align(4);
-                    self.buf.extend_from_slice(&n.to_le_bytes());
-                }
-                for (k, item) in items.iter().enumerate() {
-                    self.primitive(p, item, &format!("{path}[{k}]"))?;
-                }
-                Ok(())
-            }
-            _ => Err(err(path, "shape mismatch")),
-        }
-    }
-
-    fn primitive(&mut self, p: Primitive, v: &Value, path: &str) -> Result<(), CdrError> {
-        let size = p
-            .size()
-            .ok_or_else(|| err(path, "an fcan value cannot fill a string"))?;
-        self.align(size);
-        match (p, v) {
-            (Primitive::Bool, Value::Bool(b)) => self.buf.push(u8::from(*b)),
-            (Primitive::Float32, Value::Float(x)) => {
-                self.buf.extend_from_slice(&(*x as f32).to_le_bytes())
-            }
-            (Primitive::Float64, Value::Float(x)) => self.buf.extend_from_slice(&x.to_le_bytes()),
-            (p, Value::Int(_) | Value::UInt(_)) => {
-                let x = match v {
-                    Value::Int(x) => i128::from(*x),
-                    Value::UInt(x) => i128::from(*x),
-                    _ => unreachable!("matched above"),
-                };
-                let (lo, hi) = ros_range(p)
-                    .ok_or_else(|| err(path, format!("an integer cannot fill {}", p.msg_name())))?;
-                if x < lo || x > hi {
-                    return Err(err(path, format!("{x} does not fit {}", p.msg_name())));
-                }
-                self.buf.extend_from_slice(&x.to_le_bytes()[..size]);
-            }
-            _ => return Err(err(path, format!("{v:?} cannot fill {}", p.msg_name()))),
-        }
-        Ok(())
-    }
-
-    fn zero(&mut self, store: &Interfaces, rf: &RosField, path: &str) -> Result<(), CdrError> {
-        let count = match rf.shape {
-            Shape::Single => 1,
-            Shape::Array(n) => n,
-            Shape::Sequence | Shape::BoundedSequence(_) => {
-                self.align(4);
-                self.buf.extend_from_slice(&0u32.to_le_bytes());
-                return Ok(());
-            }
-        };
-        for _ in 0..count {
-            match &rf.base {
-                BaseType::Primitive(Primitive::String) | BaseType::BoundedString(_) => {
-                    self.align(4);
-                    self.buf.extend_from_slice(&1u32.to_le_bytes());
-                    self.buf.push(0);
-                }
-                BaseType::Primitive(p) => {
-                    let size = p.size().unwrap_or(1);
-                    self.align(size);
-                    self.buf.extend(std::iter::repeat_n(0, size));
-                }
-                BaseType::Nested(n) => {
-                    let nested = store
-                        .message(n)
-                        .ok_or_else(|| err(path, format!("`{n}` is not a known type")))?;
-                    for f in nested.wire_fields() {
-                        self.zero(store, &f, &join(path, &f.name))?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
+    // A ROS string ends at its first NUL, so the codec refuses one inside; the reason
+    // comes from the node and the master, and is worth more than a lost reply.
+    values[at] = RosValue::Str(why.replace('\0', "\u{fffd}"));
+    dynamic::encode(store, &binding.message, &RosValue::Msg(values)).ok()
 }
 
 /// Decodes a ROS message (with its encapsulation header) bound by `binding` into the
 /// fcan message value of `fields` ([`Value::Struct`], fields in schema order).
+///
+/// ```
+/// use fcan_core::ir::{Field, Ros};
+/// use fcan_core::types::ScalarType;
+/// use fcan_master::value::Value;
+/// use fcan_ros2::mapping::{bind_topic, Flow};
+/// let mut store = fcan_ros2::Interfaces::bundled();
+/// let fields = [Field { name: "level".into(), ty: ScalarType::U8, len: None }];
+/// let ros = Ros { ty: "std_msgs/msg/Int32".into(), map: vec![("level".into(), "data".into())] };
+/// let b = bind_topic(&mut store, &ros, &fields, Flow::FromRos).unwrap();
+/// let v = fcan_ros2::cdr::decode(&store, &b, &fields, &[0, 1, 0, 0, 200, 0, 0, 0]).unwrap();
+/// assert_eq!(v.field("level"), Some(&Value::UInt(200)));
+/// // An int32 the u8 cannot hold is refused, naming the ROS field.
+/// let e = fcan_ros2::cdr::decode(&store, &b, &fields, &[0, 1, 0, 0, 0, 1, 0, 0]).unwrap_err();
+/// assert_eq!(e.to_string(), "data: 256 does not fit the fcan field's u8");
+/// ```
 pub fn decode(
     store: &Interfaces,
     binding: &Binding,
     fields: &[Field],
     bytes: &[u8],
 ) -> Result<Value, CdrError> {
-    let msg = store
-        .message(&binding.message)
-        .ok_or_else(|| err("", format!("`{}` is not a known type", binding.message)))?;
-    let little = match bytes.get(..4) {
-        Some([0x00, 0x01, _, _]) => true,
-        Some([0x00, 0x00, _, _]) => false,
-        Some(h) => {
-            return Err(err(
-                "",
-                format!("encapsulation {:02x}{:02x} is not plain CDR", h[0], h[1]),
-            ))
-        }
-        None => return Err(err("", "shorter than the encapsulation header")),
-    };
-    let mut r = Reader {
-        bytes,
-        at: 4,
-        little,
-    };
+    let mut r = Reader::new(bytes)?;
     let mut out: Vec<Option<Value>> = vec![None; fields.len()];
-    r.message(store, msg, &binding.slots, fields, &mut out, "", 0)?;
+    walk(store, binding, &mut |rf, slot, at, depth| {
+        // Fields no fcan field takes are read all the same: the whole message is
+        // checked, and the next field starts where this one ends.
+        let v = r.field(store, rf, at, depth)?;
+        if let Some(i) = slot {
+            out[i] = Some(to_fcan(rf, &fields[i], &v, at)?);
+        }
+        Ok(())
+    })?;
     let mut values = Vec::with_capacity(fields.len());
     for (f, v) in fields.iter().zip(out) {
-        let v = v.ok_or_else(|| err(&f.name, "no ROS field fills this fcan field"))?;
+        let v = v.ok_or_else(|| {
+            err(
+                &At::Field(&At::Root, &f.name),
+                "no ROS field fills this fcan field",
+            )
+        })?;
         values.push((f.name.as_str().into(), v));
     }
     Ok(Value::Struct(values))
 }
 
-/// Nesting deeper than this in a decoded message is refused (the bundled types reach 4).
-const MAX_DEPTH: usize = 16;
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    little: bool,
+/// fcan field `f`'s value from the decoded value of ROS field `rf`.
+fn to_fcan(rf: &RosField, f: &Field, v: &RosValue, at: &At) -> Result<Value, CdrError> {
+    let BaseType::Primitive(p) = rf.base else {
+        return Err(err(at, "not a primitive"));
+    };
+    let items = match (rf.shape, f.len, v) {
+        (Shape::Single, None, v) => return scalar(p, f.ty, v, at),
+        (Shape::Array(m), Some(n), RosValue::Seq(items)) if m == n => items,
+        (Shape::Sequence | Shape::BoundedSequence(_), Some(n), RosValue::Seq(items)) => {
+            if items.len() != n as usize {
+                return Err(err(
+                    at,
+                    format!("{} values; the fcan field takes exactly {n}", items.len()),
+                ));
+            }
+            items
+        }
+        _ => return Err(err(at, "shape mismatch")),
+    };
+    let items = items.iter().enumerate();
+    items
+        .map(|(k, item)| scalar(p, f.ty, item, &At::Index(at, k)))
+        .collect::<Result<_, _>>()
+        .map(Value::Array)
 }
 
-impl Reader<'_> {
-    fn align(&mut self, n: usize, path: &str) -> Result<(), CdrError> {
-        let pad = (n - (self.at - 4) % n) % n;
-        self.take(pad, path).map(|_| ())
-    }
-
-    fn take(&mut self, n: usize, path: &str) -> Result<&[u8], CdrError> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
-        let end = end.ok_or_else(|| err(path, "the message ends early"))?;
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn u32(&mut self, path: &str) -> Result<u32, CdrError> {
-        self.align(4, path)?;
-        let b: [u8; 4] = self
-            .take(4, path)?
-            .try_into()
-            .map_err(|_| err(path, "short"))?;
-        Ok(if self.little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn message(
-        &mut self,
-        store: &Interfaces,
-        msg: &Message,
-        slots: &[Slot],
-        fields: &[Field],
-        out: &mut [Option<Value>],
-        path: &str,
-        depth: usize,
-    ) -> Result<(), CdrError> {
-        if depth > MAX_DEPTH {
-            return Err(err(path, "nested too deep"));
+/// One decoded ROS primitive (of type `p`) as the fcan type `ty`, refusing what does
+/// not fit.
+fn scalar(p: Primitive, ty: ScalarType, v: &RosValue, at: &At) -> Result<Value, CdrError> {
+    let int = match (ty, v) {
+        (ScalarType::Bool, RosValue::Bool(b)) => return Ok(Value::Bool(*b)),
+        (ScalarType::F32, RosValue::Float(x)) if x.is_finite() && x.abs() > f64::from(f32::MAX) => {
+            return Err(err(at, format!("{x:e} does not fit an f32")))
         }
-        let wire = msg.wire_fields();
-        for (k, rf) in wire.iter().enumerate() {
-            let here = join(path, &rf.name);
-            match slots.get(k).unwrap_or(&Slot::Zero) {
-                Slot::Field(i) => {
-                    let f = &fields[*i];
-                    out[*i] = Some(self.field(rf, f, &here)?);
-                }
-                Slot::Nested(inner) => {
-                    let BaseType::Nested(n) = &rf.base else {
-                        return Err(err(&here, "not a message"));
-                    };
-                    let nested = store
-                        .message(n)
-                        .ok_or_else(|| err(&here, format!("`{n}` is not a known type")))?;
-                    self.message(store, nested, inner, fields, out, &here, depth + 1)?;
-                }
-                Slot::Zero => self.skip(store, rf, &here, depth)?,
-            }
+        (ScalarType::F32 | ScalarType::F64, RosValue::Float(x)) => return Ok(Value::Float(*x)),
+        (ScalarType::Bool | ScalarType::F32 | ScalarType::F64, _) => None,
+        (_, RosValue::Int(x)) => Some(i128::from(*x)),
+        (_, RosValue::UInt(x)) => Some(i128::from(*x)),
+        _ => None,
+    };
+    let Some(x) = int else {
+        return Err(err(
+            at,
+            format!("{} does not pair with {}", p.msg_name(), ty.name()),
+        ));
+    };
+    let (lo, hi) = fcan_range(ty);
+    if x < lo || x > hi {
+        return Err(err(
+            at,
+            format!("{x} does not fit the fcan field's {}", ty.name()),
+        ));
+    }
+    Ok(match ty {
+        ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64 => {
+            Value::Int(x as i64)
         }
-        Ok(())
+        _ => Value::UInt(x as u64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::map_schema;
+
+    /// The example schema's `Solenoid.set` (`std_srvs/srv/SetBool`): the request's
+    /// `data` and the response's `success` are bound, the response's `message` is not.
+    fn set() -> (
+        Interfaces,
+        crate::mapping::ServiceType,
+        fcan_core::ir::Service,
+    ) {
+        let schema = crate::example_schema();
+        let mut store = Interfaces::bundled();
+        let types = map_schema(&schema, &mut store);
+        let st = types.service("Solenoid", "set").unwrap().clone();
+        (store, st, schema.types[0].services[0].clone())
     }
 
-    fn field(&mut self, rf: &RosField, f: &Field, path: &str) -> Result<Value, CdrError> {
-        let BaseType::Primitive(p) = rf.base else {
-            return Err(err(path, "not a primitive"));
+    #[test]
+    fn a_refusal_keeps_a_reason_with_a_nul() {
+        let (store, st, _) = set();
+        let bytes = encode_refusal(&store, &st.response, "no\0de").unwrap();
+        let v = dynamic::decode(&store, &st.response.message, &bytes).unwrap();
+        assert_eq!(
+            v,
+            RosValue::Msg(vec![
+                RosValue::Bool(false),
+                RosValue::Str("no\u{fffd}de".into())
+            ])
+        );
+    }
+
+    #[test]
+    fn fields_no_fcan_field_takes_are_checked_too() {
+        let (store, st, decl) = set();
+        let resp = |message: &[u8]| {
+            let mut b = CDR_LE.to_vec();
+            b.extend([1, 0, 0, 0]);
+            b.extend((message.len() as u32).to_le_bytes());
+            b.extend(message);
+            decode(&store, &st.response, &decl.response, &b)
         };
-        let count = match (rf.shape, f.len) {
-            (Shape::Single, None) => return self.primitive(p, f.ty, path),
-            (Shape::Array(m), Some(n)) if m == n => n,
-            (Shape::Sequence | Shape::BoundedSequence(_), Some(n)) => {
-                let got = self.u32(path)?;
-                if got != n {
-                    return Err(err(
-                        path,
-                        format!("{got} values; the fcan field takes exactly {n}"),
-                    ));
-                }
-                n
-            }
-            _ => return Err(err(path, "shape mismatch")),
-        };
-        let mut items = Vec::with_capacity(count as usize);
-        for k in 0..count {
-            items.push(self.primitive(p, f.ty, &format!("{path}[{k}]"))?);
-        }
-        Ok(Value::Array(items))
+        let ok = resp(b"fine\0").unwrap();
+        assert_eq!(ok.field("success"), Some(&Value::Bool(true)));
+        let e = resp(b"fine").unwrap_err();
+        assert_eq!(e.to_string(), "message: a string without its NUL");
+        let e = resp(b"\xc3\0").unwrap_err();
+        assert_eq!(e.to_string(), "message: not UTF-8");
     }
 
-    /// Reads one ROS primitive and converts it to the fcan type, refusing what does
-    /// not fit.
-    fn primitive(&mut self, p: Primitive, ty: ScalarType, path: &str) -> Result<Value, CdrError> {
-        let size = p
-            .size()
-            .ok_or_else(|| err(path, "a string cannot fill an fcan field"))?;
-        self.align(size, path)?;
-        let little = self.little;
-        let raw = self.take(size, path)?;
-        let mut b = [0u8; 8];
-        if little {
-            b[..size].copy_from_slice(raw);
-        } else {
-            for (k, x) in raw.iter().rev().enumerate() {
-                b[k] = *x;
-            }
-        }
-        let unsigned = u64::from_le_bytes(b);
-        let v = match p {
-            Primitive::Bool => match unsigned {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                x => return Err(err(path, format!("bool byte {x} is neither 0 nor 1"))),
-            },
-            Primitive::Float32 => Value::Float(f64::from(f32::from_bits(unsigned as u32))),
-            Primitive::Float64 => Value::Float(f64::from_bits(unsigned)),
-            _ => {
-                let signed = matches!(
-                    p,
-                    Primitive::Int8 | Primitive::Int16 | Primitive::Int32 | Primitive::Int64
-                );
-                let x: i128 = if signed {
-                    let shift = 64 - 8 * size as u32;
-                    i128::from(((unsigned << shift) as i64) >> shift)
-                } else {
-                    i128::from(unsigned)
-                };
-                let (lo, hi) = fcan_range(ty);
-                if x < lo || x > hi {
-                    return Err(err(
-                        path,
-                        format!("{x} does not fit the fcan field's {}", ty.name()),
-                    ));
-                }
-                return Ok(match ty {
-                    ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64 => {
-                        Value::Int(x as i64)
-                    }
-                    _ => Value::UInt(x as u64),
-                });
-            }
-        };
-        match (ty, v) {
-            (ScalarType::Bool, v @ Value::Bool(_)) => Ok(v),
-            (ScalarType::F32, Value::Float(x))
-                if x.is_finite() && x.abs() > f64::from(f32::MAX) =>
-            {
-                Err(err(path, format!("{x:e} does not fit an f32")))
-            }
-            (ScalarType::F32 | ScalarType::F64, v @ Value::Float(_)) => Ok(v),
-            (ty, _) => Err(err(
-                path,
-                format!("{} does not pair with {}", p.msg_name(), ty.name()),
-            )),
-        }
-    }
-
-    /// Reads past a field no fcan field takes, checking only that the bytes are there.
-    fn skip(
-        &mut self,
-        store: &Interfaces,
-        rf: &RosField,
-        path: &str,
-        depth: usize,
-    ) -> Result<(), CdrError> {
-        if depth > MAX_DEPTH {
-            return Err(err(path, "nested too deep"));
-        }
-        let count = match rf.shape {
-            Shape::Single => 1,
-            Shape::Array(n) => n,
-            Shape::Sequence | Shape::BoundedSequence(_) => {
-                let n = self.u32(path)?;
-                if let Shape::BoundedSequence(bound) = rf.shape {
-                    if n > bound {
-                        return Err(err(path, format!("{n} elements; at most {bound}")));
-                    }
-                }
-                // Every element takes at least one byte: a count beyond the bytes left
-                // is a lie, found before any loop runs.
-                if n as usize > self.bytes.len() - self.at {
-                    return Err(err(
-                        path,
-                        format!("{n} elements in {} bytes", self.bytes.len() - self.at),
-                    ));
-                }
-                n
-            }
-        };
-        for _ in 0..count {
-            match &rf.base {
-                BaseType::Primitive(Primitive::String) | BaseType::BoundedString(_) => {
-                    let len = self.u32(path)? as usize;
-                    self.take(len, path)?;
-                }
-                BaseType::Primitive(p) => {
-                    let size = p.size().unwrap_or(1);
-                    self.align(size, path)?;
-                    self.take(size, path)?;
-                }
-                BaseType::Nested(n) => {
-                    let nested = store
-                        .message(n)
-                        .ok_or_else(|| err(path, format!("`{n}` is not a known type")))?;
-                    for f in nested.wire_fields() {
-                        self.skip(store, &f, &join(path, &f.name), depth + 1)?;
-                    }
-                }
-            }
-        }
-        Ok(())
+    #[test]
+    fn encoding_refuses_what_the_ros_field_cannot_hold() {
+        let (store, st, decl) = set();
+        let value = |v: Value| Value::Struct(vec![("on".into(), v)]);
+        let e = encode(&store, &st.request, &decl.request, &value(Value::UInt(1))).unwrap_err();
+        assert_eq!(e.to_string(), "data: an integer cannot fill bool");
+        let e = encode(&store, &st.request, &decl.request, &Value::Struct(vec![])).unwrap_err();
+        assert_eq!(e.to_string(), "on: missing in the fcan value");
+        let e = encode(
+            &store,
+            &st.request,
+            &decl.request,
+            &value(Value::Array(vec![])),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "data: Array([]) cannot fill bool");
     }
 }

@@ -11,8 +11,10 @@
 //! - [`mapping`]: a schema's topics and services → ROS types and field bindings
 //!   (`ros: {type, map}`, custom types built from the fcan fields, generated types);
 //! - [`rihs`]: RIHS01 type hashes, as Jazzy announces them;
-//! - [`cdr`] (feature `values`): fcan values ↔ CDR bytes through a binding;
-//! - [`dynamic`]: any ROS message as a value tree ↔ CDR (the parameter services' types);
+//! - [`dynamic`]: any ROS message as a value tree ↔ CDR (the parameter services' types):
+//!   the crate's one CDR codec;
+//! - [`cdr`] (feature `values`): fcan values ↔ CDR bytes through a binding, over
+//!   [`dynamic`];
 //! - [`package`]: the ROS 2 interface package `fcan-codegen ros-package` writes.
 //!
 //! The mapping is described in `docs/ros2.md`.

@@ -1,10 +1,11 @@
 //! What a DDS peer can send the ROS 2 bridge: any bytes as a sample of any type it
 //! names. The first byte picks a message of the interface store (every bundled
 //! interface, the services' halves, fcan_msgs), the rest is the sample; it is decoded
-//! with the dynamic codec (parameter services, graph) and, for the mapped topics and
-//! services of a schema that pairs every fcan scalar type and shape with ROS fields,
-//! with the fcan-value codec. Checked: no panic (debug assertions on), and a decoded
-//! value re-encodes (what the bridge would send back is always encodable).
+//! by the crate's one CDR codec (`dynamic`: parameter services, graph) and, for the
+//! mapped topics and services of a schema that pairs every fcan scalar type and shape
+//! with ROS fields, through the fcan-value layer over it (`cdr`). Checked: no panic
+//! (debug assertions on), and a decoded value re-encodes (what the bridge would send
+//! back is always encodable).
 #![no_main]
 
 use std::sync::OnceLock;
