@@ -185,7 +185,7 @@ pub fn encode_refusal(store: &Interfaces, binding: &Binding, why: &str) -> Optio
 /// ```
 /// use fcan_core::ir::{Field, Ros};
 /// use fcan_core::types::ScalarType;
-/// use fcan_master::value::Value;
+/// use fcan_value::Value;
 /// use fcan_ros2::mapping::{bind_topic, Flow};
 /// let mut store = fcan_ros2::Interfaces::bundled();
 /// let fields = [Field { name: "level".into(), ty: ScalarType::U8, len: None }];
