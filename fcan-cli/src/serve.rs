@@ -162,12 +162,12 @@ pub struct ServeCli {
 
 /// The `--joints [BUS=]FILE` of `fcan serve`: the bus it runs on (the only one, or the
 /// one named) and its cycle configuration, read as YAML and checked
-/// ([`fcan_master::cycle::CycleConfig::check`]), so a bad file fails before anything
+/// ([`fcan_cycle::CycleConfig::check`]), so a bad file fails before anything
 /// starts.
 pub fn joints_config(
     arg: &str,
     buses: &[(String, String)],
-) -> Result<(String, fcan_master::cycle::CycleConfig), CliError> {
+) -> Result<(String, fcan_cycle::CycleConfig), CliError> {
     let names: Vec<&str> = buses.iter().map(|(n, _)| n.as_str()).collect();
     let (bus, path) = match arg.split_once('=') {
         Some((b, p)) if names.contains(&b) => (b.to_string(), p),
@@ -192,7 +192,7 @@ pub fn joints_config(
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
-    let config: fcan_master::cycle::CycleConfig = serde_yaml_ng::from_str(&text)
+    let config: fcan_cycle::CycleConfig = serde_yaml_ng::from_str(&text)
         .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
     config
         .check()

@@ -418,7 +418,7 @@ impl crate::planner::Plan {
         json!({ "frames": frames })
     }
 
-    /// Parses [`Plan::to_json`]'s JSON.
+    /// Parses [`Plan::to_json`](crate::planner::Plan::to_json)'s JSON.
     pub fn from_json(v: &Json) -> Result<crate::planner::Plan, String> {
         use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
         fn num<T: TryFrom<u64>>(o: &Json, k: &str) -> Result<T, String> {

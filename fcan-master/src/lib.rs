@@ -4,11 +4,23 @@
 //! and provisions their frames and then serves their topics, services and parameters, all
 //! built at run time from the blobs (see `docs/protocol.md` and the design brief).
 //!
-//! * [`Master`]: the async, in-process API (one task owns the bus; handles are cheap).
+//! What it holds:
+//!
+//! * [`Master`] ([`master`]): the async, in-process API (one task owns the bus; handles
+//!   are cheap); [`MasterApi`] ([`api`]): what an application does with a master, the
+//!   trait the remote client implements too.
 //! * [`engine`]: the same master sans I/O (frames and time in, frames and events out),
 //!   with [`registry`] (names → targets), [`planner`] (frame plans), [`cache`] (schema
-//!   blobs), [`value`] (dynamic values) and [`dispatch`] (samples to subscribers).
-//! * [`transport`]: the links to a bus, re-exported from `fcan-transport`.
+//!   blobs) and [`dispatch`] (samples to subscribers).
+//! * [`serving`]: the one supervisor the faces (Foxglove, ROS 2, the remote API) run
+//!   under, and the rule that keeps what they serve the running nodes.
+//! * [`json`]: the JSON shapes of a node, an event, the status and a plan;
+//!   [`observer`]: decoding a bus the master does not own (`fcan decode`).
+//! * Re-exported so a program that depends on the master alone names the same types:
+//!   [`transport`] (the `fcan-transport` crate: links to a bus) and [`value`],
+//!   [`json_schema`], [`text`] (the `fcan-value` crate: dynamic values).
+//!
+//! Control loops on top of any [`MasterApi`] are the `fcan-cycle` crate.
 //!
 //! API conventions: every error is a `std::error::Error + Send + Sync + 'static`; the
 //! enums that grow ([`engine::Event`], [`MasterError`], …) and the structs a user only
@@ -28,7 +40,6 @@ pub use fcan_value::{json_schema, text};
 
 pub mod api;
 pub mod cache;
-pub mod cycle;
 pub mod engine;
 pub mod json;
 pub mod master;

@@ -471,7 +471,7 @@ impl Master {
     /// Provisions a running (or failed) node again: a new plan, its FRAME_DEFINEs, the
     /// parameters set so far, START (the ancestor's `ReprovisionNode`). Returns once it
     /// has begun; the node's phase is `provisioning` until it runs again (an
-    /// [`Event::Online`](crate::engine::Event::Online) follows).
+    /// [`Event::Online`] follows).
     pub async fn reprovision(&self, node: NodeId) -> Result<(), MasterError> {
         self.ask(|r| Command::Reprovision(node, r)).await?
     }

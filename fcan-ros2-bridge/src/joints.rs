@@ -1,5 +1,5 @@
 //! Joints for ros2_control: the joints of a cycle configuration
-//! ([`fcan_master::cycle::CycleConfig`], `docs/control.md`) as `sensor_msgs/msg/JointState`
+//! ([`fcan_cycle::CycleConfig`], `docs/control.md`) as `sensor_msgs/msg/JointState`
 //! on DDS, both ways, the way `topic_based_ros2_control`'s `TopicBasedSystem` (and any
 //! controller reading joint states) expects them (`fcan serve --ros2 --joints FILE`).
 //!
@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use fcan_cycle::{Cycle, CycleConfig, CycleError, Lifecycle};
 use fcan_master::api::MasterApi;
-use fcan_master::cycle::{Cycle, CycleConfig, CycleError, Lifecycle};
 use fcan_master::serving::lock;
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::{rihs, Interfaces};

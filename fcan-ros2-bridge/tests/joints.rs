@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use fcan_core::frame::Mtu;
+use fcan_cycle::CycleConfig;
 use fcan_e2e::{World, MD1, MD2};
-use fcan_master::cycle::CycleConfig;
 use fcan_master::Master;
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::Interfaces;

@@ -1,4 +1,4 @@
-//! The cycle API (`fcan_master::cycle`) against the example firmwares on the simulated
+//! The cycle API (`fcan_cycle`) against the example firmwares on the simulated
 //! bus: configuration errors name the field, activation names what is missing, the
 //! loop drives real motors, a dropped node latches a fault within the feedback timeout
 //! and a bounded safe stop follows (its frames counted on the bus), then silence.
@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Mtu};
+use fcan_cycle::{Cycle, CycleConfig, CycleError, Fault, Lifecycle};
 use fcan_e2e::{both_links, val, wait_running, World, MD1, MD2};
-use fcan_master::cycle::{Cycle, CycleConfig, CycleError, Fault, Lifecycle};
 use fcan_master::Master;
 
 const FB: &str = "/motor_driver1/motor0/feedback";

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use fcan_core::frame::Mtu;
+use fcan_cycle::{Cycle, CycleConfig};
 use fcan_e2e::World;
-use fcan_master::cycle::{Cycle, CycleConfig};
 
 struct Counting;
 

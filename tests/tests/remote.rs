@@ -1119,7 +1119,7 @@ async fn plan_frames_and_record_through_the_daemon() {
 /// follows the command), and its safe stop leaves the motor's target at the safe value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cycle_api_runs_through_the_daemon() {
-    use fcan_master::cycle::{Cycle, CycleConfig, Lifecycle};
+    use fcan_cycle::{Cycle, CycleConfig, Lifecycle};
     let Served {
         w,
         server: _server,

@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use fcan_core::frame::Mtu;
+use fcan_cycle::{Cycle, CycleConfig};
 use fcan_drivers::robstride::model::Model;
 use fcan_drivers::robstride::sim::SimMotor;
 use fcan_drivers::sim::SimDevice;
 use fcan_drivers::spec::{devices, DeviceSpec};
 use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_examples::{motor_driver, run_node_shared};
-use fcan_master::cycle::{Cycle, CycleConfig};
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::{Master, MasterOptions};
 

@@ -1,4 +1,4 @@
-//! A differential-drive controller at 500 Hz on the cycle API (`fcan_master::cycle`,
+//! A differential-drive controller at 500 Hz on the cycle API (`fcan_cycle`,
 //! docs/control.md), driving two example motor drivers on the simulated bus.
 //!
 //! The scenario, printed as it happens:
@@ -33,13 +33,13 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use fcan_core::frame::Mtu;
+use fcan_cycle::{Cycle, CycleConfig, CycleError};
 use fcan_drivers::robstride::model::Model;
 use fcan_drivers::robstride::sim::SimMotor;
 use fcan_drivers::sim::SimDevice;
 use fcan_drivers::spec::{devices, DeviceSpec};
 use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_examples::{motor_driver, run_node_shared};
-use fcan_master::cycle::{Cycle, CycleConfig, CycleError};
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterApi, MasterOptions};

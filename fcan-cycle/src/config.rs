@@ -17,7 +17,7 @@ use super::CycleError;
 /// safe stop is made.
 ///
 /// ```
-/// use fcan_master::cycle::CycleConfig;
+/// use fcan_cycle::CycleConfig;
 /// let config = CycleConfig::from_json(r#"{
 ///   "rate_hz": 500,
 ///   "feedback_timeout_ms": 50,

@@ -11,10 +11,10 @@ use tokio::sync::{broadcast, mpsc};
 use super::resolve::{command_value, field_value, set_field, state_number, Layout};
 use super::store::{Shared, WriteMode};
 use super::Fault;
-use crate::api::MasterApi;
-use crate::engine::Event;
-use crate::master::Sample;
-use crate::value::Value;
+use fcan_master::api::MasterApi;
+use fcan_master::engine::Event;
+use fcan_master::master::Sample;
+use fcan_master::value::Value;
 
 /// Moves every sample of state topic `t` into its cell.
 pub(crate) async fn receive(

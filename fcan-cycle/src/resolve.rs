@@ -15,8 +15,8 @@ use fcan_core::types::ScalarType;
 
 use super::config::{CycleConfig, FieldRef};
 use super::CycleError;
-use crate::registry::{Registry, TopicInfo};
-use crate::value::Value;
+use fcan_master::registry::{Registry, TopicInfo};
+use fcan_master::value::Value;
 
 /// A state interface: where its value sits.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! Control loops on the PC: a cycle API in the manner of ros2_control's
-//! `SystemInterface`, on any [`MasterApi`] (the in-process [`crate::Master`], or a
+//! `SystemInterface`, on any [`MasterApi`] (the in-process [`fcan_master::Master`], or a
 //! daemon's bus through the remote client).
 //!
 //! ```text
@@ -31,15 +31,19 @@
 //! * **Statistics** ([`Cycle::stats`]): period, jitter (p50/p99/max), deadline misses,
 //!   read/write cost, batches sent and merged.
 //!
+//! This crate uses the master through [`MasterApi`] only (nothing of its engine), which
+//! is why it is a crate of its own: a control application depends on it and the master,
+//! and the master carries no control-loop code.
+//!
 //! Timing: on the in-process master a batch reaches the bus one task hop after `write`.
 //! Through the remote client it crosses the network first (loopback: ~100 µs, see
 //! `docs/performance.md`), states arrive as the daemon forwards them, and a safe stop is
 //! only as prompt as the link; the daemon's own node supervision still applies.
 //!
 //! ```no_run
-//! # async fn demo(master: fcan_master::Master) -> Result<(), fcan_master::cycle::CycleError> {
+//! # async fn demo(master: fcan_master::Master) -> Result<(), fcan_cycle::CycleError> {
 //! use std::time::Duration;
-//! use fcan_master::cycle::{Cycle, CycleConfig};
+//! use fcan_cycle::{Cycle, CycleConfig};
 //!
 //! let config = CycleConfig::new(500.0)
 //!     .state("left/velocity", "/motor_driver1/motor0/feedback.velocity")
@@ -55,6 +59,9 @@
 //! cycle.deactivate().await?;
 //! # Ok(()) }
 //! ```
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod config;
 mod io;
@@ -73,9 +80,9 @@ pub use config::{
 };
 pub use stats::{CycleStats, Spread};
 
-use crate::api::MasterApi;
-use crate::engine::Phase;
-use crate::master::MasterError;
+use fcan_master::api::MasterApi;
+use fcan_master::engine::Phase;
+use fcan_master::master::MasterError;
 use resolve::{command_range, Layout, Unresolved};
 use store::{Shared, WriteMode};
 
@@ -127,7 +134,7 @@ pub enum CycleError {
     /// A path does not fit the schema the node serves.
     #[error("{item}: {path}: {reason}")]
     Field {
-        /// `state `<joint>/<interface>`` or `command …`.
+        /// ``state `<joint>/<interface>` `` or `command …`.
         item: String,
         /// The path as configured.
         path: String,
@@ -274,7 +281,7 @@ impl<M: MasterApi> Drop for Cycle<M> {
 }
 
 /// The time now, on tokio's clock when inside a runtime (so a paused test clock rules
-/// the loop as it rules the master), as a std `Instant` like [`crate::Sample::at`].
+/// the loop as it rules the master), as a std `Instant` like [`fcan_master::Sample::at`].
 fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
@@ -469,7 +476,7 @@ impl<M: MasterApi> Cycle<M> {
         }
         // 2. Enable services.
         for step in &self.config.enable {
-            let request = crate::value::Value::from_json(&step.request).map_err(|e| {
+            let request = fcan_master::value::Value::from_json(&step.request).map_err(|e| {
                 CycleError::EnableFailed {
                     service: step.call.clone(),
                     reason: format!("request: {e}"),
