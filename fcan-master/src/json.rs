@@ -7,6 +7,11 @@
 //! Enumerations reach JSON only through the explicit names here (lowercase, stable when
 //! a Rust variant is renamed, never `Debug` output).
 //!
+//! Where a shape is plain data (the engine's counters, a plan) it is one serde
+//! declaration for both ways; a node and an event are written by hand because their
+//! fields are names of enumerations (`phase`, `state`, `mode`, an event's `kind`) whose
+//! text is part of the interface.
+//!
 //! ```
 //! use fcan_master::json::{node_state_name, node_state_from_name};
 //! use fcan_core::msg::NodeState;
@@ -20,6 +25,7 @@ use std::time::Duration;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use fcan_core::msg::{BusMode, NodeState};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::engine::{EngineStats, Event, Phase};
@@ -307,36 +313,35 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
 }
 
 fn stats_to_json(s: &EngineStats) -> Json {
-    json!({
-        "rx_frames": s.rx_frames,
-        "rx_malformed": s.rx_malformed,
-        "rx_unrouted": s.rx_unrouted,
-        "rx_ignored": s.rx_ignored,
-        "rx_reassembly_dropped": s.rx_reassembly_dropped,
-        "tx_frames": s.tx_frames,
-        "retries": s.retries,
-        "schema_bytes_read": s.schema_bytes_read,
-        "pending_requests": s.pending_requests,
-        "discovers_limited": s.discovers_limited,
-        "data_ids_in_use": s.data_ids_in_use,
-    })
+    serde_json::to_value(StatsJson(*s)).unwrap_or(Json::Null)
 }
 
 fn stats_from_json(v: &Json) -> Result<EngineStats, String> {
-    Ok(EngineStats {
-        rx_frames: uint(v, "rx_frames")?,
-        rx_malformed: uint(v, "rx_malformed")?,
-        rx_unrouted: uint(v, "rx_unrouted")?,
-        rx_ignored: uint(v, "rx_ignored")?,
-        rx_reassembly_dropped: uint(v, "rx_reassembly_dropped")?,
-        tx_frames: uint(v, "tx_frames")?,
-        retries: uint(v, "retries")?,
-        schema_bytes_read: uint(v, "schema_bytes_read")?,
-        pending_requests: uint(v, "pending_requests")?,
-        discovers_limited: uint(v, "discovers_limited")?,
-        data_ids_in_use: uint(v, "data_ids_in_use")?,
-    })
+    StatsJson::deserialize(v)
+        .map(|s| s.0)
+        .map_err(|e| format!("field `stats`: {e}"))
 }
+
+/// The engine's counters by name: the shape is this declaration, written once for both
+/// ways (serde's remote derive fills [`EngineStats`] from it).
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "EngineStats")]
+struct EngineStatsDef {
+    rx_frames: u64,
+    rx_malformed: u64,
+    rx_unrouted: u64,
+    rx_ignored: u64,
+    rx_reassembly_dropped: u64,
+    tx_frames: u64,
+    retries: u64,
+    schema_bytes_read: u64,
+    pending_requests: u64,
+    discovers_limited: u64,
+    data_ids_in_use: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StatsJson(#[serde(with = "EngineStatsDef")] EngineStats);
 
 impl Status {
     /// The status as JSON: `nodes` (each as [`NodeInfo::to_json`]), `samples` (per topic
@@ -394,85 +399,88 @@ impl crate::planner::Plan {
     /// assert!(Plan::from_json(&serde_json::json!({"frames": [{"index": 0}]})).is_err());
     /// ```
     pub fn to_json(&self) -> Json {
-        let frames: Vec<Json> = self
-            .frames
-            .iter()
-            .map(|f| {
-                let h = &f.header;
-                let entries: Vec<Json> = f
-                    .entries
-                    .iter()
-                    .map(|e| {
-                        json!({"block": e.block, "topic": e.topic, "src_offset": e.src_offset,
-                               "len": e.len, "dst_offset": e.dst_offset})
-                    })
-                    .collect();
-                json!({
-                    "index": h.index, "std_id": h.std_id, "dir": direction_name(h.dir),
-                    "len": h.len, "masked": h.masked, "sequenced": h.sequenced,
-                    "group_parts": h.group_parts, "group_index": h.group_index,
-                    "period_us": h.period_us, "entries": entries,
-                })
-            })
-            .collect();
-        json!({ "frames": frames })
+        serde_json::to_value(PlanJson::from(self)).unwrap_or(Json::Null)
     }
 
     /// Parses [`Plan::to_json`](crate::planner::Plan::to_json)'s JSON.
     pub fn from_json(v: &Json) -> Result<crate::planner::Plan, String> {
-        use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
-        fn num<T: TryFrom<u64>>(o: &Json, k: &str) -> Result<T, String> {
-            o.get(k)
-                .and_then(Json::as_u64)
-                .and_then(|n| T::try_from(n).ok())
-                .ok_or_else(|| format!("plan: `{k}` missing or out of range"))
-        }
-        fn flag(o: &Json, k: &str) -> Result<bool, String> {
-            o.get(k)
-                .and_then(Json::as_bool)
-                .ok_or_else(|| format!("plan: `{k}` missing"))
-        }
-        let frames = v
-            .get("frames")
-            .and_then(Json::as_array)
-            .ok_or("plan: `frames` missing")?;
-        let mut out = Vec::with_capacity(frames.len());
-        for f in frames {
-            let dir = match f.get("dir").and_then(Json::as_str) {
-                Some("m2s") => DataDirection::M2s,
-                Some("s2m") => DataDirection::S2m,
-                _ => return Err("plan: `dir` must be m2s or s2m".into()),
-            };
-            let header = FrameHeader {
-                index: num(f, "index")?,
-                std_id: num(f, "std_id")?,
-                dir,
-                sequenced: flag(f, "sequenced")?,
-                masked: flag(f, "masked")?,
-                len: num(f, "len")?,
-                group_parts: num(f, "group_parts")?,
-                group_index: num(f, "group_index")?,
-                period_us: num(f, "period_us")?,
-            };
-            let entries = f
-                .get("entries")
-                .and_then(Json::as_array)
-                .ok_or("plan: `entries` missing")?
-                .iter()
-                .map(|e| {
-                    Ok(CopyEntry {
-                        block: num(e, "block")?,
-                        topic: num(e, "topic")?,
-                        src_offset: num(e, "src_offset")?,
-                        len: num(e, "len")?,
-                        dst_offset: num(e, "dst_offset")?,
-                    })
+        let p = PlanJson::deserialize(v).map_err(|e| format!("plan: {e}"))?;
+        Ok(crate::planner::Plan {
+            frames: p
+                .frames
+                .into_iter()
+                .map(|f| crate::planner::PlannedFrame {
+                    header: f.header,
+                    entries: f.entries.into_iter().map(|e| e.0).collect(),
                 })
-                .collect::<Result<Vec<_>, String>>()?;
-            out.push(crate::planner::PlannedFrame { header, entries });
-        }
-        Ok(crate::planner::Plan { frames: out })
+                .collect(),
+        })
     }
+}
+
+/// A plan's JSON shape, declared once for both ways: what a FRAME_DEFINE carries, the
+/// header's fields beside the frame's copy entries.
+#[derive(Serialize, Deserialize)]
+struct PlanJson {
+    frames: Vec<FrameJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FrameJson {
+    #[serde(flatten, with = "FrameHeaderDef")]
+    header: fcan_core::msg::FrameHeader,
+    entries: Vec<EntryJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct EntryJson(#[serde(with = "CopyEntryDef")] fcan_core::msg::CopyEntry);
+
+impl From<&crate::planner::Plan> for PlanJson {
+    fn from(p: &crate::planner::Plan) -> PlanJson {
+        PlanJson {
+            frames: p
+                .frames
+                .iter()
+                .map(|f| FrameJson {
+                    header: f.header,
+                    entries: f.entries.iter().copied().map(EntryJson).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "fcan_core::msg::FrameHeader")]
+struct FrameHeaderDef {
+    index: u8,
+    std_id: u16,
+    #[serde(with = "DataDirectionDef")]
+    dir: fcan_core::msg::DataDirection,
+    sequenced: bool,
+    masked: bool,
+    len: u8,
+    group_parts: u8,
+    group_index: u8,
+    period_us: u32,
+}
+
+/// `m2s` or `s2m`, as [`direction_name`] writes it.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "fcan_core::msg::DataDirection", rename_all = "lowercase")]
+enum DataDirectionDef {
+    M2s,
+    S2m,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "fcan_core::msg::CopyEntry")]
+struct CopyEntryDef {
+    block: u8,
+    topic: u8,
+    src_offset: u16,
+    len: u8,
+    dst_offset: u8,
 }
 
 #[cfg(test)]
@@ -497,6 +505,50 @@ mod tests {
             assert_eq!(phase_from_str(&p.to_string()), Some(p));
         }
         assert_eq!(phase_from_str("sleeping"), None);
+    }
+
+    #[test]
+    fn a_plan_has_the_documented_shape_and_bad_numbers_are_refused() {
+        use fcan_core::msg::{CopyEntry, DataDirection, FrameHeader};
+        let plan = crate::planner::Plan {
+            frames: vec![crate::planner::PlannedFrame {
+                header: FrameHeader {
+                    index: 0,
+                    std_id: 0x123,
+                    dir: DataDirection::S2m,
+                    sequenced: false,
+                    masked: true,
+                    len: 12,
+                    group_parts: 1,
+                    group_index: 0,
+                    period_us: 1000,
+                },
+                entries: vec![CopyEntry {
+                    block: 2,
+                    topic: 1,
+                    src_offset: 4,
+                    len: 8,
+                    dst_offset: 1,
+                }],
+            }],
+        };
+        // Written out by hand from the doc comment of `Plan::to_json`.
+        let want = json!({"frames": [{
+            "index": 0, "std_id": 0x123, "dir": "s2m", "len": 12, "masked": true,
+            "sequenced": false, "group_parts": 1, "group_index": 0, "period_us": 1000,
+            "entries": [{"block": 2, "topic": 1, "src_offset": 4, "len": 8, "dst_offset": 1}],
+        }]});
+        assert_eq!(plan.to_json(), want);
+        assert_eq!(crate::planner::Plan::from_json(&want).unwrap(), plan);
+        let mut wide = want.clone();
+        wide["frames"][0]["entries"][0]["block"] = json!(256);
+        assert!(
+            crate::planner::Plan::from_json(&wide).is_err(),
+            "a block is a u8"
+        );
+        let mut sideways = want;
+        sideways["frames"][0]["dir"] = json!("up");
+        assert!(crate::planner::Plan::from_json(&sideways).is_err());
     }
 
     #[test]
