@@ -20,7 +20,7 @@ use fcan_master::engine::NoSink;
 use fcan_master::registry::Registry;
 
 fn dispatch(c: &mut Criterion) {
-    let mut world = common::World::new(Mtu::Fd, 12, 4);
+    let mut world = common::EngineWorld::new(Mtu::Fd, 12, 4);
     world.provision();
     let frames = world.record_data(200_000);
     assert!(frames.len() > 1000, "recorded {} frames", frames.len());

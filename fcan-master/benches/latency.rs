@@ -25,7 +25,7 @@ fn main() {
 }
 
 fn latency() {
-    let mut world = common::World::new(Mtu::Fd, 12, 4);
+    let mut world = common::EngineWorld::new(Mtu::Fd, 12, 4);
     world.provision();
     let frames = world.record_data(500_000);
     let registry = Registry::of(&world.engine);

@@ -9,12 +9,12 @@ use fcan_core::frame::{Frame, Mtu};
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::{ConfigMessage, ServiceResponse, ServiceStatus};
 use fcan_master::engine::{CallError, Event, NoSink};
-use support::World;
+use support::EngineWorld;
 
 #[test]
 fn an_expired_deferred_call_ends_with_an_error() {
     // One I/O board (node 1): block 0 is out0, whose service 0 (`set`) is deferred.
-    let mut w = World::new(Mtu::Classic, 0, 1);
+    let mut w = EngineWorld::new(Mtu::Classic, 0, 1);
     w.provision();
     while w.engine.pop_event().is_some() {}
     let now = w.now_us;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_master::engine::NoSink;
-use support::World;
+use support::EngineWorld;
 
 struct Counting;
 
@@ -31,7 +31,7 @@ static A: Counting = Counting;
 
 #[test]
 fn extended_frames_allocate_nothing_per_frame() {
-    let mut w = World::new(Mtu::Fd, 1, 1);
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 1);
     w.provision();
     // The nodes' heartbeats (configuration plane, node → master), as recorded.
     let mut hb: Vec<Frame> = Vec::new();

@@ -19,10 +19,10 @@ use fcan_master::engine::{
     CallError, Engine, EngineConfig, Event, NoSink, DISCOVER_PER_SECOND, MAX_OUTSTANDING_REQUESTS,
 };
 use fcan_master::registry::Registry;
-use support::World;
+use support::EngineWorld;
 
 /// The I/O board's `out0/set` service: (node, block, service).
-fn out0_set(w: &World) -> (NodeId, u8, u8) {
+fn out0_set(w: &EngineWorld) -> (NodeId, u8, u8) {
     let reg = Registry::of(&w.engine);
     let s = reg
         .services
@@ -70,7 +70,7 @@ fn body(tag: u16) -> [u8; 8] {
     [1, t[0], t[1], 0, 0, 0, 0, 0]
 }
 
-fn respond(w: &mut World, node: NodeId, block: u8, service: u8, transfer: u8, tag: u16) {
+fn respond(w: &mut EngineWorld, node: NodeId, block: u8, service: u8, transfer: u8, tag: u16) {
     let b = body(tag);
     let msg = ConfigMessage::ServiceResponse(ServiceResponse {
         block,
@@ -85,7 +85,7 @@ fn respond(w: &mut World, node: NodeId, block: u8, service: u8, transfer: u8, ta
 
 #[test]
 fn three_hundred_calls_each_end_with_their_own_answer() {
-    let mut w = World::new(Mtu::Fd, 0, 1);
+    let mut w = EngineWorld::new(Mtu::Fd, 0, 1);
     w.provision();
     call_done(&mut w.engine);
     let (node, block, service) = out0_set(&w);
@@ -153,7 +153,7 @@ fn three_hundred_calls_each_end_with_their_own_answer() {
 
 #[test]
 fn a_reply_naming_another_service_does_not_complete_a_call() {
-    let mut w = World::new(Mtu::Fd, 0, 1);
+    let mut w = EngineWorld::new(Mtu::Fd, 0, 1);
     w.provision();
     call_done(&mut w.engine);
     let (node, block, service) = out0_set(&w);
@@ -187,7 +187,7 @@ fn a_reply_naming_another_service_does_not_complete_a_call() {
 
 #[test]
 fn repeated_accepted_cannot_hold_a_call_open() {
-    let mut w = World::new(Mtu::Fd, 0, 1);
+    let mut w = EngineWorld::new(Mtu::Fd, 0, 1);
     w.provision();
     call_done(&mut w.engine);
     let (node, block, service) = out0_set(&w);
@@ -308,7 +308,7 @@ fn only_a_real_master_heartbeat_means_another_master() {
 #[test]
 fn foreign_transfer_starts_do_not_starve_a_schema_download() {
     // Classical CAN: the blob comes in many multi-frame chunks, each needing a slot.
-    let mut w = World::new(Mtu::Classic, 1, 0);
+    let mut w = EngineWorld::new(Mtu::Classic, 1, 0);
     w.engine.discover();
     let mut rng = fastrand::Rng::with_seed(3);
     // Every 100 µs, 8 first segments of transfers nobody asked for (each would hold a

@@ -10,10 +10,10 @@ use fcan_core::msg::{Announce, ConfigMessage, NodeState, SchemaData};
 use fcan_core::segment::ReassemblyPool;
 use fcan_core::segment::Segmenter;
 use fcan_master::engine::{NoSink, Phase};
-use support::World;
+use support::EngineWorld;
 
 /// Decodes every configuration message the master sent.
-fn master_messages(w: &World) -> Vec<(ConfigId, Vec<u8>)> {
+fn master_messages(w: &EngineWorld) -> Vec<(ConfigId, Vec<u8>)> {
     let mut pool: Box<ReassemblyPool<8, 8192>> = Box::new(ReassemblyPool::new());
     let mut out = Vec::new();
     for f in &w.master_sent {
@@ -27,7 +27,7 @@ fn master_messages(w: &World) -> Vec<(ConfigId, Vec<u8>)> {
     out
 }
 
-fn running(w: &World) -> usize {
+fn running(w: &EngineWorld) -> usize {
     w.engine
         .nodes()
         .filter(|n| n.phase == Phase::Running)
@@ -37,7 +37,7 @@ fn running(w: &World) -> usize {
 #[test]
 fn a_repeated_announce_does_not_restart_provisioning() {
     for mtu in [Mtu::Fd, Mtu::Classic] {
-        let mut w = World::new(mtu, 1, 0);
+        let mut w = EngineWorld::new(mtu, 1, 0);
         w.engine.discover();
         // Step until the first FRAME_DEFINE went out, then make the node announce again
         // (as it does when it answers DISCOVER while its back-off also fires).
@@ -65,7 +65,7 @@ fn a_repeated_announce_does_not_restart_provisioning() {
 #[test]
 fn schema_reads_ask_for_small_chunks() {
     // A lost frame costs a whole transfer: the master asks for at most 16 frames' worth.
-    let mut w = World::new(Mtu::Classic, 1, 0);
+    let mut w = EngineWorld::new(Mtu::Classic, 1, 0);
     w.provision();
     let reads: Vec<u16> = master_messages(&w)
         .iter()
@@ -86,7 +86,7 @@ fn schema_reads_ask_for_small_chunks() {
 
 #[test]
 fn staged_publications_share_their_frame() {
-    let mut w = World::new(Mtu::Fd, 1, 0);
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 0);
     w.provision();
     let sent_before = w.master_sent.len();
     // Stage the target of all 8 motors (block b, topic 0), then flush once.
@@ -126,7 +126,7 @@ fn staged_publications_share_their_frame() {
 }
 
 /// The configuration messages the master sent from index `from` of `master_sent` on.
-fn master_messages_since(w: &World, from: usize) -> Vec<(ConfigId, Vec<u8>)> {
+fn master_messages_since(w: &EngineWorld, from: usize) -> Vec<(ConfigId, Vec<u8>)> {
     let mut pool: Box<ReassemblyPool<8, 8192>> = Box::new(ReassemblyPool::new());
     let mut out = Vec::new();
     for f in &w.master_sent[from..] {
@@ -147,7 +147,7 @@ fn a_discover_leaves_running_nodes_alone() {
     // answers with the boot and schema we know must not be re-provisioned: FRAME_DEFINE
     // index 0 clears its plan and its outputs stop until START.
     for mtu in [Mtu::Fd, Mtu::Classic] {
-        let mut w = World::new(mtu, 1, 1);
+        let mut w = EngineWorld::new(mtu, 1, 1);
         w.provision();
         let from = w.master_sent.len();
         w.engine.discover();
@@ -178,10 +178,10 @@ fn a_node_back_in_another_frame_mode_gets_a_new_plan() {
     // capability, as it does behind a router that masks FD for a classic downlink. The
     // old plan has 64-byte frames the node can no longer receive: the master must plan
     // again for 8-byte frames rather than resend the old one.
-    let mut w = World::new(Mtu::Fd, 1, 0);
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 0);
     w.provision();
     let rec = w.engine.node(NodeId::new(1).unwrap()).unwrap();
-    let longest = |w: &World| {
+    let longest = |w: &EngineWorld| {
         w.engine
             .node(NodeId::new(1).unwrap())
             .unwrap()
@@ -234,7 +234,7 @@ fn a_node_without_brs_gets_no_switched_frames() {
     // bit-rate switching would be an error frame to it. The real firmware can do BRS, so
     // its ANNOUNCE is rewritten on the way to the master with the BRS capability cleared
     // (the first ANNOUNCE segment carries the capabilities in byte 2).
-    let mut w = World::new(Mtu::Fd, 1, 0);
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 0);
     w.engine.discover();
     let mut to_node = Vec::new();
     while running(&w) < 1 {

@@ -20,7 +20,7 @@ use fcan_core::msg::{Announce, ConfigMessage, NodeState, SchemaData};
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::timing::{DEFAULT_MASTER_TIMEOUT_MS, MASTER_HEARTBEAT_PERIOD_US};
 use fcan_master::engine::{NoSink, Phase};
-use support::{Collect, World};
+use support::{Collect, EngineWorld};
 
 /// A node that serves whatever blob it is given, answering DISCOVER and SCHEMA_READ.
 struct FakeNode {
@@ -102,14 +102,14 @@ impl FakeNode {
 
 /// The world, fake nodes beside it, and the master's heartbeats as the firmware got them.
 struct Bench {
-    w: World,
+    w: EngineWorld,
     fakes: Vec<FakeNode>,
     heartbeats: Vec<u64>,
 }
 
 impl Bench {
     fn new(fakes: Vec<FakeNode>) -> Bench {
-        let mut w = World::new(Mtu::Classic, 1, 0);
+        let mut w = EngineWorld::new(Mtu::Classic, 1, 0);
         w.provision();
         let mut b = Bench {
             w,
@@ -124,7 +124,7 @@ impl Bench {
     }
 
     /// Runs `f` on the engine and charges the real time it took to the world's clock.
-    fn charged(&mut self, f: impl FnOnce(&mut World)) {
+    fn charged(&mut self, f: impl FnOnce(&mut EngineWorld)) {
         let t = Instant::now();
         f(&mut self.w);
         self.w.now_us += t.elapsed().as_micros() as u64;

@@ -10,7 +10,7 @@ use fcan_core::frame::Mtu;
 use fcan_core::id::NodeId;
 use fcan_master::engine::{CallError, Event, SampleSink};
 use fcan_master::registry::Registry;
-use support::World;
+use support::EngineWorld;
 
 /// Compiles only for types a thread-crossing error box takes.
 fn is_error<E: std::error::Error + Send + Sync + 'static>() {}
@@ -77,7 +77,7 @@ impl SampleSink for Nodes {
 
 #[test]
 fn node_ids_are_typed_from_events_to_the_registry() {
-    let mut w = World::new(Mtu::Fd, 1, 1);
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 1);
     w.engine.discover();
     let mut online = Vec::new();
     let mut samples = Nodes::default();

@@ -8,12 +8,12 @@ mod support;
 
 use fcan_core::frame::Mtu;
 use fcan_master::engine::{CallError, Event};
-use support::World;
+use support::EngineWorld;
 
 #[test]
 fn requests_pending_when_a_node_goes_offline_all_end() {
     for mtu in [Mtu::Fd, Mtu::Classic] {
-        let mut w = World::new(mtu, 1, 0);
+        let mut w = EngineWorld::new(mtu, 1, 0);
         w.provision();
         let node = fcan_core::id::NodeId::new(1).unwrap();
         // A block with a parameter, from the node's own schema.

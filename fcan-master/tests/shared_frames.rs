@@ -13,7 +13,7 @@ use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::engine::{NoSink, SampleSink};
 use fcan_master::planner::Plan;
-use support::{Fw, World};
+use support::{EngineWorld, Fw};
 
 const MD: NodeId = node_id(1);
 const fn node_id(raw: u8) -> NodeId {
@@ -26,12 +26,12 @@ const fn node_id(raw: u8) -> NodeId {
 /// Motor topics: 0 target, 1 trajectory (both m2s).
 const M2S_TOPICS: [u8; 2] = [0, 1];
 
-fn plan(w: &World, node: NodeId) -> Plan {
+fn plan(w: &EngineWorld, node: NodeId) -> Plan {
     w.engine.node(node).unwrap().plan.clone().unwrap()
 }
 
 /// The generation of every m2s topic of the motor driver, by (block, topic).
-fn generations(w: &World) -> BTreeMap<(u8, u8), u32> {
+fn generations(w: &EngineWorld) -> BTreeMap<(u8, u8), u32> {
     let Fw::Motor(m) = &w.nodes[0] else {
         panic!("node 0 is the motor driver")
     };
@@ -46,7 +46,7 @@ fn generations(w: &World) -> BTreeMap<(u8, u8), u32> {
 }
 
 /// Data frames the master sent since `from` (an index into `master_sent`).
-fn data_sent(w: &World, from: usize) -> Vec<Frame> {
+fn data_sent(w: &EngineWorld, from: usize) -> Vec<Frame> {
     w.master_sent[from..]
         .iter()
         .filter(|f| matches!(f.id(), CanId::Standard(_)))
@@ -55,7 +55,7 @@ fn data_sent(w: &World, from: usize) -> Vec<Frame> {
 }
 
 fn one_publication_leaves_frame_mates_alone(mtu: Mtu) {
-    let mut w = World::new(mtu, 1, 0);
+    let mut w = EngineWorld::new(mtu, 1, 0);
     w.provision();
     let before = generations(&w);
     let from = w.master_sent.len();
@@ -119,7 +119,7 @@ fn one_publication_leaves_frame_mates_alone_classic() {
 
 #[test]
 fn a_batch_still_shares_one_frame() {
-    let mut w = World::new(Mtu::Fd, 1, 0);
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 0);
     w.provision();
     let p = plan(&w, MD);
     let (f, _) = p.frames_of(0, 0).next().unwrap();
@@ -159,7 +159,7 @@ const IO: NodeId = node_id(1);
 const IN0: u8 = 8;
 
 fn on_commit_frames_deliver_each_commit_once(mtu: Mtu) {
-    let mut w = World::new(mtu, 0, 1);
+    let mut w = EngineWorld::new(mtu, 0, 1);
     w.provision();
     let p = plan(&w, IO);
     let shared = p
@@ -210,7 +210,7 @@ fn on_commit_frames_deliver_each_commit_once(mtu: Mtu) {
 
 #[test]
 fn a_mask_naming_a_topic_the_frame_lacks_is_malformed() {
-    let mut w = World::new(Mtu::Classic, 0, 1);
+    let mut w = EngineWorld::new(Mtu::Classic, 0, 1);
     w.provision();
     let p = plan(&w, IO);
     let f = p
@@ -220,7 +220,7 @@ fn a_mask_naming_a_topic_the_frame_lacks_is_malformed() {
         .expect("a shared on-commit frame on Classical CAN");
     let topics = f.entries.len();
     let mut rec = Record::default();
-    let send = |w: &mut World, rec: &mut Record, mask: u8| {
+    let send = |w: &mut EngineWorld, rec: &mut Record, mask: u8| {
         let mut data = vec![0u8; f.header.len as usize];
         data[0] = mask;
         let frame = Frame::padded(Mtu::Classic, CanId::Standard(f.header.std_id), &data).unwrap();

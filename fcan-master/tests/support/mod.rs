@@ -1,6 +1,12 @@
-//! A synchronous world for engine tests and benchmarks: the master's engine and real example firmwares
-//! (the no_std node code) exchanging frames in one thread, with a stepped clock and no
-//! bus timing. Used to provision a realistic system and record its traffic.
+//! `EngineWorld`, a synchronous world for engine tests and benchmarks: the master's
+//! engine (sans I/O) and real example firmwares (the no_std node code) exchanging frames
+//! in one thread, with a stepped clock and no bus timing. Used to provision a realistic
+//! system and record its traffic.
+//!
+//! Not `fcan_e2e::World`, which runs the async `Master` and the firmwares on the
+//! simulated bus with its timing: that one is for behaviour through the public API; this
+//! one for what the engine does frame by frame, deterministically, without a runtime
+//! (and fcan-master's own tests cannot use fcan-e2e, which depends on fcan-master).
 
 #![allow(dead_code)]
 
@@ -45,7 +51,7 @@ impl Fw {
 }
 
 /// The engine and its nodes.
-pub struct World {
+pub struct EngineWorld {
     pub engine: Engine,
     pub nodes: Vec<Fw>,
     pub now_us: u64,
@@ -53,9 +59,9 @@ pub struct World {
     pub master_sent: Vec<Frame>,
 }
 
-impl World {
+impl EngineWorld {
     /// `motors` motor drivers (8 motors each) and `boards` I/O boards on a link of `mtu`.
-    pub fn new(mtu: Mtu, motors: u8, boards: u8) -> World {
+    pub fn new(mtu: Mtu, motors: u8, boards: u8) -> EngineWorld {
         let controller = if mtu == Mtu::Fd {
             fcan_runtime_nostd::Controller::Fd
         } else {
@@ -87,7 +93,7 @@ impl World {
             )));
         }
         let engine = Engine::new(EngineConfig::new(0xBEEF, mtu), Box::new(MemoryStore::new()));
-        World {
+        EngineWorld {
             engine,
             nodes,
             now_us: 0,
