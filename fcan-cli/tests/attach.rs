@@ -540,7 +540,7 @@ fn the_binary_says_when_it_falls_back() {
 ///
 /// `cargo test -p fcan-cli --test attach -- --ignored --nocapture attach_figures`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "figures for docs/performance.md"]
+#[ignore = "a measurement for docs/performance.md: run by hand, --ignored --nocapture attach_figures"]
 async fn attach_figures() {
     fn stats(what: &str, mut ms: Vec<f64>) {
         ms.sort_by(f64::total_cmp);

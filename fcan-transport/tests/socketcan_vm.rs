@@ -2,14 +2,19 @@
 //!
 //! ```text
 //! cargo test -p fcan-transport --test socketcan_vm --no-run     # prints the binary's path
-//! ../shared/tools/run-in-vm.sh --env FCAN_VM=1 --with candump BINARY --test-threads=1 --nocapture
-//! ../shared/tools/run-in-vm.sh --env FCAN_VM=1 --mtu 16 --with candump BINARY --test-threads=1 --nocapture
+//! ../shared/tools/run-in-vm.sh --with candump BINARY --ignored --test-threads=1 --nocapture
+//! ../shared/tools/run-in-vm.sh --mtu 16 --with candump BINARY --ignored --test-threads=1 --nocapture
 //! ```
 //!
-//! (`.ci/vm-socketcan.sh` does both.) Without `FCAN_VM=1` every test returns at once,
-//! printing why: the host kernel has no SocketCAN. The tests read each interface's MTU and
-//! check the behaviour that MTU calls for: FD frames pass on an FD interface (MTU 72) and
-//! are refused with a clear error on a classical one (MTU 16).
+//! (`.ci/vm-socketcan.sh` does both.) The host kernel has no SocketCAN, so every test is
+//! `#[ignore]`d and a plain `cargo test` leaves them out, saying so; forced with
+//! `--ignored` where `vcan0` and `vcan1` are missing, each fails. The tests read each
+//! interface's MTU and check the behaviour that MTU calls for: FD frames pass on an FD
+//! interface (MTU 72) and are refused with a clear error on a classical one (MTU 16).
+//! Two need a tool in the VM and fail without it: `our_log_lines_match_real_candump`
+//! (can-utils' `candump`) and `enobufs_is_back_pressure` (`tc` and `sch_tbf.ko` in the
+//! working directory); the script leaves out by name (`--skip`) the ones whose tool the
+//! host cannot provide.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
@@ -20,12 +25,15 @@ use fcan_transport::candump::{format_line, parse_line, LogEntry};
 use fcan_transport::socketcan::SocketCanTransport;
 use fcan_transport::{open, AnyTransport, Transport, TransportError};
 
-fn vm() -> bool {
-    if std::env::var("FCAN_VM").as_deref() == Ok("1") {
-        true
-    } else {
-        eprintln!("skipped: set FCAN_VM=1 (run through run-in-vm.sh)");
-        false
+/// Fails at once, saying why, where the kernel has no `vcan0` and `vcan1` (rather than
+/// at some later unwrap, or not at all in a test that expects an error).
+fn needs_vcan() {
+    for iface in ["vcan0", "vcan1"] {
+        assert!(
+            Path::new("/sys/class/net").join(iface).exists(),
+            "no {iface}: these tests need SocketCAN with vcan0 and vcan1 up \
+             (.ci/vm-socketcan.sh runs them in a VM)"
+        );
     }
 }
 
@@ -67,10 +75,9 @@ fn test_frames(mtu: Mtu) -> Vec<Frame> {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn opens_with_the_interface_mtu() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     for iface in ["vcan0", "vcan1"] {
         let t = SocketCanTransport::open(iface).unwrap();
         assert_eq!(t.mtu(), sys_mtu(iface), "{iface}");
@@ -80,10 +87,9 @@ async fn opens_with_the_interface_mtu() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn frames_pass_between_two_sockets() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let mtu = sys_mtu("vcan0");
     let mut a = SocketCanTransport::open("vcan0").unwrap();
     let mut b = SocketCanTransport::open("vcan0").unwrap();
@@ -107,10 +113,9 @@ async fn frames_pass_between_two_sockets() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn fd_frames_need_an_fd_interface() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let mut a = SocketCanTransport::open("vcan0").unwrap();
     let mut b = SocketCanTransport::open("vcan0").unwrap();
     let fd = Frame::fd(CanId::Standard(0x321), &[0x55; 64]).unwrap();
@@ -137,10 +142,9 @@ async fn fd_frames_need_an_fd_interface() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn interfaces_are_separate() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let mut a = SocketCanTransport::open("vcan0").unwrap();
     let mut other = SocketCanTransport::open("vcan1").unwrap();
     a.send(&Frame::classic(CanId::Standard(0x42), &[1]).unwrap())
@@ -150,10 +154,9 @@ async fn interfaces_are_separate() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn missing_interface_is_named() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let err = SocketCanTransport::open("nosuch0").unwrap_err();
     assert!(
         matches!(&err, TransportError::NoSuchInterface(n) if n == "nosuch0"),
@@ -171,10 +174,9 @@ async fn missing_interface_is_named() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn spec_string_opens_socketcan() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let mut a = open("socketcan:vcan1", None).unwrap();
     assert!(matches!(a, AnyTransport::SocketCan(_)));
     assert_eq!(a.mtu(), sys_mtu("vcan1"));
@@ -191,10 +193,9 @@ async fn next(t: &mut SocketCanTransport) -> Result<fcan_transport::Received, Tr
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn error_frames_come_out_as_bus_events() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     use socketcan::{CanErrorFrame, CanFrame, Socket};
     let mut t = SocketCanTransport::open("vcan0").unwrap();
     // Play the controller: put error frames on vcan0 from a raw socket. The kernel hands
@@ -226,18 +227,14 @@ async fn error_frames_come_out_as_bus_events() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn our_log_lines_match_real_candump() {
-    if !vm() {
-        return;
-    }
-    let Ok(mut child) = std::process::Command::new("candump")
+    needs_vcan();
+    let mut child = std::process::Command::new("candump")
         .args(["-L", "vcan1"])
         .stdout(std::process::Stdio::piped())
         .spawn()
-    else {
-        println!("skipped: no candump in the VM (pass --with candump to run-in-vm.sh)");
-        return;
-    };
+        .unwrap_or_else(|e| panic!("candump: {e} (pass --with candump to run-in-vm.sh)"));
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mtu = sys_mtu("vcan1");
     let frames = test_frames(mtu);
@@ -282,10 +279,9 @@ fn numbered(tag: u16, i: u32, mtu: Mtu) -> Frame {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn socket_buffers_are_enlarged() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let t = SocketCanTransport::open("vcan0").unwrap();
     let (rx, tx) = t.buffer_sizes().unwrap();
     println!("granted: SO_RCVBUF {rx} bytes, SO_SNDBUF {tx} bytes (kernel-reported, doubled)");
@@ -314,10 +310,9 @@ async fn socket_buffers_are_enlarged() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn a_burst_larger_than_a_batch_arrives_in_order() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     use fcan_transport::socketcan::RX_BATCH;
     let mtu = sys_mtu("vcan0");
     let mut a = SocketCanTransport::open("vcan0").unwrap();
@@ -340,10 +335,9 @@ async fn a_burst_larger_than_a_batch_arrives_in_order() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn a_dropped_recv_future_loses_no_frame() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     use std::future::Future;
     use std::task::{Context, Poll, Waker};
     let mtu = sys_mtu("vcan0");
@@ -371,10 +365,9 @@ async fn a_dropped_recv_future_loses_no_frame() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn a_batch_send_is_seen_in_order() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     use fcan_transport::socketcan::batch::MAX_BATCH;
     let mtu = sys_mtu("vcan0");
     let mut a = SocketCanTransport::open("vcan0").unwrap();
@@ -400,10 +393,9 @@ async fn a_batch_send_is_seen_in_order() {
 }
 
 #[tokio::test]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn a_batch_stops_at_a_frame_the_link_refuses() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let mut a = SocketCanTransport::open("vcan0").unwrap();
     let mut b = SocketCanTransport::open("vcan0").unwrap();
     let ok = |i| numbered(3, i, Mtu::Classic);
@@ -432,16 +424,18 @@ async fn a_batch_stops_at_a_frame_the_link_refuses() {
 }
 
 /// Puts a token-bucket qdisc on `iface`: 300 frames/s of `frame_len` bytes, like a slow
-/// real bus, and a queue of about ten frames; a sender faster than that meets `ENOBUFS`. Needs `tc`
-/// and `sch_tbf.ko` in the VM (`.ci/vm-socketcan.sh` passes both); `false` without them.
-fn throttle(iface: &str, frame_len: usize) -> bool {
+/// real bus, and a queue of about ten frames; a sender faster than that meets `ENOBUFS`.
+/// Needs `tc` and `sch_tbf.ko` (in the working directory) in the VM: `.ci/vm-socketcan.sh`
+/// passes both, or leaves the test out when it cannot.
+fn throttle(iface: &str, frame_len: usize) {
     let have_tc = std::process::Command::new("tc")
         .arg("-V")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !have_tc || !Path::new("sch_tbf.ko").exists() {
-        return false;
-    }
+    assert!(
+        have_tc && Path::new("sch_tbf.ko").exists(),
+        "no tc or no sch_tbf.ko here (run-in-vm.sh --with tc --file …/sch_tbf.ko)"
+    );
     // Already loaded by an earlier test is fine.
     let _ = std::process::Command::new("insmod")
         .arg("sch_tbf.ko")
@@ -456,7 +450,6 @@ fn throttle(iface: &str, frame_len: usize) -> bool {
         .status()
         .unwrap();
     assert!(st.success(), "tc qdisc replace … tbf");
-    true
 }
 
 fn unthrottle(iface: &str) {
@@ -468,16 +461,12 @@ fn unthrottle(iface: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs SocketCAN: .ci/vm-socketcan.sh runs it in a VM"]
 async fn enobufs_is_back_pressure() {
-    if !vm() {
-        return;
-    }
+    needs_vcan();
     let mtu = sys_mtu("vcan1");
     let frame_len = if mtu == Mtu::Fd { 72 } else { 16 };
-    if !throttle("vcan1", frame_len) {
-        println!("skipped: no tc or sch_tbf.ko in the VM (.ci/vm-socketcan.sh provides them)");
-        return;
-    }
+    throttle("vcan1", frame_len);
     let n = 100u32;
     let frames: Vec<Frame> = (0..n).map(|i| numbered(4, i, mtu)).collect();
     let singles: Vec<Frame> = (0..n).map(|i| numbered(5, i, mtu)).collect();

@@ -2,10 +2,14 @@
 //! firmwares running on it, a master), bounded waits on tokio's clock, a raw peer that
 //! puts hand-made configuration frames on the bus, and small [`Value`] accessors.
 //!
-//! Every test runs on tokio's paused clock (`#[tokio::test(start_paused = true)]`): the
-//! bus, the node main loops and the master all wait on tokio timers, so virtual time
-//! jumps from one event to the next, runs are deterministic for a seed, and a test of
-//! several virtual seconds takes a fraction of a second.
+//! Every test on the simulated bus runs on tokio's paused clock
+//! (`#[tokio::test(start_paused = true)]`): the bus, the node main loops and the master
+//! all wait on tokio timers, so virtual time jumps from one event to the next, runs are
+//! deterministic for a seed, and a test of several virtual seconds takes a fraction of a
+//! second. The exceptions run on the real clock because something real is in the loop:
+//! Zenoh over loopback TCP (`remote.rs`, whose header says why a paused clock would
+//! break it, and the `remote_bench.rs` measurements), real processes and kernel
+//! SocketCAN (the `*_vm.rs` tests).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -106,7 +106,11 @@ async fn record(mtu: Mtu, log: &Path) -> (World, Master, Vec<Value>, Vec<Value>,
     (w, m, got_fb, got_samples, published)
 }
 
-async fn decode_equals_live(mtu: Mtu, tag: &str) {
+async fn decode_equals_live(mtu: Mtu) {
+    let tag = match mtu {
+        Mtu::Fd => "fd",
+        Mtu::Classic => "classic",
+    };
     let dir = scratch(tag);
     let log = dir.join("capture.log");
     let (_w, m, fb, samples, published) = record(mtu, &log).await;
@@ -255,15 +259,7 @@ async fn plan_and_dbc(m: &Master, mtu: Mtu, dir: &Path) {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn decode_equals_live_fd() {
-    decode_equals_live(Mtu::Fd, "fd").await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn decode_equals_live_classic() {
-    decode_equals_live(Mtu::Classic, "classic").await;
-}
+both_links!(decode_equals_live);
 
 #[tokio::test(start_paused = true)]
 async fn blobs_from_the_cache_when_the_capture_lacks_them() {

@@ -190,12 +190,4 @@ async fn reprovision_keeps_the_boot_and_the_params(mtu: Mtu) {
     assert!(m.reprovision(none).await.is_err());
 }
 
-#[tokio::test(start_paused = true)]
-async fn reprovision_keeps_the_boot_and_the_params_fd() {
-    reprovision_keeps_the_boot_and_the_params(Mtu::Fd).await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn reprovision_keeps_the_boot_and_the_params_classic() {
-    reprovision_keeps_the_boot_and_the_params(Mtu::Classic).await;
-}
+both_links!(reprovision_keeps_the_boot_and_the_params);

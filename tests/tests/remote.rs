@@ -3,22 +3,31 @@
 //! `fcan_remote::RemoteMaster` clients in the same process over TCP on 127.0.0.1, each
 //! test on its own free ports, scouting off.
 //!
-//! Real time (the network is real): every wait is bounded generously and polls, so a
-//! loaded machine makes a test slower, not red.
+//! Real time, not the paused clock the other end-to-end tests run on (`fcan_e2e`'s
+//! docs): the network is real. Zenoh's sockets and timers run on runtimes of its own,
+//! which a paused test clock does not wait for: it would jump ahead whenever the test's
+//! runtime idles while a reply is on its way, and the master's timeouts (commands,
+//! offline nodes) would fire at once. So every wait is bounded generously and polls, and
+//! a loaded machine makes a test slower, not red. An ordering a test asserts (a request
+//! refused while a node provisions) is made by the test, never left to the clock (see
+//! [`Gate`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
-use fcan_core::frame::Mtu;
+use fcan_core::frame::{Frame, Mtu};
 use fcan_core::msg::NodeState;
 use fcan_e2e::*;
+use fcan_master::transport::{Received, Transport, TransportError};
 use fcan_master::value::Value;
-use fcan_master::{Master, MasterApi, MasterError, Phase};
+use fcan_master::{Master, MasterApi, MasterError, MasterOptions, Phase};
 use fcan_remote::server::{Server, ServerOptions};
 use fcan_remote::session::SessionConfig;
 use fcan_remote::wire::Attachment;
 use fcan_remote::zenoh::Session;
 use fcan_remote::{ClientOptions, RemoteMaster};
+use tokio::sync::watch;
 
 /// Generous bound for anything that should happen "soon" on a loaded 2-core box.
 const SOON: Duration = Duration::from_secs(60);
@@ -99,6 +108,12 @@ struct Served {
 
 async fn served() -> Served {
     let (w, master) = World::standard(Mtu::Fd).await;
+    serve(w, master).await
+}
+
+/// Serves `master` (of world `w`) as bus `sim` on a loopback port, with a client session
+/// and a `RemoteMaster` once the three nodes run.
+async fn serve(w: World, master: Master) -> Served {
     let port = free_port();
     let dz = daemon_session(port).await;
     let server = Server::start(master.clone(), &dz, "sim", quiet())
@@ -1174,10 +1189,94 @@ async fn the_cycle_api_runs_through_the_daemon() {
     assert_eq!(target[0], 1, "velocity mode, from the constant");
 }
 
-/// `reprovision` through the daemon: the node runs again with the same boot; an unknown
-/// node and a node already provisioning are refused with the master's reason.
+/// A link whose receive side the test closes and opens: while it is closed, the frames
+/// for the node are held back (in order, none lost) and delivered once it opens. The
+/// node keeps transmitting (its heartbeats go on) but hears nothing, so whatever the
+/// master asks of it waits for exactly as long as the test keeps the gate closed: an
+/// ordering the test makes, where the real clock would only make it likely.
+struct Gate<T> {
+    inner: T,
+    /// Kept here so that `open` never sees the switch dropped.
+    _switch: Arc<watch::Sender<bool>>,
+    open: watch::Receiver<bool>,
+    held: VecDeque<Received>,
+}
+
+/// `inner` behind an open [`Gate`], and its switch (`false` closes it).
+fn gate<T>(inner: T) -> (Arc<watch::Sender<bool>>, Gate<T>) {
+    let switch = Arc::new(watch::Sender::new(true));
+    let open = switch.subscribe();
+    let g = Gate {
+        inner,
+        _switch: switch.clone(),
+        open,
+        held: VecDeque::new(),
+    };
+    (switch, g)
+}
+
+impl<T: Transport> Transport for Gate<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn mtu(&self) -> Mtu {
+        self.inner.mtu()
+    }
+    async fn send(&mut self, frame: &Frame) -> Result<(), TransportError> {
+        self.inner.send(frame).await
+    }
+    async fn recv(&mut self) -> Result<Received, TransportError> {
+        // Cancel-safe, as `recv` must be (the node's loop drops it at every poll): a
+        // frame taken from `inner` is in `held` before the next await.
+        loop {
+            if *self.open.borrow_and_update() {
+                if let Some(r) = self.held.pop_front() {
+                    return Ok(r);
+                }
+            }
+            tokio::select! {
+                r = self.inner.recv() => self.held.push_back(r?),
+                c = self.open.changed() => c.expect("the gate holds its switch"),
+            }
+        }
+    }
+}
+
+/// `reprovision` through the daemon: the node runs again with the same boot; a node
+/// already provisioning and an unknown node are refused with the master's reason.
+///
+/// The refusal needs the node still provisioning when the second request arrives. On
+/// the real clock (see the file's header) provisioning takes a few milliseconds, so two
+/// requests, one after the other or even issued together, race its completion (the
+/// first form failed in CI: the second found the node running again and was taken).
+/// So the test holds provisioning itself: motor_driver2 is behind a [`Gate`], closed
+/// around the two requests, and the master is tuned not to give up on a node that
+/// does not answer meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reprovision_through_the_daemon() {
+    let mut w = World::new(Mtu::Fd);
+    w.add_motor(MD1, 8);
+    let (md2_hears, link) = gate(w.endpoint());
+    w.add_motor_on(link, MD2, 4);
+    w.add_io(IO3);
+    let master = Master::start(
+        w.endpoint(),
+        MasterOptions {
+            store: Box::new(w.store.clone()),
+            tune: Some(Box::new(|c| {
+                // Neither side may time out while the gate is closed, however long a
+                // loaded machine keeps it so: by default the master fails a step after
+                // 6 tries 100 ms apart, and the node drops to safe 300 ms after the
+                // master's last heartbeat (0 turns that off).
+                c.command_timeout_us = SOON.as_micros() as u64;
+                c.master_timeout_ms = 0;
+            })),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("master starts");
+    wait_running(&master, &[MD1, MD2, IO3], SOON).await;
     let Served {
         w: _w,
         master,
@@ -1185,21 +1284,29 @@ async fn reprovision_through_the_daemon() {
         cz: _,
         m: remote,
         _dz,
-    } = served().await;
+    } = serve(w, master).await;
     let id = fcan_core::id::NodeId::new(MD2).unwrap();
     let boot = node_info(&master, MD2).await.unwrap().boot_id;
-    // Two at once, so the second surely meets the first still provisioning (issued one
-    // after the other, the first could finish on the real clock before the second
-    // arrived: seen once in CI). Exactly one is taken, the other refused with the
-    // master's reason.
-    let (a, b) = tokio::join!(remote.reprovision(id), remote.reprovision(id));
-    let (ok, refused): (Vec<_>, Vec<_>) = [a, b].into_iter().partition(Result::is_ok);
-    assert_eq!((ok.len(), refused.len()), (1, 1), "one taken, one refused");
-    let e = refused[0].as_ref().unwrap_err().to_string();
+
+    // From here motor_driver2 hears nothing: its provisioning cannot go past the first
+    // FRAME_DEFINE.
+    md2_hears.send_replace(false);
+    remote
+        .reprovision(id)
+        .await
+        .expect("a running node is provisioned again");
+    assert_eq!(
+        node_info(&master, MD2).await.unwrap().phase,
+        Phase::Provisioning
+    );
+    let e = remote.reprovision(id).await.unwrap_err().to_string();
     assert!(e.contains("only a running or failed node"), "{e}");
+    assert!(e.contains("provisioning"), "the phase is named: {e}");
+    // The node hears the held frames and the master's provisioning completes.
+    md2_hears.send_replace(true);
     until("motor_driver2 running again", || async {
         let n = node_info(&master, MD2).await?;
-        (n.phase == fcan_master::Phase::Running).then_some(())
+        (n.phase == Phase::Running).then_some(())
     })
     .await;
     assert_eq!(node_info(&master, MD2).await.unwrap().boot_id, boot);

@@ -39,7 +39,7 @@ fn line(what: &str, v: &mut [Duration]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement: run with --ignored --nocapture"]
+#[ignore = "a measurement for docs/performance.md: run by hand, --release -- --ignored --nocapture"]
 async fn remote_figures() {
     let (w, master) = World::standard(Mtu::Fd).await;
     let port = free_port();
@@ -173,7 +173,7 @@ fn usage() -> Usage {
 ///   equal window before: the cost of serving, per sample and per frame;
 /// * the child's own CPU (the subscriber side).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement: run with --ignored --nocapture"]
+#[ignore = "a measurement for docs/performance.md: run by hand, --release -- --ignored --nocapture"]
 async fn serving_figures() {
     // FCAN_BENCH_DRIVERS=N: N eight-motor drivers instead of the standard pair (17 put
     // about 7,000 frames/s on the bus: saturated CAN FD).
@@ -344,7 +344,7 @@ async fn decoded(master: &fcan_master::Master) -> u64 {
 
 /// The subscriber process of [`serving_figures`] (does nothing when run on its own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-#[ignore = "the child process of serving_figures"]
+#[ignore = "not a test: serving_figures runs it as its subscriber process"]
 async fn serving_child() {
     let Ok(ep) = std::env::var("FCAN_BENCH_CHILD") else {
         return;
