@@ -93,7 +93,7 @@ async fn boot_of(m: &fcan_master::Master, id: u8) -> u32 {
         .boot_id
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn the_served_set_follows_the_running_set_and_says_why_a_node_stopped() {
     let (mut w, m) = World::standard(Mtu::Fd).await;
     let face = Arc::new(Recorder::default());
