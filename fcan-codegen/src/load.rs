@@ -125,31 +125,8 @@ fn basename(name: &str) -> &str {
 
 /// Parses, merges and validates schema sources.
 pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
-    let mut order: Vec<&Source> = sources.iter().collect();
-    order.sort_by(|a, b| (basename(&a.name), &a.name).cmp(&(basename(&b.name), &b.name)));
-    order.dedup_by(|a, b| a.name == b.name);
-
-    let mut locator = Locator {
-        files: order.iter().map(|s| s.name.clone()).collect(),
-        positions: BTreeMap::new(),
-    };
-    let mut diags: Vec<Diagnostic> = Vec::new();
-    let mut docs: Vec<FileDoc> = Vec::new();
-    let mut syntax_failed = false;
-    for (f, src) in order.iter().enumerate() {
-        let doc = match parse(&src.text) {
-            Ok(root) => convert(root.as_ref()),
-            Err(e) => {
-                diags.push(locator.diag_at(f, e.pos, e.message));
-                syntax_failed = true;
-                FileDoc::default()
-            }
-        };
-        for (pos, m) in &doc.errors {
-            diags.push(locator.diag_at(f, *pos, m.clone()));
-        }
-        docs.push(doc);
-    }
+    let order = canonical_order(sources);
+    let mut m = Merge::parse_files(&order);
     if order.is_empty() {
         return Err(Diagnostics(vec![Diagnostic::new(
             "<none>",
@@ -157,34 +134,160 @@ pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
             "no schema files given",
         )]));
     }
+    let settings = m.merge_settings();
+    m.require_node_and_protocol(&settings);
+    let types = m.merge_types();
+    let instances = m.merge_instances();
+    let schema = Schema {
+        protocol: settings.protocol.unwrap_or(fcan_core::ir::PROTOCOL_VERSION),
+        node: settings.node.unwrap_or_else(|| "node".into()),
+        allocation: settings.allocation.unwrap_or_else(|| "static".into()),
+        limits: settings.limits,
+        types: used_types(types, &instances),
+        instances,
+    };
+    if !m.syntax_failed {
+        m.check_instances_declared(&schema);
+        m.validate_merged(&schema);
+    }
+    if !m.diags.is_empty() {
+        return Err(finish(&m.locator, m.diags));
+    }
+    let files = m.locator.files.clone();
+    Ok(Loaded {
+        schema,
+        locator: m.locator,
+        files,
+    })
+}
 
-    let mut tainted: Vec<Path> = Vec::new();
+/// The sources by file name (basename), then by full path, each name once: the merge
+/// never depends on the order they were given in.
+fn canonical_order(sources: &[Source]) -> Vec<&Source> {
+    let mut order: Vec<&Source> = sources.iter().collect();
+    order.sort_by(|a, b| (basename(&a.name), &a.name).cmp(&(basename(&b.name), &b.name)));
+    order.dedup_by(|a, b| a.name == b.name);
+    order
+}
 
-    // Scalars: node, protocol, allocation, each limit.
-    fn scalar<T: Clone + PartialEq + std::fmt::Display>(
-        locator: &mut Locator,
-        diags: &mut Vec<Diagnostic>,
-        docs: &[FileDoc],
+/// The types by name, each with the file and position that defined it.
+type TypeDefs = BTreeMap<String, (usize, Pos, BlockType)>;
+
+/// The types some instance uses, sorted by name.
+fn used_types(types: TypeDefs, instances: &[InstanceArray]) -> Vec<BlockType> {
+    types
+        .into_values()
+        .filter(|(_, _, t)| instances.iter().any(|a| a.ty == t.name))
+        .map(|(_, _, t)| t)
+        .collect()
+}
+
+/// The top-level settings as merged over the files.
+struct Settings {
+    node: Option<String>,
+    protocol: Option<u32>,
+    allocation: Option<String>,
+    limits: Limits,
+}
+
+/// One merge in progress: the files' documents in canonical order, where each merged
+/// part came from, and every problem found so far.
+struct Merge {
+    locator: Locator,
+    docs: Vec<FileDoc>,
+    diags: Vec<Diagnostic>,
+    /// Paths whose semantic errors are not reported: they would only echo a problem
+    /// already reported there.
+    tainted: Vec<Path>,
+    syntax_failed: bool,
+}
+
+impl Merge {
+    /// Parses each file; a file that does not parse counts as empty.
+    fn parse_files(order: &[&Source]) -> Merge {
+        let mut m = Merge {
+            locator: Locator {
+                files: order.iter().map(|s| s.name.clone()).collect(),
+                positions: BTreeMap::new(),
+            },
+            docs: Vec::new(),
+            diags: Vec::new(),
+            tainted: Vec::new(),
+            syntax_failed: false,
+        };
+        for (f, src) in order.iter().enumerate() {
+            let doc = match parse(&src.text) {
+                Ok(root) => convert(root.as_ref()),
+                Err(e) => {
+                    m.diags.push(m.locator.diag_at(f, e.pos, e.message));
+                    m.syntax_failed = true;
+                    FileDoc::default()
+                }
+            };
+            for (pos, msg) in &doc.errors {
+                m.diags.push(m.locator.diag_at(f, *pos, msg.clone()));
+            }
+            m.docs.push(doc);
+        }
+        m
+    }
+
+    /// The scalars: node, protocol, allocation, each limit.
+    fn merge_settings(&mut self) -> Settings {
+        let node = self.merge_scalar(vec![key("node")], "node", |d| d.node.as_ref());
+        let protocol =
+            self.merge_scalar(vec![key("protocol")], "protocol", |d| d.protocol.as_ref());
+        let allocation = self.merge_scalar(
+            vec![key("options"), key("allocation")],
+            "options.allocation",
+            |d| d.allocation.as_ref(),
+        );
+        let mut limits = Limits::default();
+        for (k, slot) in [
+            ("max_frames", &mut limits.max_frames),
+            ("max_copy_entries", &mut limits.max_copy_entries),
+            ("service_buffer", &mut limits.service_buffer),
+            ("service_reassembly", &mut limits.service_reassembly),
+        ] {
+            let label = format!("limits.{k}");
+            if let Some(v) =
+                self.merge_scalar(vec![key("limits"), key(k)], &label, |d| d.limits.get(k))
+            {
+                *slot = v;
+            }
+        }
+        Settings {
+            node,
+            protocol,
+            allocation,
+            limits,
+        }
+    }
+
+    /// One scalar, as the first file (in canonical order) that sets it sets it; a file
+    /// that sets it to another value is an error.
+    fn merge_scalar<T: Clone + PartialEq + std::fmt::Display>(
+        &mut self,
         path: Path,
         label: &str,
         get: impl Fn(&FileDoc) -> Option<&At<T>>,
     ) -> Option<T> {
         let mut first: Option<(usize, &At<T>)> = None;
-        for (f, doc) in docs.iter().enumerate() {
+        for (f, doc) in self.docs.iter().enumerate() {
             let Some(v) = get(doc) else { continue };
             match first {
                 None => {
                     first = Some((f, v));
-                    locator.positions.insert(path.clone(), (f, v.pos));
+                    self.locator.positions.insert(path.clone(), (f, v.pos));
                 }
                 Some((ff, fv)) if fv.value != v.value => {
                     let msg = format!(
                         "{label} is `{}` here but `{}` at {}; files may repeat a setting only with the same value",
                         v.value,
                         fv.value,
-                        locator.where_(ff, fv.pos)
+                        self.locator.where_(ff, fv.pos)
                     );
-                    diags.push(locator.diag_at(f, v.pos, msg));
+                    self.diags.push(self.locator.diag_at(f, v.pos, msg));
                 }
                 Some(_) => {}
             }
@@ -192,147 +295,108 @@ pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
         first.map(|(_, v)| v.value.clone())
     }
 
-    let node = scalar(
-        &mut locator,
-        &mut diags,
-        &docs,
-        vec![key("node")],
-        "node",
-        |d| d.node.as_ref(),
-    );
-    let protocol = scalar(
-        &mut locator,
-        &mut diags,
-        &docs,
-        vec![key("protocol")],
-        "protocol",
-        |d| d.protocol.as_ref(),
-    );
-    let allocation = scalar(
-        &mut locator,
-        &mut diags,
-        &docs,
-        vec![key("options"), key("allocation")],
-        "options.allocation",
-        |d| d.allocation.as_ref(),
-    );
-    let mut limits = Limits::default();
-    for (k, slot) in [
-        ("max_frames", &mut limits.max_frames),
-        ("max_copy_entries", &mut limits.max_copy_entries),
-        ("service_buffer", &mut limits.service_buffer),
-        ("service_reassembly", &mut limits.service_reassembly),
-    ] {
-        let label = format!("limits.{k}");
-        if let Some(v) = scalar(
-            &mut locator,
-            &mut diags,
-            &docs,
-            vec![key("limits"), key(k)],
-            &label,
-            |d| d.limits.get(k),
-        ) {
-            *slot = v;
+    /// `node` and `protocol` have no default; unless a syntax error may have hidden
+    /// them, some file must set them.
+    fn require_node_and_protocol(&mut self, settings: &Settings) {
+        if settings.node.is_none() && !self.syntax_failed {
+            self.tainted.push(vec![key("node")]);
+            self.diags.push(self.locator.diag_at(
+                0,
+                Pos { line: 1, col: 1 },
+                "no file sets `node:` (the node name, e.g. `md_controller{i}`)",
+            ));
+        }
+        if settings.protocol.is_none() && !self.syntax_failed {
+            self.tainted.push(vec![key("protocol")]);
+            self.diags.push(self.locator.diag_at(
+                0,
+                Pos { line: 1, col: 1 },
+                format!(
+                    "no file sets `protocol:` (this fcan speaks protocol {})",
+                    fcan_core::ir::PROTOCOL_VERSION
+                ),
+            ));
         }
     }
-    if node.is_none() && !syntax_failed {
-        tainted.push(vec![key("node")]);
-        diags.push(locator.diag_at(
-            0,
-            Pos { line: 1, col: 1 },
-            "no file sets `node:` (the node name, e.g. `md_controller{i}`)",
-        ));
-    }
-    if protocol.is_none() && !syntax_failed {
-        tainted.push(vec![key("protocol")]);
-        diags.push(locator.diag_at(
-            0,
-            Pos { line: 1, col: 1 },
-            format!(
-                "no file sets `protocol:` (this fcan speaks protocol {})",
-                fcan_core::ir::PROTOCOL_VERSION
-            ),
-        ));
-    }
 
-    // Types.
-    let mut types: BTreeMap<String, (usize, Pos, BlockType)> = BTreeMap::new();
-    for (f, doc) in docs.iter().enumerate() {
-        for At { value: ty, pos } in &doc.types {
-            if let Some((ff, fpos, _)) = types.get(&ty.name) {
-                let msg = format!(
-                    "type `{}` is already defined at {}",
-                    ty.name,
-                    locator.where_(*ff, *fpos)
-                );
-                diags.push(locator.diag_at(f, *pos, msg));
-                continue;
-            }
-            types.insert(ty.name.clone(), (f, *pos, ty.clone()));
-            let prefix = [key("types"), key(&ty.name)];
-            for (p, at) in doc.positions.range(prefix.to_vec()..) {
-                if !p.starts_with(&prefix) {
-                    break;
+    /// The types of all files; a type defined twice is an error at the second
+    /// definition, naming the first.
+    fn merge_types(&mut self) -> TypeDefs {
+        let mut types: TypeDefs = BTreeMap::new();
+        for (f, doc) in self.docs.iter().enumerate() {
+            for At { value: ty, pos } in &doc.types {
+                if let Some((ff, fpos, _)) = types.get(&ty.name) {
+                    let msg = format!(
+                        "type `{}` is already defined at {}",
+                        ty.name,
+                        self.locator.where_(*ff, *fpos)
+                    );
+                    self.diags.push(self.locator.diag_at(f, *pos, msg));
+                    continue;
                 }
-                locator.positions.insert(p.clone(), (f, *at));
-            }
-        }
-        for t in &doc.tainted {
-            if !matches!(t.first(), Some(PathSeg::Key(k)) if k == "types") {
-                continue;
-            }
-            tainted.push(t.clone());
-        }
-    }
-
-    // Instances.
-    let mut instances: Vec<InstanceArray> = Vec::new();
-    for (f, doc) in docs.iter().enumerate() {
-        if let Some(pos) = doc.instances_pos {
-            locator
-                .positions
-                .entry(vec![key("instances")])
-                .or_insert((f, pos));
-        }
-        for (local, arr) in &doc.instances {
-            let global = instances.len();
-            let prefix = [key("instances"), PathSeg::Index(*local)];
-            for (p, at) in doc.positions.range(prefix.to_vec()..) {
-                if !p.starts_with(&prefix) {
-                    break;
+                types.insert(ty.name.clone(), (f, *pos, ty.clone()));
+                let prefix = [key("types"), key(&ty.name)];
+                for (p, at) in doc.positions.range(prefix.to_vec()..) {
+                    if !p.starts_with(&prefix) {
+                        break;
+                    }
+                    self.locator.positions.insert(p.clone(), (f, *at));
                 }
-                let mut gp = vec![key("instances"), PathSeg::Index(global)];
-                gp.extend_from_slice(&p[2..]);
-                locator.positions.insert(gp, (f, *at));
             }
-            instances.push(arr.clone());
+            for t in &doc.tainted {
+                if !matches!(t.first(), Some(PathSeg::Key(k)) if k == "types") {
+                    continue;
+                }
+                self.tainted.push(t.clone());
+            }
         }
+        types
     }
 
-    let used: Vec<BlockType> = types
-        .into_values()
-        .filter(|(_, _, t)| instances.iter().any(|a| a.ty == t.name))
-        .map(|(_, _, t)| t)
-        .collect();
-    let schema = Schema {
-        protocol: protocol.unwrap_or(fcan_core::ir::PROTOCOL_VERSION),
-        node: node.unwrap_or_else(|| "node".into()),
-        allocation: allocation.unwrap_or_else(|| "static".into()),
-        limits,
-        types: used,
-        instances,
-    };
+    /// The instance arrays of all files concatenated in canonical order, their
+    /// positions renumbered from each file's indices to the merged ones.
+    fn merge_instances(&mut self) -> Vec<InstanceArray> {
+        let mut instances: Vec<InstanceArray> = Vec::new();
+        for (f, doc) in self.docs.iter().enumerate() {
+            if let Some(pos) = doc.instances_pos {
+                self.locator
+                    .positions
+                    .entry(vec![key("instances")])
+                    .or_insert((f, pos));
+            }
+            for (local, arr) in &doc.instances {
+                let global = instances.len();
+                let prefix = [key("instances"), PathSeg::Index(*local)];
+                for (p, at) in doc.positions.range(prefix.to_vec()..) {
+                    if !p.starts_with(&prefix) {
+                        break;
+                    }
+                    let mut gp = vec![key("instances"), PathSeg::Index(global)];
+                    gp.extend_from_slice(&p[2..]);
+                    self.locator.positions.insert(gp, (f, *at));
+                }
+                instances.push(arr.clone());
+            }
+        }
+        instances
+    }
 
-    if !syntax_failed {
-        if schema.instances.is_empty() && docs.iter().all(|d| d.instances_pos.is_none()) {
-            diags.push(locator.diag_at(
+    /// A node needs at least one instance array, and some file must say so.
+    fn check_instances_declared(&mut self, schema: &Schema) {
+        if schema.instances.is_empty() && self.docs.iter().all(|d| d.instances_pos.is_none()) {
+            self.diags.push(self.locator.diag_at(
                 0,
                 Pos { line: 1, col: 1 },
                 "no file declares `instances:`; a node needs at least one instance array",
             ));
         }
-        for e in validate(&schema) {
-            if tainted.iter().any(|t| e.path.starts_with(t)) {
+    }
+
+    /// fcan-core's checks of the merged schema, each at the file and position that set
+    /// the offending part; none under a tainted path.
+    fn validate_merged(&mut self, schema: &Schema) {
+        for e in validate(schema) {
+            if self.tainted.iter().any(|t| e.path.starts_with(t)) {
                 continue;
             }
             // fcan-core reports an array whose ns lacks `{i}` twice: once for the missing
@@ -345,19 +409,9 @@ pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
                     continue;
                 }
             }
-            diags.push(locator.diag(&e.path, e.message));
+            self.diags.push(self.locator.diag(&e.path, e.message));
         }
     }
-
-    if !diags.is_empty() {
-        return Err(finish(&locator, diags));
-    }
-    let files = locator.files.clone();
-    Ok(Loaded {
-        schema,
-        locator,
-        files,
-    })
 }
 
 /// Reads, merges and validates schema files.

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 
 use fcan_core::hash::SchemaDigest;
-use fcan_core::ir::Field;
+use fcan_core::ir::{BlockType, Field, Limits};
 use fcan_core::msg::DataDirection;
-use fcan_core::numbering::{flat_name, Numbering};
+use fcan_core::numbering::{flat_name, Numbering, TypeLayout};
 use fcan_core::types::{Scalar, ScalarType};
 use fcan_core::validate::PathSeg;
 use serde::Serialize;
@@ -464,43 +464,68 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
     let numbering = Numbering::of(schema).expect("a validated schema numbers");
     let tables = Tables::of(schema, &numbering);
     let mut diags = Vec::new();
+    check_arena_size(loaded, &tables, &mut diags);
+    let mut top = Names::new(
+        "at the top of the generated module",
+        TOP_RESERVED,
+        "the generated code",
+    );
+    let arrays = array_ctxs(loaded, &numbering, &mut top, &mut diags);
+    let types = (0..schema.types.len())
+        .map(|ti| type_ctx(loaded, &numbering, &tables, ti, &mut top, &mut diags))
+        .collect();
+    if !diags.is_empty() {
+        return Err(name_errors(loaded, diags));
+    }
+    let ctx = module_ctx(loaded, blob, digest, &tables, types, arrays);
+    Ok(render_template(&ctx) + "\n")
+}
 
-    // Arena offsets are u16 in the runtime's tables.
+/// The names the generated module defines at its top, whatever the schema.
+const TOP_RESERVED: &[&str] = &[
+    "BLOB",
+    "SCHEMA_SHA256",
+    "DESC",
+    "Buffers",
+    "Node",
+    "RawNode",
+    "App",
+    "Deferred",
+    "Received",
+    "Message",
+    "Reply",
+    "Controller",
+    "Schema",
+    "Counts",
+    "Config",
+    "instance_of",
+    "ARRAY_COUNT",
+    "MAX_COUNTS",
+    "NODE_NAME",
+    "PROTOCOL",
+    "INSTANCE_OF_BLOCK",
+    "AppDispatch",
+];
+
+/// Arena offsets are u16 in the runtime's tables.
+fn check_arena_size(loaded: &Loaded, tables: &Tables, diags: &mut Vec<Diagnostic>) {
     if let Some((what, total)) = tables.too_large() {
         diags.push(loaded.locator.diag(
             &[key("instances")],
             format!("the node's {what} arena would be {total} bytes; the runtime's tables address at most 65535"),
         ));
     }
+}
 
-    let mut top = Names::new(
-        "at the top of the generated module",
-        &[
-            "BLOB",
-            "SCHEMA_SHA256",
-            "DESC",
-            "Buffers",
-            "Node",
-            "RawNode",
-            "App",
-            "Deferred",
-            "Received",
-            "Message",
-            "Reply",
-            "Controller",
-            "Schema",
-            "Counts",
-            "Config",
-            "instance_of",
-            "ARRAY_COUNT",
-            "MAX_COUNTS",
-            "NODE_NAME",
-            "PROTOCOL",
-            "INSTANCE_OF_BLOCK",
-            "AppDispatch",
-        ],
-        "the generated code",
-    );
+/// The instance arrays: each one's method on the generated Node and its `_MAX_COUNT`
+/// constant.
+fn array_ctxs(
+    loaded: &Loaded,
+    numbering: &Numbering,
+    top: &mut Names,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ArrayCtx> {
+    let schema = &loaded.schema;
     let mut node_names = Names::new(
         "as a method of the generated Node",
         NODE_RESERVED,
@@ -522,7 +547,7 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
         let ipath = [key("instances"), PathSeg::Index(ai), key("ns")];
         node_names.add(
             loaded,
-            &mut diags,
+            diags,
             &method,
             &format!("instances[{ai}] (ns `{}`)", a.ns),
             &ipath,
@@ -530,7 +555,7 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
         let konst = upper(&method);
         top.add(
             loaded,
-            &mut diags,
+            diags,
             &format!("{konst}_MAX_COUNT"),
             &format!("instances[{ai}] (ns `{}`)", a.ns),
             &ipath,
@@ -552,273 +577,320 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
             first_block: numbering.array_base[ai],
         });
     }
+    array_ctx
+}
 
-    let mut type_ctx = Vec::new();
-    for (ti, t) in schema.types.iter().enumerate() {
-        let tt = &tables.types[ti];
-        let tl = &numbering.layouts[ti];
-        let tpath = vec![key("types"), key(&t.name)];
-        let sub = |rest: &[&str]| {
-            let mut p = tpath.clone();
-            p.extend(rest.iter().map(|s| key(s)));
-            p
-        };
-        let module = snake(&t.name);
-        top.add(
-            loaded,
-            &mut diags,
-            &module,
-            &format!("type `{}` (as a module)", t.name),
-            &tpath,
-        );
-        let params_struct = format!("{}Params", t.name);
-        let mut items = Names::new(
-            format!("in module `{module}`"),
-            MODULE_RESERVED,
-            "the generated code",
-        );
-        items.add(
-            loaded,
-            &mut diags,
-            &params_struct,
-            "the params struct",
-            &tpath,
-        );
-        let mut consts = Names::new(
-            format!("as a constant in module `{module}`"),
-            &["TYPE_INDEX"],
-            "the generated code",
-        );
-        let mut bits = Names::new(
-            format!("as a constant of `{params_struct}`"),
-            &["SIZE"],
-            "the generated code",
-        );
-        let mut methods = Names::new(
-            format!("as a method of `{module}::Handle`"),
-            HANDLE_RESERVED,
-            "the generated handle",
-        );
-        let mut handler = Names::new(
-            format!("as a method of `{module}::Handler`"),
-            &["on_params_changed"],
-            "the generated Handler trait",
-        );
+/// The scopes one type's generated names land in, besides the top of the module.
+struct TypeNames {
+    /// Items of the type's module: the params struct, message structs.
+    items: Names,
+    /// Constants of the type's module.
+    consts: Names,
+    /// The params struct's changed-mask bits.
+    bits: Names,
+    /// Methods of the type's `Handle`.
+    methods: Names,
+    /// Methods of the type's `Handler` trait.
+    handler: Names,
+}
 
-        let mut params = Vec::new();
-        for (pi, p) in t.params.iter().enumerate() {
-            let ppath = sub(&["params", &p.name]);
-            let from = format!("param `{}`", p.name);
-            let konst = format!("PARAM_{}", upper(&p.name));
-            consts.add(loaded, &mut diags, &konst, &from, &ppath);
-            let bit = format!("{}_BIT", upper(&p.name));
-            bits.add(loaded, &mut diags, &bit, &from, &ppath);
-            let field = FieldCtx::param(p);
-            if NOT_RAW.contains(&field.ident.as_str()) {
-                diags.push(loaded.locator.diag(
-                    &ppath,
-                    format!(
-                        "{from} gives the Rust name `{}`, which Rust cannot use; rename it",
-                        field.ident
-                    ),
-                ));
-            }
-            let (size, off) = tt.params[pi];
-            debug_assert_eq!(size, tl.param_sizes[pi]);
-            let mut doc = format!("`{}`: {}", p.name, p.ty);
-            if let Some(n) = p.len {
-                doc.push_str(&format!("[{n}]"));
-            }
-            doc.push_str(&format!(
-                ", default {}",
-                crate::inspect::scalar_text(&p.default)
+impl TypeNames {
+    fn new(module: &str, params_struct: &str) -> TypeNames {
+        TypeNames {
+            items: Names::new(
+                format!("in module `{module}`"),
+                MODULE_RESERVED,
+                "the generated code",
+            ),
+            consts: Names::new(
+                format!("as a constant in module `{module}`"),
+                &["TYPE_INDEX"],
+                "the generated code",
+            ),
+            bits: Names::new(
+                format!("as a constant of `{params_struct}`"),
+                &["SIZE"],
+                "the generated code",
+            ),
+            methods: Names::new(
+                format!("as a method of `{module}::Handle`"),
+                HANDLE_RESERVED,
+                "the generated handle",
+            ),
+            handler: Names::new(
+                format!("as a method of `{module}::Handler`"),
+                &["on_params_changed"],
+                "the generated Handler trait",
+            ),
+        }
+    }
+}
+
+/// The schema path of a key under type `t` (`types.<t>.<rest>…`).
+fn type_path(t: &BlockType, rest: &[&str]) -> Vec<PathSeg> {
+    let mut p = vec![key("types"), key(&t.name)];
+    p.extend(rest.iter().map(|s| key(s)));
+    p
+}
+
+/// One type's module: its params, topics and services.
+fn type_ctx(
+    loaded: &Loaded,
+    numbering: &Numbering,
+    tables: &Tables,
+    ti: usize,
+    top: &mut Names,
+    diags: &mut Vec<Diagnostic>,
+) -> TypeCtx {
+    let t = &loaded.schema.types[ti];
+    let tt = &tables.types[ti];
+    let tpath = type_path(t, &[]);
+    let module = snake(&t.name);
+    top.add(
+        loaded,
+        diags,
+        &module,
+        &format!("type `{}` (as a module)", t.name),
+        &tpath,
+    );
+    let params_struct = format!("{}Params", t.name);
+    let mut names = TypeNames::new(&module, &params_struct);
+    names
+        .items
+        .add(loaded, diags, &params_struct, "the params struct", &tpath);
+    let params = param_ctxs(loaded, t, tt, &numbering.layouts[ti], &mut names, diags);
+    let topics = topic_ctxs(loaded, t, tt, &mut names, diags);
+    let services = service_ctxs(loaded, t, tt, &mut names, diags);
+    TypeCtx {
+        index: ti,
+        name: t.name.clone(),
+        name_lit: format!("{:?}", t.name),
+        module: ident(&module),
+        params_struct,
+        params,
+        topics,
+        services,
+        topic_bytes: tt.topic_bytes,
+        stage_bytes: tt.stage_bytes,
+        param_bytes: tt.param_bytes,
+    }
+}
+
+/// A type's params: constants, changed-mask bits, offsets and doc lines.
+fn param_ctxs(
+    loaded: &Loaded,
+    t: &BlockType,
+    tt: &TypeTables,
+    tl: &TypeLayout,
+    names: &mut TypeNames,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ParamCtx> {
+    let mut params = Vec::new();
+    for (pi, p) in t.params.iter().enumerate() {
+        let ppath = type_path(t, &["params", &p.name]);
+        let from = format!("param `{}`", p.name);
+        let konst = format!("PARAM_{}", upper(&p.name));
+        names.consts.add(loaded, diags, &konst, &from, &ppath);
+        let bit = format!("{}_BIT", upper(&p.name));
+        names.bits.add(loaded, diags, &bit, &from, &ppath);
+        let field = FieldCtx::param(p);
+        if NOT_RAW.contains(&field.ident.as_str()) {
+            diags.push(loaded.locator.diag(
+                &ppath,
+                format!(
+                    "{from} gives the Rust name `{}`, which Rust cannot use; rename it",
+                    field.ident
+                ),
             ));
-            if let Some(m) = &p.min {
-                doc.push_str(&format!(", min {}", crate::inspect::scalar_text(m)));
-            }
-            if let Some(m) = &p.max {
-                doc.push_str(&format!(", max {}", crate::inspect::scalar_text(m)));
-            }
-            doc.push('.');
-            params.push(ParamCtx {
-                index: pi,
-                bit,
-                konst,
-                field,
-                variant: variant_name(p.ty),
-                offset: off,
-                default: ValueCtx::of(&p.default),
-                min: p.min.as_ref().map(ValueCtx::of),
-                max: p.max.as_ref().map(ValueCtx::of),
-                doc,
-            });
         }
-
-        let mut topics = Vec::new();
-        for (i, tp) in t.topics.iter().enumerate() {
-            let path = sub(&["topics", &tp.name]);
-            let from = format!("topic `{}`", tp.name);
-            let name = pascal(&tp.name);
-            items.add(loaded, &mut diags, &name, &from, &path);
-            let konst = format!("TOPIC_{}", upper(&tp.name));
-            consts.add(loaded, &mut diags, &konst, &from, &path);
-            let m2s = tp.dir == DataDirection::M2s;
-            let method = if m2s {
-                ident(&tp.name)
-            } else {
-                format!("publish_{}", flat_name(&tp.name))
-            };
-            methods.add(loaded, &mut diags, &method, &from, &path);
-            check_fields(
-                loaded,
-                &mut diags,
-                &tp.fields,
-                &path
-                    .iter()
-                    .cloned()
-                    .chain([key("fields")])
-                    .collect::<Vec<_>>(),
-            );
-            let (size, off, st) = tt.topics[i];
-            let dir = if m2s { "m2s" } else { "s2m" };
-            let when = match (m2s, tp.period_us) {
-                (true, _) => "sent by the master".to_string(),
-                (false, 0) => "sent once per publish (commit-triggered)".to_string(),
-                (false, p) => format!("sent every {p} µs"),
-            };
-            topics.push(TopicCtx {
-                index: i,
-                name: tp.name.clone(),
-                konst,
-                m2s,
-                method,
-                period_us: tp.period_us,
-                offset: off,
-                stage_offset: st,
-                msg: msg_ctx(
-                    name,
-                    format!("Topic `{}` ({dir}, {size} bytes, {when}).", tp.name),
-                    &tp.fields,
-                    size,
-                ),
-            });
+        let (size, off) = tt.params[pi];
+        debug_assert_eq!(size, tl.param_sizes[pi]);
+        let mut doc = format!("`{}`: {}", p.name, p.ty);
+        if let Some(n) = p.len {
+            doc.push_str(&format!("[{n}]"));
         }
-
-        let mut services = Vec::new();
-        for (i, sv) in t.services.iter().enumerate() {
-            let path = sub(&["services", &sv.name]);
-            let from = format!("service `{}`", sv.name);
-            let base = pascal(&sv.name);
-            let (req, resp) = tt.services[i];
-            items.add(
-                loaded,
-                &mut diags,
-                &format!("{base}Request"),
-                &format!("{from} (request)"),
-                &path,
-            );
-            items.add(
-                loaded,
-                &mut diags,
-                &format!("{base}Response"),
-                &format!("{from} (response)"),
-                &path,
-            );
-            let konst = format!("SERVICE_{}", upper(&sv.name));
-            consts.add(loaded, &mut diags, &konst, &from, &path);
-            let method = ident(&sv.name);
-            handler.add(loaded, &mut diags, &method, &from, &path);
-            check_fields(
-                loaded,
-                &mut diags,
-                &sv.request,
-                &path
-                    .iter()
-                    .cloned()
-                    .chain([key("request")])
-                    .collect::<Vec<_>>(),
-            );
-            check_fields(
-                loaded,
-                &mut diags,
-                &sv.response,
-                &path
-                    .iter()
-                    .cloned()
-                    .chain([key("response")])
-                    .collect::<Vec<_>>(),
-            );
-            services.push(ServiceCtx {
-                index: i,
-                name: sv.name.clone(),
-                konst,
-                method,
-                request: msg_ctx(
-                    format!("{base}Request"),
-                    format!("Request of service `{}` ({req} bytes).", sv.name),
-                    &sv.request,
-                    req,
-                ),
-                response: msg_ctx(
-                    format!("{base}Response"),
-                    format!("Response of service `{}` ({resp} bytes).", sv.name),
-                    &sv.response,
-                    resp,
-                ),
-            });
+        doc.push_str(&format!(
+            ", default {}",
+            crate::inspect::scalar_text(&p.default)
+        ));
+        if let Some(m) = &p.min {
+            doc.push_str(&format!(", min {}", crate::inspect::scalar_text(m)));
         }
-        type_ctx.push(TypeCtx {
-            index: ti,
-            name: t.name.clone(),
-            name_lit: format!("{:?}", t.name),
-            module: ident(&module),
-            params_struct,
-            params,
-            topics,
-            services,
-            topic_bytes: tt.topic_bytes,
-            stage_bytes: tt.stage_bytes,
-            param_bytes: tt.param_bytes,
+        if let Some(m) = &p.max {
+            doc.push_str(&format!(", max {}", crate::inspect::scalar_text(m)));
+        }
+        doc.push('.');
+        params.push(ParamCtx {
+            index: pi,
+            bit,
+            konst,
+            field,
+            variant: variant_name(p.ty),
+            offset: off,
+            default: ValueCtx::of(&p.default),
+            min: p.min.as_ref().map(ValueCtx::of),
+            max: p.max.as_ref().map(ValueCtx::of),
+            doc,
         });
     }
+    params
+}
 
-    if !diags.is_empty() {
-        // One error per offending key: a name that collides as a struct usually collides
-        // as a constant too.
-        let mut seen = std::collections::BTreeSet::new();
-        diags.retain(|d| seen.insert((d.file.clone(), d.line, d.col)));
-        return Err(finish(&loaded.locator, diags));
+/// A type's topics: message structs, constants and handle methods.
+fn topic_ctxs(
+    loaded: &Loaded,
+    t: &BlockType,
+    tt: &TypeTables,
+    names: &mut TypeNames,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<TopicCtx> {
+    let mut topics = Vec::new();
+    for (i, tp) in t.topics.iter().enumerate() {
+        let path = type_path(t, &["topics", &tp.name]);
+        let from = format!("topic `{}`", tp.name);
+        let name = pascal(&tp.name);
+        names.items.add(loaded, diags, &name, &from, &path);
+        let konst = format!("TOPIC_{}", upper(&tp.name));
+        names.consts.add(loaded, diags, &konst, &from, &path);
+        let m2s = tp.dir == DataDirection::M2s;
+        let method = if m2s {
+            ident(&tp.name)
+        } else {
+            format!("publish_{}", flat_name(&tp.name))
+        };
+        names.methods.add(loaded, diags, &method, &from, &path);
+        check_fields(
+            loaded,
+            diags,
+            &tp.fields,
+            &path
+                .iter()
+                .cloned()
+                .chain([key("fields")])
+                .collect::<Vec<_>>(),
+        );
+        let (size, off, st) = tt.topics[i];
+        let dir = if m2s { "m2s" } else { "s2m" };
+        let when = match (m2s, tp.period_us) {
+            (true, _) => "sent by the master".to_string(),
+            (false, 0) => "sent once per publish (commit-triggered)".to_string(),
+            (false, p) => format!("sent every {p} µs"),
+        };
+        topics.push(TopicCtx {
+            index: i,
+            name: tp.name.clone(),
+            konst,
+            m2s,
+            method,
+            period_us: tp.period_us,
+            offset: off,
+            stage_offset: st,
+            msg: msg_ctx(
+                name,
+                format!("Topic `{}` ({dir}, {size} bytes, {when}).", tp.name),
+                &tp.fields,
+                size,
+            ),
+        });
     }
+    topics
+}
 
-    let blocks = tables
-        .blocks
-        .iter()
-        .map(|b| BlockCtx {
-            type_index: b.type_index,
-            array: b.array,
-            index: b.index,
-            ordinal: b.ordinal,
-            topic_offset: b.topic_offset,
-            stage_offset: b.stage_offset,
-            param_offset: b.param_offset,
-            topic_slot: b.topic_slot,
-        })
-        .collect();
+/// A type's services: request and response structs, constants and handler methods.
+fn service_ctxs(
+    loaded: &Loaded,
+    t: &BlockType,
+    tt: &TypeTables,
+    names: &mut TypeNames,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ServiceCtx> {
+    let mut services = Vec::new();
+    for (i, sv) in t.services.iter().enumerate() {
+        let path = type_path(t, &["services", &sv.name]);
+        let from = format!("service `{}`", sv.name);
+        let base = pascal(&sv.name);
+        let (req, resp) = tt.services[i];
+        names.items.add(
+            loaded,
+            diags,
+            &format!("{base}Request"),
+            &format!("{from} (request)"),
+            &path,
+        );
+        names.items.add(
+            loaded,
+            diags,
+            &format!("{base}Response"),
+            &format!("{from} (response)"),
+            &path,
+        );
+        let konst = format!("SERVICE_{}", upper(&sv.name));
+        names.consts.add(loaded, diags, &konst, &from, &path);
+        let method = ident(&sv.name);
+        names.handler.add(loaded, diags, &method, &from, &path);
+        check_fields(
+            loaded,
+            diags,
+            &sv.request,
+            &path
+                .iter()
+                .cloned()
+                .chain([key("request")])
+                .collect::<Vec<_>>(),
+        );
+        check_fields(
+            loaded,
+            diags,
+            &sv.response,
+            &path
+                .iter()
+                .cloned()
+                .chain([key("response")])
+                .collect::<Vec<_>>(),
+        );
+        services.push(ServiceCtx {
+            index: i,
+            name: sv.name.clone(),
+            konst,
+            method,
+            request: msg_ctx(
+                format!("{base}Request"),
+                format!("Request of service `{}` ({req} bytes).", sv.name),
+                &sv.request,
+                req,
+            ),
+            response: msg_ctx(
+                format!("{base}Response"),
+                format!("Response of service `{}` ({resp} bytes).", sv.name),
+                &sv.response,
+                resp,
+            ),
+        });
+    }
+    services
+}
+
+/// The naming errors, one per offending key: a name that collides as a struct usually
+/// collides as a constant too.
+fn name_errors(loaded: &Loaded, mut diags: Vec<Diagnostic>) -> Diagnostics {
+    let mut seen = std::collections::BTreeSet::new();
+    diags.retain(|d| seen.insert((d.file.clone(), d.line, d.col)));
+    finish(&loaded.locator, diags)
+}
+
+/// The template's whole context: the node, its blob and digest, limits, types, arrays,
+/// the runtime's tables and buffer sizes.
+fn module_ctx(
+    loaded: &Loaded,
+    blob: &[u8],
+    digest: &SchemaDigest,
+    tables: &Tables,
+    types: Vec<TypeCtx>,
+    arrays: Vec<ArrayCtx>,
+) -> Ctx {
+    let schema = &loaded.schema;
     let l = &schema.limits;
-    // The runtime's `Buffers` takes no zero-sized part: an unused one is one element.
-    let clamp = |v: usize| v.max(1);
-    let buffers = BuffersCtx {
-        topic_bytes: clamp(tables.topic_bytes),
-        stage_bytes: clamp(tables.stage_bytes),
-        param_bytes: clamp(tables.param_bytes),
-        blocks: clamp(tables.blocks.len()),
-        topic_slots: clamp(tables.topic_slots),
-        frames: clamp(l.max_frames as usize),
-        copy_entries: clamp(l.max_copy_entries as usize),
-        service_slots: clamp(l.service_reassembly as usize),
-        service_buffer: clamp(tables.svc_buf),
-    };
-    let ctx = Ctx {
+    Ctx {
         version: env!("CARGO_PKG_VERSION"),
         files: loaded
             .files
@@ -845,17 +917,56 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
             service_reassembly: l.service_reassembly,
         },
         has_services: schema.types.iter().any(|t| !t.services.is_empty()),
-        types: type_ctx,
-        arrays: array_ctx,
-        blocks,
+        types,
+        arrays,
+        blocks: block_ctxs(tables),
         topic_bytes: tables.topic_bytes,
         stage_bytes: tables.stage_bytes,
         param_bytes: tables.param_bytes,
         topic_slots: tables.topic_slots,
         max_request: tables.max_request,
         max_response: tables.max_response,
-        buffers,
-    };
+        buffers: buffers_ctx(tables, l),
+    }
+}
+
+/// The runtime's block table, as [`BlockTables`] computed it.
+fn block_ctxs(tables: &Tables) -> Vec<BlockCtx> {
+    tables
+        .blocks
+        .iter()
+        .map(|b| BlockCtx {
+            type_index: b.type_index,
+            array: b.array,
+            index: b.index,
+            ordinal: b.ordinal,
+            topic_offset: b.topic_offset,
+            stage_offset: b.stage_offset,
+            param_offset: b.param_offset,
+            topic_slot: b.topic_slot,
+        })
+        .collect()
+}
+
+/// The sizes of the runtime's `Buffers`.
+fn buffers_ctx(tables: &Tables, l: &Limits) -> BuffersCtx {
+    // The runtime's `Buffers` takes no zero-sized part: an unused one is one element.
+    let clamp = |v: usize| v.max(1);
+    BuffersCtx {
+        topic_bytes: clamp(tables.topic_bytes),
+        stage_bytes: clamp(tables.stage_bytes),
+        param_bytes: clamp(tables.param_bytes),
+        blocks: clamp(tables.blocks.len()),
+        topic_slots: clamp(tables.topic_slots),
+        frames: clamp(l.max_frames as usize),
+        copy_entries: clamp(l.max_copy_entries as usize),
+        service_slots: clamp(l.service_reassembly as usize),
+        service_buffer: clamp(tables.svc_buf),
+    }
+}
+
+/// The built-in template filled in with `ctx`.
+fn render_template(ctx: &Ctx) -> String {
     let mut env = minijinja::Environment::new();
     env.set_syntax(
         minijinja::syntax::SyntaxConfig::builder()
@@ -869,11 +980,9 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
     env.add_filter("byte", |b: u8| format!("0x{b:02x}"));
     env.add_template("fcan_gen.rs", TEMPLATE)
         .expect("the built-in template parses");
-    let out = env
-        .get_template("fcan_gen.rs")
-        .and_then(|t| t.render(minijinja::value::Serde(&ctx)))
-        .expect("the built-in template renders");
-    Ok(out + "\n")
+    env.get_template("fcan_gen.rs")
+        .and_then(|t| t.render(minijinja::value::Serde(ctx)))
+        .expect("the built-in template renders")
 }
 
 /// Field names Rust cannot use even as raw identifiers.

@@ -4,7 +4,7 @@
 //! constant. The result is the loop's layout, by index: nothing is looked up by name
 //! once the loop runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use fcan_core::ir::Field;
 use fcan_core::msg::DataDirection;
 use fcan_core::types::ScalarType;
 
-use super::config::{CycleConfig, FieldRef};
+use super::config::{CommandItem, CycleConfig, FieldRef, StateItem};
 use super::CycleError;
 use fcan_master::registry::{Registry, TopicInfo};
 use fcan_master::value::Value;
@@ -90,46 +90,94 @@ fn node_of(topic: &str) -> &str {
 
 /// Resolves `config` against `registry`.
 pub(crate) fn resolve(config: &CycleConfig, registry: &Registry) -> Result<Layout, Unresolved> {
-    let present: std::collections::BTreeSet<&str> =
-        registry.topics.iter().map(|t| node_of(&t.name)).collect();
-    let mut missing: Vec<String> = Vec::new();
-    let mut note_missing = |node: &str| {
-        if !missing.iter().any(|m| m == node) {
-            missing.push(node.to_string());
-        }
-    };
-    let field_err = |item: String, path: &str, reason: String| {
-        Unresolved::Error(CycleError::Field {
-            item,
-            path: path.to_string(),
-            reason,
-        })
-    };
+    let mut r = Resolver::new(registry);
+    for item in config.states() {
+        r.add_state(item)?;
+    }
+    for item in config.commands() {
+        r.add_command(item)?;
+    }
+    if !r.missing.is_empty() {
+        return Err(Unresolved::Missing(r.missing));
+    }
+    r.check_every_field_chosen()?;
+    Ok(Layout {
+        states: r.states,
+        state_topics: r.state_topics,
+        commands: r.commands,
+        command_topics: r.command_topics,
+        nodes: r.nodes,
+    })
+}
 
-    let mut nodes: Vec<NodeRef> = Vec::new();
-    let mut add_node = |t: &TopicInfo| {
-        if !nodes.iter().any(|n| n.id == t.node) {
-            nodes.push(NodeRef {
+/// A definite error about one item's path.
+fn field_err(item: String, path: &str, reason: String) -> Unresolved {
+    Unresolved::Error(CycleError::Field {
+        item,
+        path: path.to_string(),
+        reason,
+    })
+}
+
+/// The layout as [`resolve`] builds it, item by item.
+struct Resolver<'r> {
+    registry: &'r Registry,
+    /// The nodes that offer at least one topic.
+    present: BTreeSet<&'r str>,
+    /// The nodes named by a path that offer no topic (yet), each once.
+    missing: Vec<String>,
+    nodes: Vec<NodeRef>,
+    states: Vec<StateSlot>,
+    state_topics: Vec<StateTopic>,
+    commands: Vec<CommandSlot>,
+    command_topics: Vec<CommandTopic>,
+    /// Per command topic: its fields, and what set each (field, element) so far.
+    setters: Vec<(Vec<Field>, Setters)>,
+}
+
+impl<'r> Resolver<'r> {
+    fn new(registry: &'r Registry) -> Self {
+        Resolver {
+            registry,
+            present: registry.topics.iter().map(|t| node_of(&t.name)).collect(),
+            missing: Vec::new(),
+            nodes: Vec::new(),
+            states: Vec::new(),
+            state_topics: Vec::new(),
+            commands: Vec::new(),
+            command_topics: Vec::new(),
+            setters: Vec::new(),
+        }
+    }
+
+    fn note_missing(&mut self, node: &str) {
+        if !self.missing.iter().any(|m| m == node) {
+            self.missing.push(node.to_string());
+        }
+    }
+
+    fn add_node(&mut self, t: &TopicInfo) {
+        if !self.nodes.iter().any(|n| n.id == t.node) {
+            self.nodes.push(NodeRef {
                 id: t.node,
                 name: node_of(&t.name).into(),
             });
         }
-    };
+    }
 
-    // States.
-    let mut states = Vec::new();
-    let mut state_topics: Vec<StateTopic> = Vec::new();
-    for item in config.states() {
+    /// One state: its s2m topic and field, unless its node offers no topic yet.
+    fn add_state(&mut self, item: StateItem) -> Result<(), Unresolved> {
         // `check` parsed every path already; a failure here is a configuration that
         // skipped it.
         let r = FieldRef::parse(item.from, false).map_err(|e| {
             Unresolved::Error(CycleError::Config(format!("state `{}`: {e}", item.name)))
         })?;
-        if !present.contains(node_of(&r.topic)) {
-            note_missing(node_of(&r.topic));
-            continue;
+        if !self.present.contains(node_of(&r.topic)) {
+            self.note_missing(node_of(&r.topic));
+            return Ok(());
         }
-        let t = registry
+        let t = self
+            .registry
             .topic(&r.topic)
             .map_err(|e| field_err(format!("state `{}`", item.name), item.from, e.to_string()))?;
         if t.dir != DataDirection::S2m {
@@ -144,39 +192,40 @@ pub(crate) fn resolve(config: &CycleConfig, registry: &Registry) -> Result<Layou
         }
         let (field, elem, _) = pick(t, &r)
             .map_err(|reason| field_err(format!("state `{}`", item.name), item.from, reason))?;
-        add_node(t);
-        let topic = match state_topics.iter().position(|s| s.name == t.name) {
+        self.add_node(t);
+        let topic = match self.state_topics.iter().position(|s| s.name == t.name) {
             Some(i) => i,
             None => {
-                state_topics.push(StateTopic {
+                self.state_topics.push(StateTopic {
                     name: t.name.clone(),
                     picks: Vec::new(),
                 });
-                state_topics.len() - 1
+                self.state_topics.len() - 1
             }
         };
-        state_topics[topic].picks.push((field, elem, states.len()));
-        states.push(StateSlot {
+        self.state_topics[topic]
+            .picks
+            .push((field, elem, self.states.len()));
+        self.states.push(StateSlot {
             name: item.name.into(),
             from: item.from.into(),
             timeout: item.timeout,
         });
+        Ok(())
     }
 
-    // Commands.
-    let mut commands = Vec::new();
-    let mut command_topics: Vec<CommandTopic> = Vec::new();
-    // Per command topic: its fields, and what set each (field, element) so far.
-    let mut setters: Vec<(Vec<Field>, Setters)> = Vec::new();
-    for item in config.commands() {
+    /// One command: its m2s topic's constants, and the field it drives, unless its node
+    /// offers no topic yet.
+    fn add_command(&mut self, item: CommandItem) -> Result<(), Unresolved> {
         let what = format!("command `{}`", item.name);
         let r = FieldRef::parse(item.to, true)
             .map_err(|e| Unresolved::Error(CycleError::Config(format!("{what}: {e}"))))?;
-        if !present.contains(node_of(&r.topic)) {
-            note_missing(node_of(&r.topic));
-            continue;
+        if !self.present.contains(node_of(&r.topic)) {
+            self.note_missing(node_of(&r.topic));
+            return Ok(());
         }
-        let t = registry
+        let t = self
+            .registry
             .topic(&r.topic)
             .map_err(|e| field_err(what.clone(), item.to, e.to_string()))?;
         if t.dir != DataDirection::M2s {
@@ -191,28 +240,59 @@ pub(crate) fn resolve(config: &CycleConfig, registry: &Registry) -> Result<Layou
         }
         let (field, elem, ty) =
             pick(t, &r).map_err(|reason| field_err(what.clone(), item.to, reason))?;
-        add_node(t);
-        let topic = match command_topics.iter().position(|c| c.name == t.name) {
+        self.add_node(t);
+        let topic = match self.command_topics.iter().position(|c| c.name == t.name) {
             Some(i) => i,
             None => {
-                command_topics.push(CommandTopic {
+                self.command_topics.push(CommandTopic {
                     name: t.name.clone(),
                     node: t.node,
                     template: zero_message(&t.fields),
                     drives: Vec::new(),
                 });
-                setters.push((t.fields.clone(), BTreeMap::new()));
-                command_topics.len() - 1
+                self.setters.push((t.fields.clone(), BTreeMap::new()));
+                self.command_topics.len() - 1
             }
         };
-        let (fields, set) = &mut setters[topic];
-        // The constants, each checked against its field's type; two commands may both
-        // write the same constant, but not two different values.
+        self.set_constants(topic, t, &r, &what, item.to)?;
+        let (_, set) = &mut self.setters[topic];
+        if let Some(prev) = set.get(&(field, elem)) {
+            return Err(field_err(
+                what,
+                item.to,
+                format!("this field is already set by {prev}"),
+            ));
+        }
+        set.insert((field, elem), what.clone());
+        self.command_topics[topic]
+            .drives
+            .push((field, elem, self.commands.len()));
+        self.commands.push(CommandSlot {
+            name: item.name.into(),
+            topic,
+            ty,
+            safe: item.safe,
+        });
+        Ok(())
+    }
+
+    /// The constants of command `what`'s path into its topic's template, each checked
+    /// against its field's type; two commands may both write the same constant, but not
+    /// two different values.
+    fn set_constants(
+        &mut self,
+        topic: usize,
+        t: &TopicInfo,
+        r: &FieldRef,
+        what: &str,
+        path: &str,
+    ) -> Result<(), Unresolved> {
+        let (fields, set) = &mut self.setters[topic];
         for (name, value) in &r.constants {
             let Some(fi) = fields.iter().position(|f| &f.name == name) else {
                 return Err(field_err(
-                    what,
-                    item.to,
+                    what.to_string(),
+                    path,
                     format!(
                         "{} has no field `{name}` to set (fields: {})",
                         t.name,
@@ -223,90 +303,69 @@ pub(crate) fn resolve(config: &CycleConfig, registry: &Registry) -> Result<Layou
             let f = &fields[fi];
             if f.len.is_some() {
                 return Err(field_err(
-                    what,
-                    item.to,
+                    what.to_string(),
+                    path,
                     format!("`{name}` is an array: a constant sets a scalar field"),
                 ));
             }
             let v = Value::from_json(value)
                 .and_then(|v| v.to_scalar(f.ty, name).map(Value::from_scalar))
-                .map_err(|e| field_err(what.clone(), item.to, e.to_string()))?;
+                .map_err(|e| field_err(what.to_string(), path, e.to_string()))?;
             let by = format!("the constant `{name}: {value}` of {what}");
             match set.get(&(fi, 0)) {
                 Some(prev) if prev.starts_with("the constant") => {
-                    if field_value(&command_topics[topic].template, fi, 0) != Some(&v) {
+                    if field_value(&self.command_topics[topic].template, fi, 0) != Some(&v) {
                         return Err(field_err(
-                            what,
-                            item.to,
+                            what.to_string(),
+                            path,
                             format!("`{name}` is set differently by {prev}"),
                         ));
                     }
                 }
                 Some(prev) => {
                     return Err(field_err(
-                        what,
-                        item.to,
+                        what.to_string(),
+                        path,
                         format!("`{name}` is already driven by {prev}"),
                     ))
                 }
                 None => {
                     set.insert((fi, 0), by);
-                    set_field(&mut command_topics[topic].template, fi, 0, v);
+                    set_field(&mut self.command_topics[topic].template, fi, 0, v);
                 }
             }
         }
-        if let Some(prev) = set.get(&(field, elem)) {
-            return Err(field_err(
-                what,
-                item.to,
-                format!("this field is already set by {prev}"),
-            ));
-        }
-        set.insert((field, elem), what.clone());
-        command_topics[topic]
-            .drives
-            .push((field, elem, commands.len()));
-        commands.push(CommandSlot {
-            name: item.name.into(),
-            topic,
-            ty,
-            safe: item.safe,
-        });
+        Ok(())
     }
-    if !missing.is_empty() {
-        return Err(Unresolved::Missing(missing));
-    }
-    // Every field of every command topic driven or constant: the loop never sends a
-    // field nobody chose.
-    for (topic, (fields, set)) in command_topics.iter().zip(&setters) {
-        for (fi, f) in fields.iter().enumerate() {
-            for e in 0..f.count() {
-                if !set.contains_key(&(fi, e)) {
-                    let elem = f.len.map(|_| format!("[{e}]")).unwrap_or_default();
-                    let driver = commands
-                        .iter()
-                        .find(|c| command_topics[c.topic].name == topic.name)
-                        .map(|c| c.name.to_string())
-                        .unwrap_or_default();
-                    return Err(Unresolved::Error(CycleError::Field {
-                        item: format!("command `{driver}`"),
-                        path: topic.name.clone(),
-                        reason: format!(
-                            "field `{}{elem}` of {} is neither driven by a command nor set by a constant (add `{{{}: <value>}}` to the path, or a command for it)",
-                            f.name, topic.name, f.name
-                        ),
-                    }));
+
+    /// Every field of every command topic driven or constant: the loop never sends a
+    /// field nobody chose.
+    fn check_every_field_chosen(&self) -> Result<(), Unresolved> {
+        for (topic, (fields, set)) in self.command_topics.iter().zip(&self.setters) {
+            for (fi, f) in fields.iter().enumerate() {
+                for e in 0..f.count() {
+                    if !set.contains_key(&(fi, e)) {
+                        let elem = f.len.map(|_| format!("[{e}]")).unwrap_or_default();
+                        let driver = self
+                            .commands
+                            .iter()
+                            .find(|c| self.command_topics[c.topic].name == topic.name)
+                            .map(|c| c.name.to_string())
+                            .unwrap_or_default();
+                        return Err(Unresolved::Error(CycleError::Field {
+                            item: format!("command `{driver}`"),
+                            path: topic.name.clone(),
+                            reason: format!(
+                                "field `{}{elem}` of {} is neither driven by a command nor set by a constant (add `{{{}: <value>}}` to the path, or a command for it)",
+                                f.name, topic.name, f.name
+                            ),
+                        }));
+                    }
                 }
             }
         }
+        Ok(())
     }
-    Ok(Layout {
-        states,
-        state_topics,
-        commands,
-        command_topics,
-        nodes,
-    })
 }
 
 fn field_names(fields: &[Field]) -> String {

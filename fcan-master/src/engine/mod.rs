@@ -510,10 +510,25 @@ impl Engine {
         self.rx.expire(now as u32);
     }
 
+    /// One node's timers, in order: offline detection, service timeouts, download retry,
+    /// command retry. A node that goes offline or fails on the way has nothing left to
+    /// retry, so the later steps are skipped.
     fn poll_node(&mut self, id: u8, now: u64) {
-        let retries = self.cfg.command_retries;
-        let Some(n) = self.nodes.get_mut(&id) else {
+        if self.detect_offline(id, now) {
             return;
+        }
+        self.expire_calls(id, now);
+        if self.retry_download(id, now) {
+            return;
+        }
+        self.retry_command(id, now);
+    }
+
+    /// Marks the node offline once it has been silent for the offline timeout; true when
+    /// it has just gone offline (or is unknown).
+    fn detect_offline(&mut self, id: u8, now: u64) -> bool {
+        let Some(n) = self.nodes.get_mut(&id) else {
+            return true;
         };
         if n.phase != Phase::Offline && now >= n.last_seen + self.cfg.offline_timeout_us {
             n.phase = Phase::Offline;
@@ -527,9 +542,16 @@ impl Engine {
                 n.steps
                     .retain(|s| matches!(s, Step::ParamSet { req: None, .. }));
             }
-            return;
+            return true;
         }
-        // Service timeouts.
+        false
+    }
+
+    /// Ends each service call past its deadline with a timeout.
+    fn expire_calls(&mut self, id: u8, now: u64) {
+        let Some(n) = self.nodes.get_mut(&id) else {
+            return;
+        };
         let expired: Vec<u8> = n
             .calls
             .iter()
@@ -545,16 +567,21 @@ impl Engine {
                 });
             }
         }
+    }
+
+    /// Asks again for a schema chunk past its deadline, or fails the node once the
+    /// retries are spent; true when it has failed (or is unknown).
+    fn retry_download(&mut self, id: u8, now: u64) -> bool {
+        let retries = self.cfg.command_retries;
         let Some(n) = self.nodes.get_mut(&id) else {
-            return;
+            return true;
         };
-        // Download retry.
         if let Some(d) = &mut n.download {
             if now >= d.deadline {
                 if d.tries >= retries {
                     n.download = None;
                     self.fail_node(id, "schema download timed out".into());
-                    return;
+                    return true;
                 }
                 d.tries += 1;
                 d.deadline = now + self.cfg.schema_chunk_timeout_us();
@@ -562,7 +589,14 @@ impl Engine {
                 self.request_chunk(id, now, false);
             }
         }
-        // Command retry.
+        false
+    }
+
+    /// Sends the step in flight again past its deadline. Once the retries are spent a
+    /// user's request ends with a timeout and provisioning goes on; any other step fails
+    /// the node.
+    fn retry_command(&mut self, id: u8, now: u64) {
+        let retries = self.cfg.command_retries;
         let Some(n) = self.nodes.get_mut(&id) else {
             return;
         };
