@@ -380,12 +380,20 @@ pub fn free_port() -> u16 {
 
 /// The ancestor's schemas (`shared/compat/fibril`), read in place: `$FCAN_FIBRIL_DIR`,
 /// or `../shared/compat/fibril` beside the workspace. `None` when neither exists (a
-/// test then says it skipped).
+/// test then says it skipped), unless `FCAN_REQUIRE_FIBRIL` is set (CI): then it panics.
 pub fn fibril_dir() -> Option<std::path::PathBuf> {
     let d = std::env::var_os("FCAN_FIBRIL_DIR").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/compat/fibril"),
         std::path::PathBuf::from,
     );
+    if !d.is_dir() && std::env::var_os("FCAN_REQUIRE_FIBRIL").is_some() {
+        // CI sets it: there the ancestor's schemas are beside the workspace, and a check
+        // of them that skips would pass having checked nothing.
+        panic!(
+            "FCAN_REQUIRE_FIBRIL is set but {} is not a directory: the ancestor schemas must be checked, not skipped",
+            d.display()
+        );
+    }
     d.is_dir().then_some(d)
 }
 

@@ -125,8 +125,15 @@ pub fn fibril_cases() -> Option<Vec<Case>> {
     ])
 }
 
-/// Says clearly that the fibril check is skipped.
+/// Says clearly that the fibril check is skipped; fails instead where
+/// `FCAN_REQUIRE_FIBRIL` is set (CI: a check that skips there would pass having checked
+/// nothing).
 pub fn say_fibril_absent() {
+    assert!(
+        std::env::var_os("FCAN_REQUIRE_FIBRIL").is_none(),
+        "FCAN_REQUIRE_FIBRIL is set but {} does not exist: the fibril check must run",
+        workspace_root().join("../shared/compat/fibril").display()
+    );
     eprintln!(
         "NOTE: {} does not exist; the fibril compatibility check is SKIPPED (it runs when \
          the shared/ directory sits beside the workspace)",
