@@ -4,9 +4,8 @@
 //! that a command from DDS reaches a node and a malformed one does not, and that a node
 //! that goes or reboots takes its endpoints with it.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fcan_core::frame::Mtu;
@@ -16,87 +15,13 @@ use fcan_e2e::{World, IO3, MD1, MD2};
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::mapping::Origin;
 use fcan_ros2::{cdr, Interfaces};
-use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint, Gid, Reader, Received};
+use fcan_ros2_bridge::dds::Received;
 use fcan_ros2_bridge::rpc::{Framing, SampleId};
 use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
-use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
 
-/// A sample written and its related sample identity.
-type Written = (Vec<u8>, Option<SampleId>);
-
-/// Every sample written, by DDS topic; readers fed by the test; live writers counted.
-#[derive(Clone, Default)]
-struct MemDds {
-    written: Arc<Mutex<BTreeMap<String, Vec<Written>>>>,
-    feeds: Arc<Mutex<BTreeMap<String, mpsc::UnboundedSender<Received>>>>,
-    made: Arc<AtomicUsize>,
-    live_writers: Arc<AtomicUsize>,
-}
-
-struct MemWriter {
-    topic: String,
-    dds: MemDds,
-    gid: Gid,
-}
-
-/// A fresh GUID per endpoint: the participant's prefix and a counter.
-fn next_gid(dds: &MemDds) -> Gid {
-    let n = dds.made.fetch_add(1, Ordering::SeqCst) as u32;
-    let mut g = [7u8; 16];
-    g[12..].copy_from_slice(&n.to_be_bytes());
-    g
-}
-
-impl Drop for MemWriter {
-    fn drop(&mut self) {
-        self.dds.live_writers.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl DdsWriter for MemWriter {
-    fn write(
-        &self,
-        cdr: &[u8],
-        related: Option<SampleId>,
-        _source_time: Option<std::time::SystemTime>,
-    ) -> Result<(), DdsError> {
-        let mut w = self.dds.written.lock().unwrap();
-        w.entry(self.topic.clone())
-            .or_default()
-            .push((cdr.to_vec(), related));
-        Ok(())
-    }
-    fn gid(&self) -> Gid {
-        self.gid
-    }
-}
-
-impl Dds for MemDds {
-    type Writer = MemWriter;
-    fn writer(&self, e: &Endpoint) -> Result<MemWriter, DdsError> {
-        let gid = next_gid(self);
-        self.live_writers.fetch_add(1, Ordering::SeqCst);
-        Ok(MemWriter {
-            topic: e.topic.clone(),
-            dds: self.clone(),
-            gid,
-        })
-    }
-    fn gid(&self) -> Gid {
-        [7; 16]
-    }
-    fn reader(&self, e: &Endpoint) -> Result<Reader, DdsError> {
-        let gid = next_gid(self);
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.feeds.lock().unwrap().insert(e.topic.clone(), tx);
-        let samples: BoxStream<'static, Received> =
-            Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
-                rx.recv().await.map(|v| (v, rx))
-            }));
-        Ok(Reader { samples, gid })
-    }
-}
+mod common;
+use common::MemDds;
 
 /// The nodes the latest `ros_discovery_info` sample names, with their reader and
 /// writer counts; and the participant gid it names.

@@ -6,10 +6,8 @@
 //! effect until `clear_fault` activates the loop again; with a command timeout, silence
 //! stops the joints (their own watchdogs) until the next command.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use fcan_core::frame::Mtu;
 use fcan_cycle::CycleConfig;
@@ -17,77 +15,13 @@ use fcan_e2e::{World, MD1, MD2};
 use fcan_master::Master;
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::Interfaces;
-use fcan_ros2_bridge::dds::{Dds, DdsError, DdsWriter, Endpoint, Gid, Reader, Received};
+use fcan_ros2_bridge::dds::Received;
 use fcan_ros2_bridge::joints::{JointsBridge, JointsOptions, JOINT_STATE};
-use fcan_ros2_bridge::rpc::{Framing, SampleId};
-use futures_util::stream::BoxStream;
+use fcan_ros2_bridge::rpc::Framing;
 use tokio::sync::mpsc;
 
-/// A sample written and its related sample identity.
-type Written = (Vec<u8>, Option<SampleId>);
-
-/// Every sample written, by DDS topic; readers fed by the test.
-#[derive(Clone, Default)]
-struct MemDds {
-    written: Arc<Mutex<BTreeMap<String, Vec<Written>>>>,
-    feeds: Arc<Mutex<BTreeMap<String, mpsc::UnboundedSender<Received>>>>,
-    made: Arc<AtomicUsize>,
-}
-
-struct MemWriter {
-    topic: String,
-    dds: MemDds,
-    gid: Gid,
-}
-
-impl DdsWriter for MemWriter {
-    fn write(
-        &self,
-        cdr: &[u8],
-        related: Option<SampleId>,
-        _source_time: Option<SystemTime>,
-    ) -> Result<(), DdsError> {
-        self.dds
-            .written
-            .lock()
-            .unwrap()
-            .entry(self.topic.clone())
-            .or_default()
-            .push((cdr.to_vec(), related));
-        Ok(())
-    }
-    fn gid(&self) -> Gid {
-        self.gid
-    }
-}
-
-impl Dds for MemDds {
-    type Writer = MemWriter;
-    fn writer(&self, e: &Endpoint) -> Result<MemWriter, DdsError> {
-        let n = self.made.fetch_add(1, Ordering::SeqCst) as u8;
-        Ok(MemWriter {
-            topic: e.topic.clone(),
-            dds: self.clone(),
-            gid: [n; 16],
-        })
-    }
-    fn gid(&self) -> Gid {
-        [7; 16]
-    }
-    fn reader(&self, e: &Endpoint) -> Result<Reader, DdsError> {
-        let n = self.made.fetch_add(1, Ordering::SeqCst) as u8;
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.feeds.lock().unwrap().insert(e.topic.clone(), tx);
-        let samples: BoxStream<'static, Received> =
-            Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
-                rx.recv().await.map(|v| (v, rx))
-            }));
-        Ok(Reader {
-            samples,
-            gid: [n; 16],
-        })
-    }
-}
+mod common;
+use common::MemDds;
 
 const STATES: &str = "rt/robot_joint_states";
 const COMMANDS: &str = "rt/robot_joint_commands";
