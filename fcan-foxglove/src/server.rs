@@ -221,8 +221,7 @@ trait Served: Send + Sync {
 /// channels, services and parameters.
 impl<M: MasterApi> Face for Shared<M> {
     async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
-        let key = NodeKey::new(node.id.get(), node.boot_id, node.digest);
-        Shared::serve(self, key, &node.name, registry);
+        Shared::serve(self, NodeKey::of(node), &node.name, registry);
         true
     }
 

@@ -84,6 +84,11 @@ impl NodeKey {
             digest,
         }
     }
+
+    /// The key of a node as the master reports it.
+    pub fn of(n: &NodeInfo) -> NodeKey {
+        NodeKey::new(n.id.get(), n.boot_id, n.digest)
+    }
 }
 
 /// What a resync does: the nodes to stop serving, then the ones to start serving.
@@ -117,7 +122,7 @@ pub fn running(nodes: &[NodeInfo]) -> Vec<NodeKey> {
     nodes
         .iter()
         .filter(|n| n.phase == Phase::Running)
-        .map(|n| NodeKey::new(n.id.get(), n.boot_id, n.digest))
+        .map(NodeKey::of)
         .collect()
 }
 

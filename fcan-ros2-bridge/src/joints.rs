@@ -34,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 use fcan_cycle::{Cycle, CycleConfig, CycleError, Lifecycle};
 use fcan_master::api::MasterApi;
 use fcan_master::serving::lock;
-use fcan_ros2::dynamic::{self, RosValue};
+use fcan_ros2::dynamic::{self, ros_time, RosValue};
 use fcan_ros2::{rihs, Interfaces};
 use futures_util::stream::BoxStream;
 use futures_util::{FutureExt, StreamExt};
@@ -323,21 +323,6 @@ impl JointMap {
         }
         Ok(updates)
     }
-}
-
-/// A wall time as `builtin_interfaces/msg/Time` (before 1970: 0).
-pub fn ros_time(t: SystemTime) -> RosValue {
-    let d = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    RosValue::Msg(vec![
-        RosValue::Int(
-            i64::try_from(d.as_secs())
-                .unwrap_or(i64::MAX)
-                .min(i64::from(i32::MAX)),
-        ),
-        RosValue::UInt(u64::from(d.subsec_nanos())),
-    ])
 }
 
 /// How the joints run.
@@ -1128,19 +1113,5 @@ mod tests {
             "{notes:?}"
         );
         assert!(notes[1].contains("command a/kp"), "{notes:?}");
-    }
-
-    #[test]
-    fn ros_time_splits_seconds_and_nanoseconds() {
-        let t = SystemTime::UNIX_EPOCH + Duration::new(5, 7);
-        assert_eq!(
-            ros_time(t),
-            RosValue::Msg(vec![RosValue::Int(5), RosValue::UInt(7)])
-        );
-        let before = SystemTime::UNIX_EPOCH - Duration::from_secs(1);
-        assert_eq!(
-            ros_time(before),
-            RosValue::Msg(vec![RosValue::Int(0), RosValue::UInt(0)])
-        );
     }
 }

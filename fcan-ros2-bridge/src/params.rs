@@ -17,10 +17,9 @@ use fcan_core::types::{Scalar, ScalarType};
 use fcan_master::engine::check_param_value;
 use fcan_master::registry::ParamInfo;
 use fcan_master::value::{pack_param, Value};
-use fcan_ros2::dynamic::RosValue;
+use fcan_ros2::dynamic::{ros_time, RosValue};
 
 use crate::dds::Qos;
-use crate::joints::ros_time;
 
 /// The topic of parameter changes.
 pub const EVENTS_TOPIC: &str = "/parameter_events";

@@ -11,10 +11,9 @@ use std::time::SystemTime;
 
 use fcan_core::id::NodeId;
 use fcan_master::engine::Event;
-use fcan_ros2::dynamic::RosValue;
+use fcan_ros2::dynamic::{ros_time, RosValue};
 
 use crate::dds::Qos;
-use crate::joints::ros_time;
 
 /// The ROS topic.
 pub const TOPIC: &str = "/rosout";

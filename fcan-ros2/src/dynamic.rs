@@ -149,6 +149,19 @@ pub(crate) fn message<'s>(
         .ok_or_else(|| err(at, format!("`{ty}` is not a known type")))
 }
 
+/// A wall time as `builtin_interfaces/msg/Time` (before 1970: 0).
+pub fn ros_time(t: std::time::SystemTime) -> RosValue {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    RosValue::Msg(vec![
+        RosValue::Int(
+            i64::try_from(d.as_secs())
+                .unwrap_or(i64::MAX)
+                .min(i64::from(i32::MAX)),
+        ),
+        RosValue::UInt(u64::from(d.subsec_nanos())),
+    ])
+}
+
 /// The value of a message of type `ty` with every field zero: 0, false, `""`, empty
 /// sequences, arrays of zeros, nested messages of zeros (what ROS's default
 /// constructors give). A start for a message most of whose fields stay zero.
@@ -690,5 +703,19 @@ mod tests {
         want.extend([1, 0, 0, 0, 0]);
         want.extend([0; 3 + 20]);
         assert_eq!(bytes, want);
+    }
+
+    #[test]
+    fn ros_time_splits_seconds_and_nanoseconds() {
+        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::new(5, 7);
+        assert_eq!(
+            ros_time(t),
+            RosValue::Msg(vec![RosValue::Int(5), RosValue::UInt(7)])
+        );
+        let before = std::time::SystemTime::UNIX_EPOCH - std::time::Duration::from_secs(1);
+        assert_eq!(
+            ros_time(before),
+            RosValue::Msg(vec![RosValue::Int(0), RosValue::UInt(0)])
+        );
     }
 }
