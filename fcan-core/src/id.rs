@@ -93,11 +93,15 @@ pub enum Opcode {
     Stats = 0xA,
     /// SCHEMA_READ (to node) / SCHEMA_DATA (to master). Bulk: lowest priority.
     Schema = 0xB,
+    /// UPDATE requests (to node) / STATUS and PROGRESS (to master): firmware update
+    /// (`docs/protocol.md` §3.14). The lowest priority of all, below schema download:
+    /// bulk that no one waits for by the millisecond.
+    Update = 0xF,
 }
 
 impl Opcode {
     /// Every opcode, in wire order.
-    pub const ALL: [Opcode; 11] = [
+    pub const ALL: [Opcode; 12] = [
         Opcode::Heartbeat,
         Opcode::Start,
         Opcode::Service,
@@ -109,6 +113,7 @@ impl Opcode {
         Opcode::Discover,
         Opcode::Stats,
         Opcode::Schema,
+        Opcode::Update,
     ];
 
     /// The opcode for a 4-bit value, or `None` for a reserved value.
@@ -125,6 +130,7 @@ impl Opcode {
             0x9 => Opcode::Discover,
             0xA => Opcode::Stats,
             0xB => Opcode::Schema,
+            0xF => Opcode::Update,
             _ => return None,
         })
     }

@@ -40,6 +40,7 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
     raw: u32,
     data: &[u8],
     now: At,
+    app: &mut impl Dispatch,
 ) {
     let Ok(id) = ConfigId::from_raw(raw) else {
         bump(&mut core.counters.rx_malformed);
@@ -101,13 +102,19 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
         bump(&mut core.counters.rx_ignored);
         return;
     }
+    // Built without updates: UPDATE is an opcode this node does not take (it announced
+    // no update capability), and it never holds the reassembly buffer.
+    if !cfg!(feature = "update") && id.opcode == Opcode::Update {
+        bump(&mut core.counters.rx_malformed);
+        return;
+    }
     let Some(msg) = reassemble(core, pool, id, data, now) else {
         return;
     };
     match ConfigMessage::decode_to_node(id.opcode, msg) {
         Ok(m) => {
             bump(&mut core.counters.rx_handled);
-            on_message(desc, core, p, outq, then, &id, m, now);
+            on_message(desc, core, p, outq, then, &id, m, now, app);
         }
         Err(_) => {
             bump(&mut core.counters.rx_malformed);
@@ -191,7 +198,10 @@ fn on_message(
     id: &ConfigId,
     msg: ConfigMessage<'_>,
     now: At,
+    app: &mut impl Dispatch,
 ) {
+    // Only UPDATE needs the application here (its staging flash).
+    let _ = &app;
     match msg {
         ConfigMessage::MasterHeartbeat(hb) => {
             let session = hb.session;
@@ -255,6 +265,10 @@ fn on_message(
             core.reply(outq, rid, &ConfigMessage::Stats(counters));
         }
         ConfigMessage::SchemaRead(r) => on_schema_read(desc, core, outq, id, r),
+        #[cfg(feature = "update")]
+        ConfigMessage::UpdateRequest(r) => {
+            crate::update::on_request(desc.blob, core, outq, id, r, app.update());
+        }
         // Node→master messages never decode from a master→node frame.
         _ => {}
     }

@@ -32,6 +32,13 @@ pub trait Dispatch {
 
     /// Something the application must react to.
     fn event(&mut self, event: Event);
+
+    /// Where firmware updates over the bus are written: `None` (the default) refuses
+    /// every offer as unsupported. Only called when the runtime is built with its
+    /// `update` feature.
+    fn update(&mut self) -> Option<&mut dyn crate::update::Update> {
+        None
+    }
 }
 
 /// Calls `params_changed` for every block with params written since the last commit, and

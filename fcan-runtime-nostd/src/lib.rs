@@ -80,6 +80,7 @@ mod storage;
 mod tables;
 mod topics;
 mod typed;
+pub mod update;
 mod wake;
 mod wired;
 
@@ -93,6 +94,7 @@ pub use outq::OUT_QUEUE_LEN;
 pub use rxq::RX_QUEUE_LEN;
 pub use topics::TopicRead;
 pub use typed::{Deferred, Message, Param, ParamType, Received};
+pub use update::{FlashError, Update};
 
 /// What generated code, and a node built at run time (`fcan-fake`), build a node from:
 /// the descriptor tables, the RAM buffers, their element types and the untyped dispatch

@@ -302,6 +302,10 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             rx.clear();
             return;
         }
+        #[cfg(feature = "update")]
+        {
+            core.takes_updates = app.update().is_some();
+        }
         let mut p = buffers.parts();
         pool.expire(now_us);
         services::expire(&mut p, &mut core.counters, now);
@@ -325,6 +329,7 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
                 f.raw_id,
                 f.payload(),
                 now,
+                app,
             );
             // What the message did to the life cycle, stepped here (one place for every
             // message; no reply the handler queued depends on it), its events delivered
@@ -348,6 +353,8 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             crate::dispatch::commit_params(desc, core, &mut p, app);
         }
         run_services(desc, core, &mut p, outq, app);
+        #[cfg(feature = "update")]
+        crate::update::poll(core, outq, app.update());
         let fx = core.timers(now, outq, p.topics);
         deliver(fx, app);
 
@@ -396,6 +403,9 @@ impl<B: Storage, D: Descriptor> Node<B, D> {
             return None;
         }
         let work = !self.rx.is_empty() || self.outq.free() < crate::OUT_QUEUE_LEN;
+        // A verification step, the Verified answer or the reboot waits for `poll`.
+        #[cfg(feature = "update")]
+        let work = work || crate::update::busy(&self.core);
         crate::wake::poll_at(&self.core, &self.buffers.parts_ref(), work, At(now_us)).map(|t| t.0)
     }
 

@@ -116,6 +116,13 @@ pub(crate) struct Core {
     /// Transfer id of a service request already answered whose later segments are
     /// consumed silently.
     pub svc_discard: Option<u8>,
+    /// The firmware update in progress, if any.
+    #[cfg(feature = "update")]
+    pub update: crate::update::UpdateState,
+    /// The application gives an update target (`Dispatch::update`), seen at each poll:
+    /// what the UPDATE capability bit announces.
+    #[cfg(feature = "update")]
+    pub takes_updates: bool,
 }
 
 impl Core {
@@ -158,6 +165,10 @@ impl Core {
             resume: ResumeSlot::NONE,
             commit_pending: false,
             svc_discard: None,
+            #[cfg(feature = "update")]
+            update: crate::update::UpdateState::IDLE,
+            #[cfg(feature = "update")]
+            takes_updates: false,
         }
     }
 
@@ -231,10 +242,19 @@ impl Core {
                 caps::FD | caps::BRS
             } else {
                 0
-            },
+            } | self.update_caps(),
             boot_id: self.boot_id,
         };
         q.push(OutMsg::new(id, Mtu::Classic, false, body))
+    }
+
+    /// The UPDATE capability bit, when the node takes updates.
+    fn update_caps(&self) -> u8 {
+        #[cfg(feature = "update")]
+        if self.takes_updates {
+            return caps::UPDATE;
+        }
+        0
     }
 
     /// Queues a HEARTBEAT.

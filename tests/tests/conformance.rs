@@ -109,7 +109,7 @@ fn strip_comment(line: &str) -> &str {
     .trim_end()
 }
 
-const OPCODE_NAMES: [(Opcode, &str); 11] = [
+const OPCODE_NAMES: [(Opcode, &str); 12] = [
     (Opcode::Heartbeat, "HEARTBEAT"),
     (Opcode::Start, "START"),
     (Opcode::Service, "SERVICE"),
@@ -121,6 +121,7 @@ const OPCODE_NAMES: [(Opcode, &str); 11] = [
     (Opcode::Discover, "DISCOVER"),
     (Opcode::Stats, "STATS"),
     (Opcode::Schema, "SCHEMA"),
+    (Opcode::Update, "UPDATE"),
 ];
 
 fn opcode_name(op: Opcode) -> &'static str {

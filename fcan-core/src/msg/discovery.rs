@@ -32,8 +32,11 @@ pub mod caps {
     pub const FD: u8 = 1 << 0;
     /// The node's controller supports bit-rate switching.
     pub const BRS: u8 = 1 << 1;
+    /// The node takes firmware updates over the bus (UPDATE, `docs/protocol.md` §3.14):
+    /// it was built with the runtime's `update` feature and has a staging area.
+    pub const UPDATE: u8 = 1 << 2;
     /// Bits this protocol version defines; others must be 0.
-    pub const KNOWN: u8 = FD | BRS;
+    pub const KNOWN: u8 = FD | BRS | UPDATE;
 
     /// The capability bits a path that carries only `mtu` frames cannot honour: [`FD`]
     /// and [`BRS`] on Classical CAN, none on CAN FD.

@@ -23,6 +23,7 @@ mod result;
 mod schema;
 mod service;
 mod status;
+pub mod update;
 
 pub use discovery::{caps, Announce, AnnounceAck, Discover};
 pub use heartbeat::{MasterHeartbeat, NodeHeartbeat, Start};
@@ -32,6 +33,9 @@ pub use result::{CommandResult, Counters};
 pub use schema::{SchemaData, SchemaRead};
 pub use service::{ServiceRequest, ServiceResponse};
 pub use status::{BusMode, FaultCode, NodeState, ResultCode, ServiceStatus};
+pub use update::{
+    UpdateOffer, UpdatePhase, UpdateReason, UpdateReply, UpdateRequest, UpdateStatus,
+};
 
 use crate::id::{Direction, Opcode};
 use crate::pack::{OutOfSpace, ReadError, Reader, Writer};
@@ -49,6 +53,8 @@ pub enum DecodeError {
     ReservedBits,
     /// This opcode is not sent in this direction (e.g. a node sending START).
     WrongDirection,
+    /// A string longer than its message allows, or not UTF-8.
+    BadString,
 }
 
 impl From<ReadError> for DecodeError {
@@ -68,6 +74,7 @@ impl core::fmt::Display for DecodeError {
             DecodeError::BadBool => f.write_str("bool byte is neither 0 nor 1"),
             DecodeError::ReservedBits => f.write_str("reserved bits set"),
             DecodeError::WrongDirection => f.write_str("opcode not valid in this direction"),
+            DecodeError::BadString => f.write_str("string too long or not UTF-8"),
         }
     }
 }
@@ -140,6 +147,10 @@ pub enum ConfigMessage<'a> {
     SchemaRead(SchemaRead),
     /// `Schema`, to master.
     SchemaData(SchemaData<'a>),
+    /// `Update`, to node.
+    UpdateRequest(UpdateRequest<'a>),
+    /// `Update`, to master.
+    UpdateReply(UpdateReply<'a>),
 }
 
 impl<'a> ConfigMessage<'a> {
@@ -158,6 +169,7 @@ impl<'a> ConfigMessage<'a> {
             Discover(_) | Announce(_) => Opcode::Discover,
             StatsRead | Stats(_) => Opcode::Stats,
             SchemaRead(_) | SchemaData(_) => Opcode::Schema,
+            UpdateRequest(_) | UpdateReply(_) => Opcode::Update,
         }
     }
 
@@ -166,11 +178,10 @@ impl<'a> ConfigMessage<'a> {
         use ConfigMessage::*;
         match self {
             MasterHeartbeat(_) | Start(_) | ServiceRequest(_) | ParamSet(_) | ParamGet(_)
-            | FrameDefine(_) | AnnounceAck(_) | Discover(_) | StatsRead | SchemaRead(_) => {
-                Direction::ToNode
-            }
+            | FrameDefine(_) | AnnounceAck(_) | Discover(_) | StatsRead | SchemaRead(_)
+            | UpdateRequest(_) => Direction::ToNode,
             NodeHeartbeat(_) | ServiceResponse(_) | ParamValue(_) | Result(_) | Announce(_)
-            | Stats(_) | SchemaData(_) => Direction::ToMaster,
+            | Stats(_) | SchemaData(_) | UpdateReply(_) => Direction::ToMaster,
         }
     }
 
@@ -196,6 +207,7 @@ impl<'a> ConfigMessage<'a> {
             Announce(m) => m.encode(&mut w)?,
             Stats(m) => m.encode(&mut w)?,
             SchemaData(m) => m.encode(&mut w)?,
+            UpdateReply(m) => m.encode(&mut w)?,
             _ => return Err(EncodeError::WrongDirection),
         }
         Ok(w.position())
@@ -216,6 +228,7 @@ impl<'a> ConfigMessage<'a> {
             Discover(m) => m.encode(&mut w)?,
             StatsRead => {}
             SchemaRead(m) => m.encode(&mut w)?,
+            UpdateRequest(m) => m.encode(&mut w)?,
             _ => return Err(EncodeError::WrongDirection),
         }
         Ok(w.position())
@@ -244,6 +257,7 @@ impl<'a> ConfigMessage<'a> {
             Opcode::Discover => Self::Discover(Discover::decode(r)?),
             Opcode::Stats => Self::StatsRead,
             Opcode::Schema => Self::SchemaRead(SchemaRead::decode(r)?),
+            Opcode::Update => Self::UpdateRequest(UpdateRequest::decode(r)?),
             Opcode::Result => return Err(DecodeError::WrongDirection),
         })
     }
@@ -259,6 +273,7 @@ impl<'a> ConfigMessage<'a> {
             Opcode::Discover => Self::Announce(Announce::decode(r)?),
             Opcode::Stats => Self::Stats(Counters::decode(r)?),
             Opcode::Schema => Self::SchemaData(SchemaData::decode(r)?),
+            Opcode::Update => Self::UpdateReply(UpdateReply::decode(r)?),
             Opcode::Start | Opcode::ParamSet | Opcode::FrameDefine | Opcode::AnnounceAck => {
                 return Err(DecodeError::WrongDirection)
             }

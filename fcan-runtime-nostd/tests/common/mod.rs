@@ -132,6 +132,9 @@ static BLOCKS: [BlockDesc; 5] = [
 ];
 
 pub const BLOB_LEN: usize = 3000;
+/// The node schema name the blob declares (its protobuf field 2, which a firmware update
+/// offer must name): the blob starts `0x12, 9, "test_node"`, the rest is noise.
+pub const NODE_NAME: &str = "test_node";
 const fn make_blob() -> [u8; BLOB_LEN] {
     let mut b = [0u8; BLOB_LEN];
     let mut x: u32 = 0x1234_5678;
@@ -141,10 +144,18 @@ const fn make_blob() -> [u8; BLOB_LEN] {
         b[i] = (x >> 24) as u8;
         i += 1;
     }
+    let name = NODE_NAME.as_bytes();
+    b[0] = 0x12;
+    b[1] = name.len() as u8;
+    let mut i = 0;
+    while i < name.len() {
+        b[2 + i] = name[i];
+        i += 1;
+    }
     b
 }
 pub static BLOB: [u8; BLOB_LEN] = make_blob();
-pub const BLOB_HASH: [u8; 8] = [0x01, 0x66, 0x9d, 0xa1, 0x17, 0xba, 0x9c, 0x16];
+pub const BLOB_HASH: [u8; 8] = [0xaf, 0x07, 0xf3, 0xca, 0x90, 0x2a, 0xdb, 0xb3];
 
 pub static DESC: NodeDesc = NodeDesc {
     blob: &BLOB,
@@ -244,6 +255,8 @@ pub enum Handler {
 }
 
 pub struct App {
+    /// Where firmware updates go (`None`: the node refuses them as unsupported).
+    pub update: Option<Box<dyn Update>>,
     pub events: Vec<Event>,
     pub changed: Vec<(u8, u32)>,
     pub calls: Vec<(u8, u8, Vec<u8>, DeferredToken)>,
@@ -253,6 +266,7 @@ pub struct App {
 impl Default for App {
     fn default() -> Self {
         App {
+            update: None,
             events: vec![],
             changed: vec![],
             calls: vec![],
@@ -302,6 +316,9 @@ impl Dispatch for App {
     }
     fn event(&mut self, event: Event) {
         self.events.push(event);
+    }
+    fn update(&mut self) -> Option<&mut dyn Update> {
+        self.update.as_deref_mut().map(|u| u as &mut dyn Update)
     }
 }
 
