@@ -187,15 +187,14 @@ fn position(sample: &Json) -> f64 {
         .unwrap_or_else(|| panic!("no position: {sample}"))
 }
 
-/// `nodes`, then `topic echo` running while `topic pub` commands the motor (two masters
-/// were refused before the daemon: "another fcan master … is already running"), then
-/// `param set/get` and `service call`, each a separate `fcan` process on one daemon.
+// The commands a user runs in separate terminals, each a separate `fcan` process on a
+// daemon of its own test (two masters were refused before the daemon: "another fcan
+// master … is already running").
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn attached_commands_share_the_bus() {
+async fn attached_nodes_lists_the_running_nodes_as_json_and_as_the_table() {
     let d = daemon(&["sim"]).await;
     let ep = d.endpoint.as_str();
-
-    // nodes, as JSON and as the table.
     let nodes = json_lines(&ok("nodes", &fcan_on(ep, &["--json", "nodes"]).await));
     let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["motor_driver1", "motor_driver2", "io_board3"]);
@@ -205,9 +204,10 @@ async fn attached_commands_share_the_bus() {
         table.trim_start().starts_with("ID") && table.contains("io_board3"),
         "{table}"
     );
+}
 
-    // Parameters: set (the motor needs a gain to turn), read back; below, a value
-    // beyond the bound refused with it named.
+/// `fcan param set motor_driver1.motor0.velocity.kp 0.5`, checked: its output line.
+async fn set_kp(ep: &str) {
     let set = ok(
         "param set",
         &fcan_on(
@@ -217,11 +217,26 @@ async fn attached_commands_share_the_bus() {
         .await,
     );
     assert_eq!(set.trim(), "motor_driver1.motor0.velocity.kp = 0.5");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_param_set_says_what_it_set_and_param_get_reads_it_back() {
+    let d = daemon(&["sim"]).await;
+    let ep = d.endpoint.as_str();
+    set_kp(ep).await;
     let get = ok(
         "param get",
         &fcan_on(ep, &["param", "get", "motor_driver1.motor0.velocity.kp"]).await,
     );
     assert_eq!(get.trim().parse::<f64>().expect("a number"), 0.5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_echo_keeps_running_and_sees_the_motor_turn_while_pub_commands_it() {
+    let d = daemon(&["sim"]).await;
+    let ep = d.endpoint.as_str();
+    // The motor needs a gain to turn.
+    set_kp(ep).await;
     // echo keeps running while pub runs to completion.
     let mut echo = Echo::start(ep, "/motor_driver1/motor0/feedback");
     let before = position(&echo.next(Duration::from_secs(30)).await);
@@ -261,8 +276,12 @@ async fn attached_commands_share_the_bus() {
         moved.is_some(),
         "the motor did not turn from {before} while echo and pub ran"
     );
-    drop(echo);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_param_beyond_its_bound_is_refused_naming_value_and_bound() {
+    let d = daemon(&["sim"]).await;
+    let ep = d.endpoint.as_str();
     let bad = fcan_on(
         ep,
         &["param", "set", "motor_driver1.motor0.velocity.kp", "500"],
@@ -288,8 +307,12 @@ async fn attached_commands_share_the_bus() {
     .await;
     let e: Json = serde_json::from_str(text(&bad.stderr).trim()).expect("one JSON line");
     assert_eq!(e["kind"], "master", "{e}");
+}
 
-    // A service call answers with the node's response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_service_call_answers_with_the_nodes_response() {
+    let d = daemon(&["sim"]).await;
+    let ep = d.endpoint.as_str();
     let call = ok(
         "service call",
         &fcan_on(
@@ -301,8 +324,12 @@ async fn attached_commands_share_the_bus() {
     let resp: Json = serde_json::from_str(call.trim()).expect("JSON response");
     assert_eq!(resp["success"], true, "{resp}");
     assert_eq!(d.worlds.len(), 1);
+}
 
-    // A name no node offers: an error, not a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_param_of_a_name_no_node_offers_is_an_error_not_a_hang() {
+    let d = daemon(&["sim"]).await;
+    let ep = d.endpoint.as_str();
     let unknown = fcan_on(ep, &["param", "get", "motor_driver1.motor0.nope"]).await;
     assert_eq!(unknown.status.code(), Some(1));
     assert!(

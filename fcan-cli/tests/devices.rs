@@ -6,7 +6,7 @@
 //! refusals of a bad `--device`, before anything is opened.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use fcan_e2e::free_port;
@@ -46,8 +46,21 @@ fn json_lines(o: &Output) -> Vec<Json> {
         .collect()
 }
 
-#[test]
-fn simulated_devices_served_and_driven_by_the_cli() {
+/// A served simulated bus with a RobStride RS03 (id 10) and an MIT motor (id 0x20):
+/// `fcan fake` running, both nodes RUNNING. Each test starts its own, so one that
+/// fails (or moves a motor) leaves the others' untouched.
+struct Devices {
+    ep: String,
+    /// What `fcan fake` wrote on stderr up to its `ready` line.
+    log: String,
+    /// `fcan --json nodes` once both run.
+    nodes: Vec<Json>,
+    // Killed before its stderr closes (fields drop in order): the daemon goes on logging.
+    _child: Kill,
+    _stderr: BufReader<ChildStderr>,
+}
+
+fn devices() -> Devices {
     let ep = format!("tcp/127.0.0.1:{}", free_port());
     let mut child = Kill(
         Command::new(env!("CARGO_BIN_EXE_fcan"))
@@ -75,9 +88,7 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         );
         log.push_str(&line);
     }
-    assert!(log.contains("simulated robstride"), "{log}");
-
-    // Both listed once running, each with its driver (no --bus: the daemon's only bus).
+    // No --bus: the daemon's only bus.
     let t0 = Instant::now();
     let nodes = loop {
         let o = fcan(&ep, &["--json", "nodes"]);
@@ -92,26 +103,24 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         assert!(t0.elapsed() < Duration::from_secs(30), "{}", text(&o));
         std::thread::sleep(Duration::from_millis(200));
     };
-    let by_id = |id: u64| nodes.iter().find(|n| n["id"] == id).unwrap();
-    assert_eq!(by_id(10)["name"], "robstride10");
-    assert_eq!(by_id(10)["driver"], "robstride");
-    assert_eq!(by_id(32)["name"], "mit32");
-    assert_eq!(by_id(32)["driver"], "mit");
-    let table = fcan(&ep, &["nodes"]);
-    assert!(
-        String::from_utf8_lossy(&table.stdout).contains("driver: robstride"),
-        "{}",
-        text(&table)
-    );
+    Devices {
+        ep,
+        log,
+        nodes,
+        _child: child,
+        _stderr: stderr,
+    }
+}
 
-    // Services: enable, confirmed by the motor's feedback.
+/// `fcan --json service call /<node>/motor/enable {}`, checked to say `success: true`.
+fn enable(ep: &str, node: &str) {
     let o = fcan(
-        &ep,
+        ep,
         &[
             "--json",
             "service",
             "call",
-            "/robstride10/motor/enable",
+            &format!("/{node}/motor/enable"),
             "{}",
         ],
     );
@@ -121,10 +130,55 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         "{}",
         text(&o)
     );
+}
 
-    // Parameters: beyond RS03's torque range refused naming the bound; in range taken.
+/// Publishes 100 `mit` commands at 100 Hz to `/<node>/motor/mit` while an echo of its
+/// feedback (one frame per command) runs, and returns the last feedback value.
+fn drive(ep: &str, node: &str, command: &str) -> Json {
+    let echo = spawn_echo(ep, &format!("/{node}/motor/feedback"), 50);
+    std::thread::sleep(Duration::from_millis(500));
     let o = fcan(
-        &ep,
+        ep,
+        &[
+            "topic",
+            "pub",
+            &format!("/{node}/motor/mit"),
+            command,
+            "--count",
+            "100",
+            "--rate",
+            "100",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = echo.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    json_lines(&o).last().unwrap()["value"].clone()
+}
+
+#[test]
+fn fcan_fake_lists_both_devices_running_with_their_driver() {
+    let d = devices();
+    assert!(d.log.contains("simulated robstride"), "{}", d.log);
+    let by_id = |id: u64| d.nodes.iter().find(|n| n["id"] == id).unwrap();
+    assert_eq!(by_id(10)["name"], "robstride10");
+    assert_eq!(by_id(10)["driver"], "robstride");
+    assert_eq!(by_id(32)["name"], "mit32");
+    assert_eq!(by_id(32)["driver"], "mit");
+    let table = fcan(&d.ep, &["nodes"]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains("driver: robstride"),
+        "{}",
+        text(&table)
+    );
+}
+
+#[test]
+fn a_robstride_torque_limit_is_refused_beyond_the_models_range_and_taken_within() {
+    let d = devices();
+    // Beyond RS03's torque range: refused naming the bound.
+    let o = fcan(
+        &d.ep,
         &["param", "set", "robstride10.motor.limit_torque", "1000"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -133,75 +187,44 @@ fn simulated_devices_served_and_driven_by_the_cli() {
         "{}",
         text(&o)
     );
+    // In range: taken and read back.
     let o = fcan(
-        &ep,
+        &d.ep,
         &["param", "set", "robstride10.motor.limit_torque", "12.5"],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = fcan(&ep, &["param", "get", "robstride10.motor.limit_torque"]);
+    let o = fcan(&d.ep, &["param", "get", "robstride10.motor.limit_torque"]);
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
         "12.5",
         "{}",
         text(&o)
     );
+}
 
-    // Commands move the motor: its feedback (one frame per command) shows it, to an echo
-    // running while the commands go out.
-    let echo = spawn_echo(&ep, "/robstride10/motor/feedback", 50);
-    std::thread::sleep(Duration::from_millis(500));
-    let o = fcan(
-        &ep,
-        &[
-            "topic",
-            "pub",
-            "/robstride10/motor/mit",
-            "{position: 1.0, velocity: 0, kp: 30, kd: 1.5, torque: 0}",
-            "--count",
-            "100",
-            "--rate",
-            "100",
-        ],
+#[test]
+fn a_robstride_motor_is_enabled_by_its_service_and_moved_by_commands() {
+    let d = devices();
+    enable(&d.ep, "robstride10");
+    let v = drive(
+        &d.ep,
+        "robstride10",
+        "{position: 1.0, velocity: 0, kp: 30, kd: 1.5, torque: 0}",
     );
-    assert!(o.status.success(), "{}", text(&o));
-    let o = echo.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let samples = json_lines(&o);
-    let v = &samples.last().unwrap()["value"];
     let p = v["position"].as_f64().unwrap();
     assert!((p - 1.0).abs() < 0.1, "moved to 1 rad: {v}");
     assert_eq!(v["mode"], 2, "running: {v}");
+}
 
-    // The MIT motor the same way.
-    let o = fcan(
-        &ep,
-        &["--json", "service", "call", "/mit32/motor/enable", "{}"],
+#[test]
+fn an_mit_motor_is_enabled_by_its_service_and_moved_by_commands() {
+    let d = devices();
+    enable(&d.ep, "mit32");
+    let v = drive(
+        &d.ep,
+        "mit32",
+        "{position: -0.5, velocity: 0, kp: 20, kd: 1, torque: 0}",
     );
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("\"success\":true"),
-        "{}",
-        text(&o)
-    );
-    let echo = spawn_echo(&ep, "/mit32/motor/feedback", 50);
-    std::thread::sleep(Duration::from_millis(500));
-    let o = fcan(
-        &ep,
-        &[
-            "topic",
-            "pub",
-            "/mit32/motor/mit",
-            "{position: -0.5, velocity: 0, kp: 20, kd: 1, torque: 0}",
-            "--count",
-            "100",
-            "--rate",
-            "100",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let o = echo.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let samples = json_lines(&o);
-    let v = &samples.last().unwrap()["value"];
     assert!(
         (v["position"].as_f64().unwrap() + 0.5).abs() < 0.1,
         "moved to -0.5 rad: {v}"

@@ -33,177 +33,118 @@ fn frame_define_before_ack_is_bad_state() {
     assert_eq!(r.code, ResultCode::BadState);
 }
 
-#[test]
-fn frame_define_nak_reasons_change_nothing() {
+/// One FRAME_DEFINE NAK reason: on a node whose plan holds frame 0 (0x120, block 0's
+/// cmd), defining frame `h` with `entries` is refused with `want` (code, detail), one
+/// NAK is counted, and nothing changed: the plan still has exactly frame 0, so START(1)
+/// works and the frame still maps 0x120 to block 0's cmd.
+fn refused_and_nothing_changed(h: FrameHeader, entries: &[CopyEntry], want: (ResultCode, u16)) {
     let mut rig = provisioned();
     assert!(rig
         .define(header(0, 0x120, M2S, 5), &[entry(0, T_CMD, 0, 5, 0)])
         .is_ack());
-    let e = |b, t, s, l, d| entry(b, t, s, l, d);
-    let cases: Vec<(FrameHeader, Vec<CopyEntry>, (ResultCode, u16))> = vec![
-        // index must append
-        (
-            header(2, 0x121, M2S, 5),
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadPlan, 0),
-        ),
-        // std id: outside the data range, or taken
-        (
-            header(1, 0x0FF, M2S, 5),
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadStdId, 0),
-        ),
-        (
-            header(1, 0x400, M2S, 5),
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadStdId, 0),
-        ),
-        (
-            header(1, 0x120, M2S, 5),
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadStdId, 0),
-        ),
-        // length: 0 or above the classic MTU
-        (header(1, 0x121, M2S, 0), vec![], (ResultCode::BadLength, 0)),
-        (
-            header(1, 0x121, M2S, 9),
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadLength, 0),
-        ),
-        // too many entries (16 allowed, 1 used)
-        (
-            header(1, 0x121, M2S, 8),
-            vec![e(1, T_CMD, 0, 1, 0); 16],
-            (ResultCode::LimitEntries, 16),
-        ),
-        // unknown block, unwired block, unknown topic
-        (
-            header(1, 0x121, M2S, 5),
-            vec![e(9, T_CMD, 0, 5, 0)],
-            (ResultCode::BadEntry, 0),
-        ),
-        (
-            header(1, 0x121, M2S, 5),
-            vec![e(2, T_CMD, 0, 5, 0)],
-            (ResultCode::NotWired, 0),
-        ),
-        (
-            header(1, 0x121, M2S, 8),
-            vec![e(1, T_CMD, 0, 2, 0), e(4, T_CMD, 0, 2, 2)],
-            (ResultCode::NotWired, 1),
-        ),
-        (
-            header(1, 0x121, M2S, 5),
-            vec![e(1, 7, 0, 5, 0)],
-            (ResultCode::BadEntry, 0),
-        ),
-        // direction mismatch
-        (
-            header(1, 0x121, M2S, 6),
-            vec![e(1, T_FEEDBACK, 0, 6, 0)],
-            (ResultCode::BadEntry, 0),
-        ),
-        // past the end of the topic, past the end of the frame
-        (
-            header(1, 0x121, M2S, 8),
-            vec![e(1, T_CMD, 1, 5, 0)],
-            (ResultCode::BadEntry, 0),
-        ),
-        (
-            header(1, 0x121, M2S, 5),
-            vec![e(1, T_CMD, 0, 5, 1)],
-            (ResultCode::BadEntry, 0),
-        ),
-        // zero-length entry
-        (
-            header(1, 0x121, M2S, 5),
-            vec![e(1, T_CMD, 0, 0, 0)],
-            (ResultCode::BadEntry, 0),
-        ),
-        // overlap
-        (
-            header(1, 0x121, M2S, 8),
-            vec![e(1, T_CMD, 0, 3, 0), e(1, T_CMD, 3, 2, 2)],
-            (ResultCode::BadEntry, 1),
-        ),
-        // m2s with a period
-        (
-            FrameHeader {
-                period_us: 5,
-                ..header(1, 0x121, M2S, 5)
-            },
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadPlan, 0),
-        ),
-        // groups: parts 0, index ≥ parts, multi-part unsequenced
-        (
-            FrameHeader {
-                group_parts: 0,
-                ..header(1, 0x121, M2S, 5)
-            },
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadPlan, 0),
-        ),
-        (
-            FrameHeader {
-                group_index: 1,
-                ..header(1, 0x121, M2S, 5)
-            },
-            vec![e(1, T_CMD, 0, 5, 0)],
-            (ResultCode::BadPlan, 0),
-        ),
-        (
-            FrameHeader {
-                group_parts: 2,
-                ..header(1, 0x121, M2S, 8)
-            },
-            vec![e(1, T_SETPOINT, 0, 7, 1)],
-            (ResultCode::BadPlan, 0),
-        ),
-        // sequenced: byte 0 is the sequence number
-        (
-            FrameHeader {
-                sequenced: true,
-                masked: false,
-                group_parts: 2,
-                ..header(1, 0x121, M2S, 8)
-            },
-            vec![e(1, T_SETPOINT, 0, 7, 0)],
-            (ResultCode::BadEntry, 0),
-        ),
-        // a group carries one topic
-        (
-            FrameHeader {
-                sequenced: true,
-                masked: false,
-                group_parts: 2,
-                ..header(1, 0x121, M2S, 8)
-            },
-            vec![e(1, T_SETPOINT, 0, 4, 1), e(1, T_CMD, 0, 3, 5)],
-            (ResultCode::BadEntry, 1),
-        ),
-        // an m2s group needs a topic with staging
-        (
-            FrameHeader {
-                sequenced: true,
-                masked: false,
-                group_parts: 2,
-                ..header(1, 0x121, M2S, 8)
-            },
-            vec![e(1, T_CMD, 0, 5, 1)],
-            (ResultCode::BadEntry, 0),
-        ),
-    ];
-    for (i, (h, entries, want)) in cases.iter().enumerate() {
-        let r = rig.define(*h, entries);
-        assert_eq!(nak(r), *want, "case {i}: {h:?} {entries:?}");
-    }
-    assert_eq!(rig.node.counters().naks_sent as usize, cases.len());
-    // Nothing changed: the plan still has exactly frame 0, so START(1) works and the
-    // frame still maps 0x120 to block 0's cmd.
+    let r = rig.define(h, entries);
+    assert_eq!(nak(r), want, "{h:?} {entries:?}");
+    assert_eq!(rig.node.counters().naks_sent, 1);
     assert!(rig.start(1, 0).is_ack());
     rig.inject(rig.data_frame(0x120, &[1, 2, 3, 4, 5]));
     assert_eq!(rig.node.topic(0, T_CMD).unwrap().bytes, &[1, 2, 3, 4, 5]);
+}
+
+/// One test per NAK reason, so a failure names the reason (`frame_define_nak::…`).
+macro_rules! frame_define_naks {
+    ($($name:ident: $h:expr, $entries:expr => $want:expr;)+) => {
+        mod frame_define_nak {
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    refused_and_nothing_changed($h, &$entries, $want);
+                }
+            )+
+        }
+    };
+}
+
+/// `entry` under a short name, for the table.
+fn e(block: u8, topic: u8, src_offset: u16, len: u8, dst_offset: u8) -> CopyEntry {
+    entry(block, topic, src_offset, len, dst_offset)
+}
+
+frame_define_naks! {
+    // The index must append to the plan.
+    index_not_appended: header(2, 0x121, M2S, 5), [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadPlan, 0);
+    // The std id must lie in the data range (below it, above it) and be free.
+    std_id_below_the_data_range: header(1, 0x0FF, M2S, 5), [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadStdId, 0);
+    std_id_above_the_data_range: header(1, 0x400, M2S, 5), [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadStdId, 0);
+    std_id_taken: header(1, 0x120, M2S, 5), [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadStdId, 0);
+    // Length: 0 or above the classic MTU.
+    length_zero: header(1, 0x121, M2S, 0), [] => (ResultCode::BadLength, 0);
+    length_above_the_classic_mtu: header(1, 0x121, M2S, 9), [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadLength, 0);
+    // Too many entries (16 allowed, 1 used).
+    too_many_entries: header(1, 0x121, M2S, 8), [e(1, T_CMD, 0, 1, 0); 16]
+        => (ResultCode::LimitEntries, 16);
+    // Unknown block, unwired block (first or later entry), unknown topic.
+    unknown_block: header(1, 0x121, M2S, 5), [e(9, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadEntry, 0);
+    unwired_block: header(1, 0x121, M2S, 5), [e(2, T_CMD, 0, 5, 0)]
+        => (ResultCode::NotWired, 0);
+    unwired_block_in_the_second_entry:
+        header(1, 0x121, M2S, 8), [e(1, T_CMD, 0, 2, 0), e(4, T_CMD, 0, 2, 2)]
+        => (ResultCode::NotWired, 1);
+    unknown_topic: header(1, 0x121, M2S, 5), [e(1, 7, 0, 5, 0)]
+        => (ResultCode::BadEntry, 0);
+    // An s2m topic in an m2s frame.
+    direction_mismatch: header(1, 0x121, M2S, 6), [e(1, T_FEEDBACK, 0, 6, 0)]
+        => (ResultCode::BadEntry, 0);
+    // An entry past the end of the topic, past the end of the frame.
+    entry_past_the_end_of_the_topic: header(1, 0x121, M2S, 8), [e(1, T_CMD, 1, 5, 0)]
+        => (ResultCode::BadEntry, 0);
+    entry_past_the_end_of_the_frame: header(1, 0x121, M2S, 5), [e(1, T_CMD, 0, 5, 1)]
+        => (ResultCode::BadEntry, 0);
+    zero_length_entry: header(1, 0x121, M2S, 5), [e(1, T_CMD, 0, 0, 0)]
+        => (ResultCode::BadEntry, 0);
+    overlapping_entries:
+        header(1, 0x121, M2S, 8), [e(1, T_CMD, 0, 3, 0), e(1, T_CMD, 3, 2, 2)]
+        => (ResultCode::BadEntry, 1);
+    m2s_with_a_period:
+        FrameHeader { period_us: 5, ..header(1, 0x121, M2S, 5) }, [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadPlan, 0);
+    // Groups: parts 0, index ≥ parts, multi-part unsequenced.
+    group_of_zero_parts:
+        FrameHeader { group_parts: 0, ..header(1, 0x121, M2S, 5) }, [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadPlan, 0);
+    group_index_not_below_parts:
+        FrameHeader { group_index: 1, ..header(1, 0x121, M2S, 5) }, [e(1, T_CMD, 0, 5, 0)]
+        => (ResultCode::BadPlan, 0);
+    multi_part_group_unsequenced:
+        FrameHeader { group_parts: 2, ..header(1, 0x121, M2S, 8) }, [e(1, T_SETPOINT, 0, 7, 1)]
+        => (ResultCode::BadPlan, 0);
+    // Sequenced: byte 0 is the sequence number.
+    sequenced_entry_over_the_sequence_byte:
+        sequenced_group(), [e(1, T_SETPOINT, 0, 7, 0)]
+        => (ResultCode::BadEntry, 0);
+    // A group carries one topic.
+    group_of_two_topics:
+        sequenced_group(), [e(1, T_SETPOINT, 0, 4, 1), e(1, T_CMD, 0, 3, 5)]
+        => (ResultCode::BadEntry, 1);
+    // An m2s group needs a topic with staging.
+    m2s_group_of_an_unstaged_topic: sequenced_group(), [e(1, T_CMD, 0, 5, 1)]
+        => (ResultCode::BadEntry, 0);
+}
+
+/// Frame 1 as the first part of a sequenced two-part m2s group, 8 bytes.
+fn sequenced_group() -> FrameHeader {
+    FrameHeader {
+        sequenced: true,
+        masked: false,
+        group_parts: 2,
+        ..header(1, 0x121, M2S, 8)
+    }
 }
 
 #[test]

@@ -162,18 +162,15 @@ async fn application<M: MasterApi>(m: &M, kp: f64) -> Result<(Value, Value, Valu
     Ok((back, resp, s.value))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn daemon_serves_nodes_topics_services_params() {
-    let Served {
-        w,
-        master,
-        server,
-        cz,
-        m,
-        _dz,
-    } = served().await;
+// What the daemon serves, one claim per test, each on a daemon of its own (set-up is in
+// process and quick): nodes, registry, samples, commands, services, parameters, refused
+// puts, liveliness, and a node that stops.
 
-    // Nodes: the same as the master's, and node info is the `fcan nodes --json` line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_lists_the_masters_nodes_with_their_info_lines() {
+    let s = served().await;
+    let Served { master, cz, m, .. } = &s;
+    // The same nodes as the master's, and node info is the `fcan nodes --json` line.
     let local = master.nodes().await.unwrap();
     let remote = m.nodes().await.unwrap();
     assert_eq!(local, remote);
@@ -186,18 +183,34 @@ async fn daemon_serves_nodes_topics_services_params() {
             serde_json::from_slice(&reply.result().unwrap().payload().to_bytes()).unwrap();
         assert_eq!(got, line, "{key}");
     }
-    // Registry and schemas, rebuilt client-side from the blobs.
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_and_schemas_rebuilt_by_the_client_match_the_masters() {
+    let s = served().await;
+    let Served { master, m, .. } = &s;
     let (lr, rr) = (
         master.registry().await.unwrap(),
         m.registry().await.unwrap(),
     );
     assert_eq!(lr, rr);
     assert!(rr.topics.len() > 10, "{}", rr.topics.len());
-    let md1 = local.iter().find(|n| n.id.get() == MD1).unwrap();
+    let md1 = md1(master).await;
     let s = m.schema(md1.id).await.unwrap().unwrap();
     assert_eq!(Some(s.digest), md1.digest);
+}
 
-    // s2m: samples arrive, with the attachment (boot id, digest, daemon time).
+/// The master's view of motor driver 1.
+async fn md1(master: &Master) -> fcan_master::NodeInfo {
+    let nodes = master.nodes().await.unwrap();
+    nodes.into_iter().find(|n| n.id.get() == MD1).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s2m_samples_arrive_in_order_with_boot_id_digest_and_daemon_time() {
+    let s = served().await;
+    let Served { master, cz, m, .. } = &s;
+    let md1 = md1(master).await;
     let mut fb = m.subscribe("/motor_driver1/motor3/feedback").await.unwrap();
     let raw = cz
         .declare_subscriber("fcan/sim/topic/motor_driver1/motor3/feedback")
@@ -219,8 +232,12 @@ async fn daemon_serves_nodes_topics_services_params() {
     drop(raw);
     let second = recv_sample(&mut fb).await;
     assert!(second.at >= first.at);
+}
 
-    // m2s: a put reaches the motor's control loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_through_the_daemon_reaches_the_motors_control_loop() {
+    let s = served().await;
+    let Served { w, m, .. } = &s;
     m.publish("/motor_driver1/motor3/target", val("{type: 0, value: 0.4}"))
         .await
         .unwrap();
@@ -229,8 +246,12 @@ async fn daemon_serves_nodes_topics_services_params() {
         ((d - 0.4).abs() < 1e-6).then_some(())
     })
     .await;
+}
 
-    // Service call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_call_through_the_daemon_reaches_the_node() {
+    let s = served().await;
+    let Served { w, m, .. } = &s;
     let r = m
         .call("/io_board3/out0/set", val("{on: true}"))
         .await
@@ -240,27 +261,53 @@ async fn daemon_serves_nodes_topics_services_params() {
         (w.io(IO3).with(|f| f.output(0)) == Some(true)).then_some(())
     })
     .await;
+}
 
-    // Params: set, read back, refused out of range with the bound, node unchanged.
-    let kp = "motor_driver1.motor0.velocity.kp";
-    m.param_set(kp, Value::Float(0.5)).await.unwrap();
-    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.5));
-    let e = m.param_set(kp, Value::Float(200.0)).await.unwrap_err();
+const KP: &str = "motor_driver1.motor0.velocity.kp";
+
+/// Motor driver 1's motor 0 velocity kp, as the node holds it.
+fn node_kp(w: &World) -> f32 {
+    w.motor(MD1)
+        .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_param_set_through_the_daemon_reaches_the_node_and_reads_back() {
+    let s = served().await;
+    let Served { w, m, .. } = &s;
+    m.param_set(KP, Value::Float(0.5)).await.unwrap();
+    assert_eq!(m.param_get(KP).await.unwrap(), Value::Float(0.5));
+    assert_eq!(node_kp(w), 0.5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_param_out_of_range_is_refused_with_its_bound_and_the_node_keeps_its_value() {
+    let s = served().await;
+    let Served { w, m, .. } = &s;
+    m.param_set(KP, Value::Float(0.5)).await.unwrap();
+    let e = m.param_set(KP, Value::Float(200.0)).await.unwrap_err();
     assert_eq!(remote_kind(&e), "bad_value", "{e}");
     let msg = e.to_string();
     assert!(msg.contains("max") && msg.contains("100"), "{msg}");
-    assert_eq!(
-        w.motor(MD1)
-            .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp),
-        0.5
-    );
+    assert_eq!(node_kp(w), 0.5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_param_is_an_unknown_name() {
+    let s = served().await;
+    let Served { m, .. } = &s;
     let e = m
         .param_get("motor_driver1.motor0.velocity.kq")
         .await
         .unwrap_err();
     assert_eq!(remote_kind(&e), "unknown_name", "{e}");
+}
 
-    // A bad put (not the topic's shape) is counted, never sent: the duty stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_puts_are_counted_in_the_status_and_never_sent() {
+    let s = served().await;
+    let Served { w, server, cz, .. } = &s;
+    // Not the topic's shape, and not JSON.
     let before = server.counters().rejected_puts;
     cz.put(
         "fcan/sim/topic/motor_driver1/motor3/target",
@@ -287,9 +334,13 @@ async fn daemon_serves_nodes_topics_services_params() {
     };
     assert!(st["rejected_puts"].as_u64().unwrap() >= before + 2, "{st}");
     assert_eq!(st["bus"], "sim");
-    // (The motor's own command timeout may have zeroed the duty since; never 0.9.)
     assert_ne!(w.motor(MD1).with(|f| f.axis(3).unwrap().duty), 0.9);
-    // The client refuses a bad value itself, as the master does.
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_refuses_a_bad_value_itself_as_the_master_does() {
+    let s = served().await;
+    let Served { m, .. } = &s;
     let e = m
         .publish("/motor_driver1/motor3/target", val("{type: 0, valu: 0.9}"))
         .await
@@ -298,23 +349,41 @@ async fn daemon_serves_nodes_topics_services_params() {
         e.to_string().contains("valu") || e.to_string().contains("value"),
         "{e}"
     );
+}
 
-    // A node that is not RUNNING: puts and queries refused with a reason.
+/// The keys of the liveliness tokens on `fcan/sim/alive/*`, sorted.
+async fn tokens(cz: &Session) -> Vec<String> {
     let alive = cz.liveliness().get("fcan/sim/alive/*").await.unwrap();
     let mut tokens = Vec::new();
     while let Ok(r) = alive.recv_async().await {
         tokens.push(r.result().unwrap().key_expr().to_string());
     }
     tokens.sort();
+    tokens
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_running_node_holds_a_liveliness_token() {
+    let s = served().await;
+    let Served { cz, .. } = &s;
     assert_eq!(
-        tokens,
+        tokens(cz).await,
         [
             "fcan/sim/alive/io_board3",
             "fcan/sim/alive/motor_driver1",
             "fcan/sim/alive/motor_driver2"
         ]
     );
-    drop(alive);
+}
+
+// One test for the three claims about a node that stops: waiting for it to go offline
+// takes seconds of real time, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_node_is_no_longer_served_its_queries_and_puts_refused_its_token_dropped() {
+    let s = served().await;
+    let Served {
+        w, server, cz, m, ..
+    } = &s;
     w.motor(MD2).stop();
     until("motor_driver2 offline", || {
         let m = m.clone();
@@ -328,12 +397,16 @@ async fn daemon_serves_nodes_topics_services_params() {
         (!server.running().contains(&"motor_driver2".to_string())).then_some(())
     })
     .await;
+
+    // A query: refused `not_running`, naming the phase.
     let e = m
         .param_get("motor_driver2.motor0.velocity.kp")
         .await
         .unwrap_err();
     assert_eq!(remote_kind(&e), "not_running", "{e}");
     assert!(e.to_string().contains("offline"), "{e}");
+
+    // A put: refused (counted).
     let before = server.counters().rejected_puts;
     cz.put(
         "fcan/sim/topic/motor_driver2/motor0/target",
@@ -345,11 +418,9 @@ async fn daemon_serves_nodes_topics_services_params() {
         (server.counters().rejected_puts > before).then_some(())
     })
     .await;
-    let alive = cz.liveliness().get("fcan/sim/alive/*").await.unwrap();
-    let mut tokens = Vec::new();
-    while let Ok(r) = alive.recv_async().await {
-        tokens.push(r.result().unwrap().key_expr().to_string());
-    }
+
+    // Its liveliness token: gone.
+    let tokens = tokens(cz).await;
     assert!(
         !tokens.iter().any(|t| t.ends_with("motor_driver2")),
         "{tokens:?}"

@@ -15,8 +15,9 @@
 //! * each RUNNING node holds a liveliness token.
 //!
 //! The server's jobs, one module each: `puts` (puts in, queued and published), `queries`
-//! (queryables answered), `forward` (samples and frames out); this module holds the
-//! shared state, the start, the status and, as a face of
+//! (queryables answered: requests decoded, the master asked, replies encoded, sans I/O),
+//! `forward` (samples and frames out); this module holds the shared state, the start,
+//! the status, the Zenoh side of queries (taken, bounded, replied) and, as a face of
 //! [`fcan_master::serving::Supervisor`], which nodes are served.
 //!
 //! Bounded: payloads over [`ServerOptions::max_payload`] are refused, at most
@@ -43,7 +44,7 @@ mod queries;
 
 use forward::{forward, forward_frames, TopicOut};
 use puts::Put;
-use queries::QKind;
+use queries::{QKind, Request};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,15 +57,15 @@ use fcan_master::json::event_to_json;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{lock, Face, NodeKey, Supervisor, Unserved};
 use fcan_master::{Master, MasterApi, NodeInfo};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
-use zenoh::query::Queryable;
+use zenoh::query::{Query, Queryable};
 use zenoh::sample::Locality;
 use zenoh::Session;
 
 use crate::keys::{self};
-use crate::wire::Attachment;
+use crate::wire::{kind, Attachment, ErrorReply};
 use crate::RemoteError;
 
 /// How long [`Server::start`] waits for another server of the same bus name to answer.
@@ -391,24 +392,53 @@ impl<M: MasterApi> Shared<M> {
     /// The status JSON: `fcan_master::Status::to_json` plus `bus`, `t_us`, `load`,
     /// `rejected_puts`, `puts`, `queries`, `busy`, `samples_put`, `sample_groups_put`.
     async fn status_json(&self) -> Result<Json, fcan_master::MasterError> {
-        let s = self.master.status().await?;
-        let mut j = s.to_json();
-        let c = self.counters();
-        if let Json::Object(m) = &mut j {
-            m.insert("bus".into(), self.bus.clone().into());
-            m.insert(
-                "t_us".into(),
-                (self.opts.clock.elapsed().as_micros() as u64).into(),
-            );
-            m.insert("load".into(), json!(*lock(&self.load)));
-            m.insert("rejected_puts".into(), c.rejected_puts.into());
-            m.insert("puts".into(), c.puts.into());
-            m.insert("queries".into(), c.queries.into());
-            m.insert("busy".into(), c.busy.into());
-            m.insert("samples_put".into(), c.samples.into());
-            m.insert("sample_groups_put".into(), c.sample_groups.into());
-        }
-        Ok(j)
+        queries::status_json(&self.master, self).await
+    }
+
+    /// `Err` unless the node of `name` is RUNNING (and served).
+    async fn not_running(&self, name: &str) -> Result<(), ErrorReply> {
+        queries::not_running(&self.master, self, name).await
+    }
+
+    /// Takes one query from Zenoh and sends its replies: `busy` at once when
+    /// [`ServerOptions::max_in_flight`] run already; otherwise decoded and answered by
+    /// the sans-I/O core ([`queries`]) within [`ServerOptions::request_timeout`].
+    fn on_query(this: &Arc<Self>, k: QKind, q: Query) {
+        this.counters.queries.fetch_add(1, Ordering::Relaxed);
+        let Ok(permit) = this.inflight.clone().try_acquire_owned() else {
+            this.counters.busy.fetch_add(1, Ordering::Relaxed);
+            let e = ErrorReply::new(kind::BUSY, "too many requests in flight; retry later");
+            this.rt.spawn(async move {
+                let _ = q.reply_err(e.to_bytes()).await;
+            });
+            return;
+        };
+        let sh = this.clone();
+        this.rt.spawn(async move {
+            let _permit = permit;
+            let payload = q.payload().map(|p| p.to_bytes()).unwrap_or_default();
+            let answer = async {
+                let req = Request::decode(k, q.key_expr(), &payload, sh.opts.max_payload)?;
+                queries::answer(&sh.master, &*sh, req).await
+            };
+            let answer = match tokio::time::timeout(sh.opts.request_timeout, answer).await {
+                Ok(a) => a,
+                Err(_) => Err(ErrorReply::new(
+                    kind::TIMEOUT,
+                    format!("no answer within {:?}", sh.opts.request_timeout),
+                )),
+            };
+            match answer {
+                Ok(replies) => {
+                    for (key, bytes) in replies {
+                        let _ = q.reply(key, bytes).await;
+                    }
+                }
+                Err(e) => {
+                    let _ = q.reply_err(e.to_bytes()).await;
+                }
+            }
+        });
     }
 
     async fn status_loop(self: Arc<Self>) {

@@ -1,18 +1,19 @@
-//! Queries from other sessions: services, parameters, node info, plans, reprovisioning,
-//! schema blobs, status and registry, each answered within
-//! [`ServerOptions::request_timeout`](super::ServerOptions::request_timeout), at most
-//! [`ServerOptions::max_in_flight`](super::ServerOptions::max_in_flight) at once.
-
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+//! Queries from other sessions (services, parameters, node info, plans, reprovisioning,
+//! schema blobs, status and registry), answered sans I/O: [`Request::decode`] turns what
+//! arrived (the queryable, the key expression, the payload) into a typed [`Request`],
+//! [`answer`] asks the master through [`MasterApi`] and encodes the replies. Zenoh is
+//! the shell's business (`Shared::on_query` in the parent module): it takes a query,
+//! bounds it ([`ServerOptions::max_in_flight`](super::ServerOptions::max_in_flight),
+//! [`ServerOptions::request_timeout`](super::ServerOptions::request_timeout)) and sends
+//! what [`answer`] gives. So every key, JSON shape and error kind of the queryables is
+//! decided here, and tested here without a network.
 
 use fcan_core::hash::SchemaDigest;
 use fcan_master::serving::lock;
 use fcan_master::value::Value;
-use fcan_master::MasterApi;
-use serde_json::Value as Json;
+use fcan_master::{MasterApi, MasterError};
+use serde_json::{json, Value as Json};
 use zenoh::key_expr::KeyExpr;
-use zenoh::query::Query;
 
 use crate::keys::{self, Entity};
 use crate::wire::{kind, param_reply, registry_json, ErrorReply};
@@ -33,242 +34,717 @@ pub(super) enum QKind {
     Registry,
 }
 
-impl<M: MasterApi> Shared<M> {
-    /// `Err` unless the node of `name` is RUNNING (and served).
-    pub(super) async fn not_running(&self, name: &str) -> Result<(), ErrorReply> {
-        let node = keys::node_of(name);
-        let served = lock(&self.served).values().any(|n| n.name == node);
-        if served {
-            return Ok(());
-        }
-        let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
-        Err(match nodes.iter().find(|n| n.name == node) {
-            Some(n) => ErrorReply::new(
-                kind::NOT_RUNNING,
-                format!("node {} is not running ({})", n.name, n.phase),
-            ),
-            None => ErrorReply::new(
-                kind::UNKNOWN_NAME,
-                format!(
-                    "no node named `{}` on bus {}",
-                    fcan_master::text::Untrusted(node),
-                    self.bus
-                ),
-            ),
-        })
-    }
+/// One reply: the key it answers on and its payload.
+pub(super) type Reply = (String, Vec<u8>);
 
-    pub(super) fn on_query(this: &Arc<Self>, k: QKind, q: Query) {
-        this.counters.queries.fetch_add(1, Ordering::Relaxed);
-        let Ok(permit) = this.inflight.clone().try_acquire_owned() else {
-            this.counters.busy.fetch_add(1, Ordering::Relaxed);
-            let e = ErrorReply::new(kind::BUSY, "too many requests in flight; retry later");
-            this.rt.spawn(async move {
-                let _ = q.reply_err(e.to_bytes()).await;
-            });
-            return;
-        };
-        let sh = this.clone();
-        this.rt.spawn(async move {
-            let _permit = permit;
-            let answer = match tokio::time::timeout(sh.opts.request_timeout, sh.answer(k, &q)).await
-            {
-                Ok(a) => a,
-                Err(_) => Err(ErrorReply::new(
-                    kind::TIMEOUT,
-                    format!("no answer within {:?}", sh.opts.request_timeout),
-                )),
-            };
-            match answer {
-                Ok(replies) => {
-                    for (key, bytes) in replies {
-                        let _ = q.reply(key, bytes).await;
-                    }
-                }
-                Err(e) => {
-                    let _ = q.reply_err(e.to_bytes()).await;
-                }
-            }
-        });
-    }
+/// A request's JSON payload as a value: `None` when there is none, or why it is not one.
+/// Decoded with the request but reported only once the node is found RUNNING: a query
+/// to a node that is not gets `not_running` whatever it carries.
+type Body = Result<Option<Value>, ErrorReply>;
 
-    /// The replies to one query: (key, payload) pairs, or one error.
-    pub(super) async fn answer(
-        &self,
+/// A query decoded: what it asks of the master.
+#[derive(Debug)]
+pub(super) enum Request {
+    /// Nothing to answer: a wildcard on a queryable that answers one entity at a time.
+    Nothing,
+    /// The bus status.
+    Status,
+    /// The registry.
+    Registry,
+    /// The info of every node whose key `pattern` matches (`fcan/<bus>/node/*` lists
+    /// them all; a key without wildcards that matches none is an unknown name).
+    Nodes { pattern: KeyExpr<'static> },
+    /// A node's frame plan, by node name; replied on `key`.
+    Plan { key: String, node: String },
+    /// Provision a node again, by node name; replied on `key`.
+    Reprovision { key: String, node: String },
+    /// A schema blob by digest (`hex` as asked); replied on `key`.
+    Schema {
+        key: String,
+        hex: String,
+        digest: SchemaDigest,
+    },
+    /// A service call with its request; replied on `key`.
+    Call {
+        key: String,
+        service: String,
+        request: Body,
+    },
+    /// A parameter read (no payload) or write (the value); replied on `key`.
+    Param {
+        key: String,
+        param: String,
+        value: Body,
+    },
+}
+
+impl Request {
+    /// Decodes a query on queryable `k` for key expression `key` with `payload`
+    /// (empty when none), refusing payloads over `max_payload` bytes.
+    pub(super) fn decode(
         k: QKind,
-        q: &Query,
-    ) -> Result<Vec<(String, Vec<u8>)>, ErrorReply> {
-        let payload = q
-            .payload()
-            .map(|p| p.to_bytes().into_owned())
-            .unwrap_or_default();
-        if payload.len() > self.opts.max_payload {
+        key: &KeyExpr<'_>,
+        payload: &[u8],
+        max_payload: usize,
+    ) -> Result<Request, ErrorReply> {
+        if payload.len() > max_payload {
             return Err(ErrorReply::new(
                 kind::BAD_VALUE,
                 format!(
-                    "payload of {} bytes exceeds the limit of {}",
-                    payload.len(),
-                    self.opts.max_payload
+                    "payload of {} bytes exceeds the limit of {max_payload}",
+                    payload.len()
                 ),
             ));
         }
-        let qkey: &KeyExpr<'static> = q.key_expr();
-        let own = |key: Option<String>| key.expect("bus name checked");
-        match k {
-            QKind::Status => {
-                let s = self.status_json().await.map_err(|e| ErrorReply::of(&e))?;
-                Ok(vec![(
-                    own(keys::status(&self.bus)),
-                    s.to_string().into_bytes(),
-                )])
-            }
-            QKind::Registry => {
-                let r = self
-                    .master
-                    .registry()
-                    .await
-                    .map_err(|e| ErrorReply::of(&e))?;
-                Ok(vec![(
-                    own(keys::registry(&self.bus)),
-                    registry_json(&r).to_string().into_bytes(),
-                )])
-            }
-            QKind::Node => {
-                // A wildcard (`fcan/<bus>/node/*`) lists every node that matches.
-                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
-                let mut out = Vec::new();
-                for n in nodes {
-                    let Some(key) = keys::node(&self.bus, &n.name) else {
-                        continue;
-                    };
-                    let Ok(ke) = KeyExpr::try_from(key.clone()) else {
-                        continue;
-                    };
-                    if qkey.intersects(&ke) {
-                        out.push((key, n.to_json().to_string().into_bytes()));
-                    }
-                }
-                if out.is_empty() && !is_wild(qkey) {
-                    return Err(ErrorReply::new(
-                        kind::UNKNOWN_NAME,
-                        format!("no node at {qkey}"),
-                    ));
-                }
-                Ok(out)
-            }
-            QKind::Plan => {
-                if is_wild(qkey) {
-                    return Ok(Vec::new());
-                }
-                let Some((_, Entity::Plan(name))) = keys::parse(qkey.as_str()) else {
-                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a plan key"));
-                };
-                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
-                let Some(n) = nodes.iter().find(|n| n.name == name) else {
-                    return Err(ErrorReply::new(
-                        kind::UNKNOWN_NAME,
-                        format!("no node {name} on this bus"),
-                    ));
-                };
-                let plan = self
-                    .master
-                    .plan(n.id)
-                    .await
-                    .map_err(|e| ErrorReply::of(&e))?;
-                let j = plan.map_or(Json::Null, |p| p.to_json());
-                Ok(vec![(qkey.to_string(), j.to_string().into_bytes())])
-            }
-            QKind::Reprovision => {
-                if is_wild(qkey) {
-                    // Never on a wildcard: reprovisioning is one node at a time.
-                    return Ok(Vec::new());
-                }
-                let Some((_, Entity::Reprovision(name))) = keys::parse(qkey.as_str()) else {
-                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a reprovision key"));
-                };
-                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
-                let Some(n) = nodes.iter().find(|n| n.name == name) else {
-                    return Err(ErrorReply::new(
-                        kind::UNKNOWN_NAME,
-                        format!("no node {name} on this bus"),
-                    ));
-                };
-                self.master
-                    .reprovision(n.id)
-                    .await
-                    .map_err(|e| ErrorReply::of(&e))?;
-                Ok(vec![(qkey.to_string(), b"null".to_vec())])
-            }
+        let one_at_a_time = matches!(
+            k,
+            QKind::Plan | QKind::Reprovision | QKind::Schema | QKind::Service | QKind::Param
+        );
+        if one_at_a_time && is_wild(key) {
+            // Never on a wildcard: a query names one entity (and reprovisioning is one
+            // node at a time).
+            return Ok(Request::Nothing);
+        }
+        let entity = keys::parse(key.as_str()).map(|(_, e)| e);
+        let own = key.to_string();
+        Ok(match k {
+            QKind::Status => Request::Status,
+            QKind::Registry => Request::Registry,
+            QKind::Node => Request::Nodes {
+                pattern: key.clone().into_owned(),
+            },
+            QKind::Plan => match entity {
+                Some(Entity::Plan(node)) => Request::Plan { key: own, node },
+                _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a plan key")),
+            },
+            QKind::Reprovision => match entity {
+                Some(Entity::Reprovision(node)) => Request::Reprovision { key: own, node },
+                _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a reprovision key")),
+            },
             QKind::Schema => {
-                if is_wild(qkey) {
-                    return Ok(Vec::new());
-                }
-                let Some((_, Entity::Schema(hex))) = keys::parse(qkey.as_str()) else {
+                let Some(Entity::Schema(hex)) = entity else {
                     return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a schema key"));
                 };
                 let digest = SchemaDigest::from_hex(&hex)
                     .ok_or_else(|| ErrorReply::new(kind::UNKNOWN_NAME, "not a SHA-256 in hex"))?;
-                let nodes = self.master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
-                for n in nodes.iter().filter(|n| n.digest == Some(digest)) {
-                    if let Some(s) = self
-                        .master
-                        .schema(n.id)
-                        .await
-                        .map_err(|e| ErrorReply::of(&e))?
-                    {
-                        return Ok(vec![(qkey.to_string(), s.blob.clone())]);
-                    }
+                Request::Schema {
+                    key: own,
+                    hex,
+                    digest,
                 }
-                Err(ErrorReply::new(
-                    kind::UNKNOWN_NAME,
-                    format!("no schema {hex} on this bus"),
-                ))
             }
-            QKind::Service | QKind::Param => {
-                if is_wild(qkey) {
-                    return Ok(Vec::new());
+            QKind::Service | QKind::Param => match entity {
+                Some(Entity::Service(service)) => Request::Call {
+                    key: own,
+                    service,
+                    request: body(payload),
+                },
+                Some(Entity::Param(param)) => Request::Param {
+                    key: own,
+                    param,
+                    value: body(payload),
+                },
+                _ => {
+                    return Err(ErrorReply::new(
+                        kind::UNKNOWN_NAME,
+                        format!("not a service or param key: {key}"),
+                    ))
                 }
-                let entity = keys::parse(qkey.as_str()).map(|(_, e)| e);
-                let (name, is_param) = match entity {
-                    Some(Entity::Service(n)) => (n, false),
-                    Some(Entity::Param(n)) => (n, true),
-                    _ => {
-                        return Err(ErrorReply::new(
-                            kind::UNKNOWN_NAME,
-                            format!("not a service or param key: {qkey}"),
-                        ))
-                    }
+            },
+        })
+    }
+}
+
+/// A payload as a value (JSON, by fcan's one number rule).
+fn body(payload: &[u8]) -> Body {
+    if payload.is_empty() {
+        return Ok(None);
+    }
+    let j: Json = serde_json::from_slice(payload)
+        .map_err(|e| ErrorReply::new(kind::BAD_VALUE, format!("payload is not JSON: {e}")))?;
+    Value::from_json(&j)
+        .map(Some)
+        .map_err(|e| ErrorReply::new(kind::BAD_VALUE, e.to_string()))
+}
+
+/// What answering needs of the server besides its master.
+pub(super) trait ServerView: Sync {
+    /// The bus name served.
+    fn bus(&self) -> &str;
+    /// Whether the node named `node` is served as RUNNING now.
+    fn serves(&self, node: &str) -> bool;
+    /// Adds the server's own fields to the master's status JSON object.
+    fn add_status_fields(&self, status: &mut serde_json::Map<String, Json>);
+}
+
+/// The status JSON: `fcan_master::Status::to_json` plus the server's fields (see
+/// [`ServerView::add_status_fields`]).
+pub(super) async fn status_json<M: MasterApi>(
+    master: &M,
+    server: &impl ServerView,
+) -> Result<Json, MasterError> {
+    let mut j = master.status().await?.to_json();
+    if let Json::Object(m) = &mut j {
+        server.add_status_fields(m);
+    }
+    Ok(j)
+}
+
+/// `Err` unless the node of `name` (a topic, service or parameter name, or a node name)
+/// is RUNNING and served: `not_running` with its phase when the master knows it,
+/// `unknown_name` when not.
+pub(super) async fn not_running<M: MasterApi>(
+    master: &M,
+    server: &impl ServerView,
+    name: &str,
+) -> Result<(), ErrorReply> {
+    let node = keys::node_of(name);
+    if server.serves(node) {
+        return Ok(());
+    }
+    let nodes = master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+    Err(match nodes.iter().find(|n| n.name == node) {
+        Some(n) => ErrorReply::new(
+            kind::NOT_RUNNING,
+            format!("node {} is not running ({})", n.name, n.phase),
+        ),
+        None => ErrorReply::new(
+            kind::UNKNOWN_NAME,
+            format!(
+                "no node named `{}` on bus {}",
+                fcan_master::text::Untrusted(node),
+                server.bus()
+            ),
+        ),
+    })
+}
+
+/// The replies to one decoded request, asking `master`: (key, payload) pairs, or one
+/// error.
+pub(super) async fn answer<M: MasterApi>(
+    master: &M,
+    server: &impl ServerView,
+    req: Request,
+) -> Result<Vec<Reply>, ErrorReply> {
+    let bus = server.bus();
+    let own = |key: Option<String>| key.expect("bus name checked");
+    let of = |e: MasterError| ErrorReply::of(&e);
+    match req {
+        Request::Nothing => Ok(Vec::new()),
+        Request::Status => {
+            let s = status_json(master, server).await.map_err(of)?;
+            Ok(vec![(own(keys::status(bus)), s.to_string().into_bytes())])
+        }
+        Request::Registry => {
+            let r = master.registry().await.map_err(of)?;
+            Ok(vec![(
+                own(keys::registry(bus)),
+                registry_json(&r).to_string().into_bytes(),
+            )])
+        }
+        Request::Nodes { pattern } => {
+            let nodes = master.nodes().await.map_err(of)?;
+            let mut out = Vec::new();
+            for n in nodes {
+                let Some(key) = keys::node(bus, &n.name) else {
+                    continue;
                 };
-                self.not_running(&name).await?;
-                let value = if payload.is_empty() {
-                    None
-                } else {
-                    let j: Json = serde_json::from_slice(&payload).map_err(|e| {
-                        ErrorReply::new(kind::BAD_VALUE, format!("payload is not JSON: {e}"))
-                    })?;
-                    Some(
-                        Value::from_json(&j)
-                            .map_err(|e| ErrorReply::new(kind::BAD_VALUE, e.to_string()))?,
-                    )
+                let Ok(ke) = KeyExpr::try_from(key.clone()) else {
+                    continue;
                 };
-                let reply = match (is_param, value) {
-                    (false, None) => {
-                        return Err(ErrorReply::new(
-                            kind::BAD_VALUE,
-                            "a service call needs a JSON request payload",
-                        ))
-                    }
-                    (false, Some(v)) => self.master.call(&name, v).await.map(|r| r.to_json()),
-                    (true, None) => self.master.param_get(&name).await.map(|v| param_reply(&v)),
-                    (true, Some(v)) => self
-                        .master
-                        .param_set(&name, v.clone())
-                        .await
-                        .map(|()| param_reply(&v)),
-                };
-                let reply = reply.map_err(|e| ErrorReply::of(&e))?;
-                Ok(vec![(qkey.to_string(), reply.to_string().into_bytes())])
+                if pattern.intersects(&ke) {
+                    out.push((key, n.to_json().to_string().into_bytes()));
+                }
+            }
+            if out.is_empty() && !is_wild(&pattern) {
+                return Err(ErrorReply::new(
+                    kind::UNKNOWN_NAME,
+                    format!("no node at {pattern}"),
+                ));
+            }
+            Ok(out)
+        }
+        Request::Plan { key, node } => {
+            let n = node_named(master, &node).await?;
+            let plan = master.plan(n).await.map_err(of)?;
+            let j = plan.map_or(Json::Null, |p| p.to_json());
+            Ok(vec![(key, j.to_string().into_bytes())])
+        }
+        Request::Reprovision { key, node } => {
+            let n = node_named(master, &node).await?;
+            master.reprovision(n).await.map_err(of)?;
+            Ok(vec![(key, b"null".to_vec())])
+        }
+        Request::Schema { key, hex, digest } => {
+            let nodes = master.nodes().await.map_err(of)?;
+            for n in nodes.iter().filter(|n| n.digest == Some(digest)) {
+                if let Some(s) = master.schema(n.id).await.map_err(of)? {
+                    return Ok(vec![(key, s.blob.clone())]);
+                }
+            }
+            Err(ErrorReply::new(
+                kind::UNKNOWN_NAME,
+                format!("no schema {hex} on this bus"),
+            ))
+        }
+        Request::Call {
+            key,
+            service,
+            request,
+        } => {
+            not_running(master, server, &service).await?;
+            let Some(request) = request? else {
+                return Err(ErrorReply::new(
+                    kind::BAD_VALUE,
+                    "a service call needs a JSON request payload",
+                ));
+            };
+            let response = master.call(&service, request).await.map_err(of)?;
+            Ok(vec![(key, response.to_json().to_string().into_bytes())])
+        }
+        Request::Param { key, param, value } => {
+            not_running(master, server, &param).await?;
+            let reply = match value? {
+                None => param_reply(&master.param_get(&param).await.map_err(of)?),
+                Some(v) => {
+                    master.param_set(&param, v.clone()).await.map_err(of)?;
+                    param_reply(&v)
+                }
+            };
+            Ok(vec![(key, reply.to_string().into_bytes())])
+        }
+    }
+}
+
+/// The id of the node named `name`, or `unknown_name`.
+async fn node_named<M: MasterApi>(
+    master: &M,
+    name: &str,
+) -> Result<fcan_core::id::NodeId, ErrorReply> {
+    let nodes = master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
+    nodes
+        .iter()
+        .find(|n| n.name == name)
+        .map(|n| n.id)
+        .ok_or_else(|| ErrorReply::new(kind::UNKNOWN_NAME, format!("no node {name} on this bus")))
+}
+
+/// The running server as the answers see it.
+impl<M: MasterApi> ServerView for Shared<M> {
+    fn bus(&self) -> &str {
+        &self.bus
+    }
+
+    fn serves(&self, node: &str) -> bool {
+        lock(&self.served).values().any(|n| n.name == node)
+    }
+
+    fn add_status_fields(&self, m: &mut serde_json::Map<String, Json>) {
+        let c = self.counters();
+        m.insert("bus".into(), self.bus.clone().into());
+        m.insert(
+            "t_us".into(),
+            (self.opts.clock.elapsed().as_micros() as u64).into(),
+        );
+        m.insert("load".into(), json!(*lock(&self.load)));
+        m.insert("rejected_puts".into(), c.rejected_puts.into());
+        m.insert("puts".into(), c.puts.into());
+        m.insert("queries".into(), c.queries.into());
+        m.insert("busy".into(), c.busy.into());
+        m.insert("samples_put".into(), c.samples.into());
+        m.insert("sample_groups_put".into(), c.sample_groups.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The queryables request → reply, without Zenoh: keys and payloads in, replies (or
+    //! the error reply) out, against a fake master that records what it was asked.
+
+    use std::sync::{Arc, Mutex};
+
+    use fcan_core::id::NodeId;
+    use fcan_master::engine::{CallError, Event, NodeSchema};
+    use fcan_master::planner::Plan;
+    use fcan_master::registry::Registry;
+    use fcan_master::{BusFrame, NodeInfo, Sample, Status};
+    use tokio::sync::{broadcast, mpsc};
+
+    use super::*;
+
+    const DIGEST: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    /// A master with two nodes: `md1` (id 1) running, `md2` (id 2) offline. `md1` has a
+    /// plan and one parameter, `md1.motor0.gain` (0.5, at most 10); every service
+    /// answers `{success: true}`.
+    #[derive(Clone)]
+    struct FakeMaster {
+        nodes: Vec<NodeInfo>,
+        /// What it was asked to do (calls, parameter writes, reprovisioning), in order.
+        asked: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakeMaster {
+        fn new() -> FakeMaster {
+            let node = |id: u8, name: &str, phase: &str| {
+                NodeInfo::from_json(&json!({
+                    "id": id, "name": name, "phase": phase, "state": "running",
+                    "boot_id": 7, "mode": "fd", "frames": 2, "errors": 0,
+                    "schema": DIGEST, "schema_source": "downloaded", "driver": null,
+                }))
+                .unwrap()
+            };
+            FakeMaster {
+                nodes: vec![node(1, "md1", "running"), node(2, "md2", "offline")],
+                asked: Arc::default(),
             }
         }
+
+        fn asked(&self) -> Vec<String> {
+            self.asked.lock().unwrap().clone()
+        }
+
+        fn record(&self, what: String) {
+            self.asked.lock().unwrap().push(what);
+        }
+    }
+
+    impl MasterApi for FakeMaster {
+        async fn nodes(&self) -> Result<Vec<NodeInfo>, MasterError> {
+            Ok(self.nodes.clone())
+        }
+        async fn registry(&self) -> Result<Registry, MasterError> {
+            Ok(Registry::default())
+        }
+        async fn status(&self) -> Result<Status, MasterError> {
+            let mut s = Status::default();
+            s.nodes = self.nodes.clone();
+            Ok(s)
+        }
+        async fn schema(&self, _: NodeId) -> Result<Option<Arc<NodeSchema>>, MasterError> {
+            Ok(None)
+        }
+        async fn plan(&self, node: NodeId) -> Result<Option<Plan>, MasterError> {
+            Ok((node.get() == 1).then(|| Plan::from_json(&json!({"frames": []})).unwrap()))
+        }
+        fn events(&self) -> broadcast::Receiver<Event> {
+            broadcast::channel(1).1
+        }
+        async fn frames(&self) -> Result<broadcast::Receiver<BusFrame>, MasterError> {
+            Ok(broadcast::channel(1).1)
+        }
+        async fn subscribe(&self, _: &str) -> Result<mpsc::UnboundedReceiver<Sample>, MasterError> {
+            Ok(mpsc::unbounded_channel().1)
+        }
+        async fn publish(&self, topic: &str, _: Value) -> Result<(), MasterError> {
+            self.record(format!("publish {topic}"));
+            Ok(())
+        }
+        async fn publish_many(&self, _: Vec<(String, Value)>) -> Result<(), MasterError> {
+            self.record("publish_many".into());
+            Ok(())
+        }
+        async fn call(&self, service: &str, request: Value) -> Result<Value, MasterError> {
+            self.record(format!("call {service} {}", request.to_json()));
+            Ok(Value::from_json(&json!({"success": true})).unwrap())
+        }
+        async fn param_get(&self, param: &str) -> Result<Value, MasterError> {
+            match param {
+                "md1.motor0.gain" => Ok(Value::Float(0.5)),
+                _ => Err(CallError::BadTarget(format!("no param {param}")).into()),
+            }
+        }
+        async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
+            if matches!(value, Value::Float(v) if v > 10.0) {
+                return Err(CallError::BadValue(format!("{param}: above max 10")).into());
+            }
+            self.record(format!("param_set {param} {}", value.to_json()));
+            Ok(())
+        }
+        async fn reprovision(&self, node: NodeId) -> Result<(), MasterError> {
+            self.record(format!("reprovision {node}"));
+            Ok(())
+        }
+    }
+
+    /// A server of bus `can0` serving `md1` as RUNNING.
+    struct View;
+
+    impl ServerView for View {
+        fn bus(&self) -> &str {
+            "can0"
+        }
+        fn serves(&self, node: &str) -> bool {
+            node == "md1"
+        }
+        fn add_status_fields(&self, status: &mut serde_json::Map<String, Json>) {
+            status.insert("bus".into(), "can0".into());
+        }
+    }
+
+    const LIMIT: usize = 64;
+
+    /// Decodes and answers one query with a fresh fake master; the master comes back to
+    /// say what it was asked.
+    async fn ask(
+        k: QKind,
+        key: &str,
+        payload: &str,
+    ) -> (FakeMaster, Result<Vec<Reply>, ErrorReply>) {
+        let master = FakeMaster::new();
+        let key = KeyExpr::try_from(key).unwrap();
+        let replies = match Request::decode(k, &key, payload.as_bytes(), LIMIT) {
+            Ok(req) => answer(&master, &View, req).await,
+            Err(e) => Err(e),
+        };
+        (master, replies)
+    }
+
+    /// The replies as (key, JSON), failing on an error reply.
+    fn json_replies(r: Result<Vec<Reply>, ErrorReply>) -> Vec<(String, Json)> {
+        r.unwrap()
+            .into_iter()
+            .map(|(k, b)| (k, serde_json::from_slice(&b).unwrap()))
+            .collect()
+    }
+
+    /// The error reply's kind and message, failing on replies.
+    fn error(r: Result<Vec<Reply>, ErrorReply>) -> (String, String) {
+        let e = r.unwrap_err();
+        (e.error, e.message)
+    }
+
+    #[tokio::test]
+    async fn a_payload_over_the_limit_is_bad_value_whatever_the_queryable() {
+        let big = "1".repeat(LIMIT + 1);
+        for (k, key) in [
+            (QKind::Status, "fcan/can0/status"),
+            (QKind::Param, "fcan/can0/param/md1/motor0/gain"),
+        ] {
+            let (master, r) = ask(k, key, &big).await;
+            let (kind, message) = error(r);
+            assert_eq!(kind, kind::BAD_VALUE, "{key}");
+            assert!(message.contains("exceeds the limit of 64"), "{message}");
+            assert_eq!(master.asked(), Vec::<String>::new());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_wildcard_on_a_one_at_a_time_queryable_gets_no_reply_and_asks_nothing() {
+        for (k, key) in [
+            (QKind::Service, "fcan/can0/service/**"),
+            (QKind::Param, "fcan/can0/param/md1/*/gain"),
+            (QKind::Plan, "fcan/can0/plan/*"),
+            (QKind::Reprovision, "fcan/can0/reprovision/*"),
+            (QKind::Schema, "fcan/can0/schema/*"),
+        ] {
+            let (master, r) = ask(k, key, "1").await;
+            assert_eq!(r.unwrap(), Vec::<Reply>::new(), "{key}");
+            assert_eq!(master.asked(), Vec::<String>::new(), "{key}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_of_another_kind_is_an_unknown_name() {
+        for (k, key, says) in [
+            (QKind::Plan, "fcan/can0/node/md1", "not a plan key"),
+            (
+                QKind::Reprovision,
+                "fcan/can0/plan/md1",
+                "not a reprovision key",
+            ),
+            (QKind::Schema, "fcan/can0/node/md1", "not a schema key"),
+            (
+                QKind::Service,
+                "fcan/can0/node/md1",
+                "not a service or param key",
+            ),
+        ] {
+            let (kind, message) = error(ask(k, key, "").await.1);
+            assert_eq!(kind, kind::UNKNOWN_NAME, "{key}");
+            assert!(message.contains(says), "{key}: {message}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_schema_key_that_is_not_a_sha256_is_an_unknown_name() {
+        let (kind, message) = error(ask(QKind::Schema, "fcan/can0/schema/abc", "").await.1);
+        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(message, "not a SHA-256 in hex");
+    }
+
+    #[tokio::test]
+    async fn a_schema_no_node_has_is_an_unknown_name() {
+        let key = format!("fcan/can0/schema/{DIGEST}");
+        let (kind, message) = error(ask(QKind::Schema, &key, "").await.1);
+        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(message, format!("no schema {DIGEST} on this bus"));
+    }
+
+    #[tokio::test]
+    async fn the_status_is_the_masters_with_the_servers_fields_on_the_status_key() {
+        let r = json_replies(ask(QKind::Status, "fcan/can0/status", "").await.1);
+        assert_eq!(r.len(), 1);
+        let (key, status) = &r[0];
+        assert_eq!(key, "fcan/can0/status");
+        assert_eq!(status["bus"], "can0");
+        let mut want = Status::default();
+        want.nodes = FakeMaster::new().nodes;
+        let mut want = want.to_json();
+        want["bus"] = "can0".into();
+        assert_eq!(*status, want);
+    }
+
+    #[tokio::test]
+    async fn the_registry_is_replied_on_the_registry_key() {
+        let r = json_replies(ask(QKind::Registry, "fcan/can0/registry", "").await.1);
+        assert_eq!(
+            r,
+            [(
+                "fcan/can0/registry".to_string(),
+                registry_json(&Registry::default())
+            )]
+        );
+    }
+
+    #[tokio::test]
+    async fn node_info_is_the_nodes_json_line_on_its_key() {
+        let r = json_replies(ask(QKind::Node, "fcan/can0/node/md2", "").await.1);
+        let md2 = &FakeMaster::new().nodes[1];
+        assert_eq!(r, [("fcan/can0/node/md2".to_string(), md2.to_json())]);
+    }
+
+    #[tokio::test]
+    async fn a_node_wildcard_lists_every_node_it_matches() {
+        let r = json_replies(ask(QKind::Node, "fcan/can0/node/*", "").await.1);
+        let keys: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["fcan/can0/node/md1", "fcan/can0/node/md2"]);
+        let r = ask(QKind::Node, "fcan/can0/node/zz$*", "").await.1;
+        assert_eq!(r.unwrap(), Vec::<Reply>::new());
+    }
+
+    #[tokio::test]
+    async fn a_node_key_that_matches_no_node_is_an_unknown_name() {
+        let (kind, message) = error(ask(QKind::Node, "fcan/can0/node/md9", "").await.1);
+        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(message, "no node at fcan/can0/node/md9");
+    }
+
+    #[tokio::test]
+    async fn a_service_call_reaches_the_master_and_replies_its_response() {
+        let key = "fcan/can0/service/md1/out0/set";
+        let (master, r) = ask(QKind::Service, key, r#"{"on": true}"#).await;
+        assert_eq!(
+            json_replies(r),
+            [(key.to_string(), json!({"success": true}))]
+        );
+        assert_eq!(master.asked(), [r#"call /md1/out0/set {"on":true}"#]);
+    }
+
+    #[tokio::test]
+    async fn a_service_call_without_a_request_is_bad_value_and_not_sent() {
+        let (master, r) = ask(QKind::Service, "fcan/can0/service/md1/out0/set", "").await;
+        let (kind, message) = error(r);
+        assert_eq!(kind, kind::BAD_VALUE);
+        assert_eq!(message, "a service call needs a JSON request payload");
+        assert_eq!(master.asked(), Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn a_payload_that_is_not_a_json_value_is_bad_value_and_not_sent() {
+        for payload in ["not json", "null"] {
+            let key = "fcan/can0/param/md1/motor0/gain";
+            let (master, r) = ask(QKind::Param, key, payload).await;
+            let (kind, _) = error(r);
+            assert_eq!(kind, kind::BAD_VALUE, "{payload}");
+            assert_eq!(master.asked(), Vec::<String>::new());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_param_query_without_payload_reads_the_value() {
+        let key = "fcan/can0/param/md1/motor0/gain";
+        let (master, r) = ask(QKind::Param, key, "").await;
+        assert_eq!(json_replies(r), [(key.to_string(), json!({"value": 0.5}))]);
+        assert_eq!(master.asked(), Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn a_param_query_with_a_value_writes_it_and_replies_it() {
+        let key = "fcan/can0/param/md1/motor0/gain";
+        let (master, r) = ask(QKind::Param, key, "2.5").await;
+        assert_eq!(json_replies(r), [(key.to_string(), json!({"value": 2.5}))]);
+        assert_eq!(master.asked(), ["param_set md1.motor0.gain 2.5"]);
+    }
+
+    #[tokio::test]
+    async fn a_master_refusal_is_replied_with_its_kind_and_reason() {
+        let key = "fcan/can0/param/md1/motor0/gain";
+        let (master, r) = ask(QKind::Param, key, "200.0").await;
+        let (kind, message) = error(r);
+        assert_eq!(kind, kind::BAD_VALUE);
+        assert!(message.contains("max 10"), "{message}");
+        assert_eq!(master.asked(), Vec::<String>::new());
+        let (kind, message) = error(
+            ask(QKind::Param, "fcan/can0/param/md1/motor0/kq", "")
+                .await
+                .1,
+        );
+        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert!(message.contains("md1.motor0.kq"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_query_to_a_node_not_served_is_not_running_with_its_phase_whatever_it_carries() {
+        for payload in ["", "1.0", "not json"] {
+            let key = "fcan/can0/param/md2/motor0/gain";
+            let (master, r) = ask(QKind::Param, key, payload).await;
+            let (kind, message) = error(r);
+            assert_eq!(kind, kind::NOT_RUNNING, "{payload:?}");
+            assert_eq!(message, "node md2 is not running (offline)");
+            assert_eq!(master.asked(), Vec::<String>::new());
+        }
+        let (kind, _) = error(
+            ask(QKind::Service, "fcan/can0/service/md2/a/b", "{}")
+                .await
+                .1,
+        );
+        assert_eq!(kind, kind::NOT_RUNNING);
+    }
+
+    #[tokio::test]
+    async fn a_query_to_a_node_nobody_knows_is_an_unknown_name_naming_the_bus() {
+        let (kind, message) = error(
+            ask(QKind::Service, "fcan/can0/service/md7/a/b", "{}")
+                .await
+                .1,
+        );
+        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(message, "no node named `md7` on bus can0");
+    }
+
+    #[tokio::test]
+    async fn a_plan_is_replied_as_json_and_as_null_before_the_node_is_planned() {
+        let r = json_replies(ask(QKind::Plan, "fcan/can0/plan/md1", "").await.1);
+        assert_eq!(
+            r,
+            [("fcan/can0/plan/md1".to_string(), json!({"frames": []}))]
+        );
+        let r = json_replies(ask(QKind::Plan, "fcan/can0/plan/md2", "").await.1);
+        assert_eq!(r, [("fcan/can0/plan/md2".to_string(), Json::Null)]);
+        let (kind, message) = error(ask(QKind::Plan, "fcan/can0/plan/md7", "").await.1);
+        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(message, "no node md7 on this bus");
+    }
+
+    #[tokio::test]
+    async fn reprovision_reaches_the_master_and_replies_null() {
+        let key = "fcan/can0/reprovision/md2";
+        let (master, r) = ask(QKind::Reprovision, key, "").await;
+        assert_eq!(json_replies(r), [(key.to_string(), Json::Null)]);
+        assert_eq!(master.asked(), ["reprovision 2"]);
+        let (master, r) = ask(QKind::Reprovision, "fcan/can0/reprovision/md7", "").await;
+        assert_eq!(error(r).0, kind::UNKNOWN_NAME);
+        assert_eq!(master.asked(), Vec::<String>::new());
     }
 }
