@@ -45,6 +45,7 @@ run fcan-core blob fuzz/seeds/blob
 run fcan-core reassembly
 run fcan-core scalar_pack
 run fcan-runtime-nostd node_frames fuzz/seeds/node_frames
+run fcan-runtime-nostd node_update fuzz/seeds/node_update
 run fcan-master engine_frames fuzz/seeds/engine_frames
 run fcan-ros2 dds_samples fuzz/seeds/dds_samples
 run fcan-drivers device_frames fuzz/seeds/device_frames
