@@ -47,6 +47,7 @@ pub mod observer;
 pub mod planner;
 pub mod registry;
 pub mod serving;
+pub mod update;
 pub use api::MasterApi;
 pub use engine::Phase;
 pub use master::{

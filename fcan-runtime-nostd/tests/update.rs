@@ -339,17 +339,15 @@ fn commit_before_the_last_byte_is_incomplete_and_the_rest_may_follow() {
     assert_eq!(u.commit(&img).phase, UpdatePhase::Verifying);
 }
 
+type Answer = Result<(), UpdateReason>;
+
 #[test]
 fn refused_offers_write_nothing() {
     let too_big = image(SLOT + 1, 1);
     let img = image(100, 1);
-    let cases: [(
-        &str,
-        &[u8],
-        &str,
-        Option<Result<(), UpdateReason>>,
-        UpdateReason,
-    ); 5] = [
+    // (what, image, node name offered, the application's answer, the reason expected)
+    type Case<'a> = (&'a str, &'a [u8], &'a str, Option<Answer>, UpdateReason);
+    let cases: [Case; 5] = [
         (
             "too large",
             &too_big,
