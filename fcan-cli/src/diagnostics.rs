@@ -18,8 +18,8 @@
 //! errors say so after the prefix, and no time stamps (the daemon's supervisor, journald
 //! say, adds its own). Events of other crates (Zenoh, the `foxglove` crate) are printed
 //! the usual `tracing` way. `RUST_LOG` chooses what is printed ([`DEFAULT_FILTER`]
-//! otherwise: fcan's diagnostics, and only warnings and errors of everything else, so
-//! Zenoh stays quiet).
+//! otherwise: fcan's diagnostics, only warnings and errors of everything else, and
+//! nothing of Zenoh's).
 
 use std::fmt;
 
@@ -31,8 +31,10 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
 /// What is printed when `RUST_LOG` is not set: fcan's diagnostics from `info` up, only
-/// warnings and errors of the other crates.
-pub const DEFAULT_FILTER: &str = "warn,fcan=info";
+/// warnings and errors of the other crates, and nothing of Zenoh's: it warns of every
+/// refused connection, and a refused probe of the local daemon is how a plain `fcan`
+/// command learns there is none (what matters reaches us as Zenoh's errors anyway).
+pub const DEFAULT_FILTER: &str = "warn,zenoh=off,fcan=info";
 
 /// Installs the subscriber for the whole process: events print on stderr, each line
 /// starting with `program` (`fcan serve`, `fcan`, `demo`). A second call, or a
@@ -237,16 +239,23 @@ mod tests {
     #[test]
     fn others_quiet_below_warn_and_rust_log_widens() {
         let emit = || {
-            tracing::info!(target: "zenoh::net", "chatter");
-            tracing::warn!(target: "zenoh::net", "something off");
+            tracing::info!(target: "foxglove::websocket", "chatter");
+            tracing::warn!(target: "foxglove::websocket", "something off");
+            // What every `fcan` command without a daemon makes Zenoh say.
+            tracing::warn!(target: "zenoh::net::runtime", "Unable to connect");
             tracing::debug!(target: "fcan::remote", "detail");
         };
         let quiet = printed(DEFAULT_FILTER, emit);
         assert!(!quiet.contains("chatter"), "{quiet}");
+        assert!(!quiet.contains("Unable to connect"), "{quiet}");
         assert!(!quiet.contains("detail"), "{quiet}");
-        assert!(quiet.contains("WARN zenoh::net: something off"), "{quiet}");
+        assert!(
+            quiet.contains("WARN foxglove::websocket: something off"),
+            "{quiet}"
+        );
         let loud = printed("debug", emit);
         assert!(loud.contains("chatter"), "{loud}");
+        assert!(loud.contains("Unable to connect"), "{loud}");
         assert!(loud.contains("fcan serve: debug: detail"), "{loud}");
     }
 }
