@@ -15,6 +15,8 @@
 //! - [`serve`]: `fcan serve`, the bus-owner daemon (its own parser: `--bus` repeats);
 //! - [`fake`]: `fcan fake`, fake nodes of any schema (its own parser), on the simulated
 //!   bus with `serve`'s bus owner, or on SocketCAN;
+//! - [`diagnostics`]: the `tracing` subscriber that prints the faces' and device links'
+//!   diagnostics on stderr;
 //! - this file: the wiring.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -23,6 +25,7 @@ pub mod args;
 pub mod attach;
 mod dbc;
 mod decode;
+pub mod diagnostics;
 mod exec;
 pub mod fake;
 pub mod mcap_file;
@@ -335,9 +338,9 @@ pub(crate) async fn start_master(
     let mtu = fcan_master::transport::Transport::mtu(&transport);
     let host =
         fcan_drivers::DeviceHost::new(mtu, drivers).map_err(|e| CliError::Usage(e.to_string()))?;
-    let bus = spec.to_string();
-    let link = fcan_drivers::DeviceLink::new(transport, host)
-        .with_log(move |line| eprintln!("fcan [{bus}] devices: {line}"));
+    // The link's notes (devices that came and went) name the bus by its spec.
+    let link =
+        diagnostics::bus_span(spec).in_scope(|| fcan_drivers::DeviceLink::new(transport, host));
     Ok(Master::start(link, opts).await?)
 }
 

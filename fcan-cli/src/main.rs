@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(args) = fcan_cli::serve::serve_argv(&argv) {
         let cli = fcan_cli::serve::ServeCli::parse_from(args);
+        fcan_cli::diagnostics::init("fcan serve");
         let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
         return match rt.block_on(fcan_cli::serve::serve(cli, None)) {
             Ok(()) => ExitCode::SUCCESS,
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
     // `fcan fake` too: fake nodes and, on a simulated bus, the daemon serving it.
     if let Some(args) = fcan_cli::fake::fake_argv(&argv) {
         let cli = fcan_cli::fake::FakeCli::parse_from(args);
+        fcan_cli::diagnostics::init("fcan fake");
         let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
         return match rt.block_on(fcan_cli::fake::fake(cli, None)) {
             Ok(()) => ExitCode::SUCCESS,
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
 
 async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
+    fcan_cli::diagnostics::init("fcan");
     let json = cli.json;
     match run(cli, None).await {
         Ok(()) => ExitCode::SUCCESS,

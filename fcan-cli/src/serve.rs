@@ -9,13 +9,13 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
 use fcan_master::transport::sim::SimBus;
 use fcan_remote::server::{Server, ServerOptions};
 use fcan_remote::session::SessionConfig;
+use tracing::Instrument;
 
 use crate::CliError;
 
@@ -455,22 +455,18 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         let mut opts = ServerOptions::default();
         opts.clock = clock;
         opts.delivery = cli.delivery;
-        let bus = name.clone();
-        opts.log = Some(Arc::new(move |line: &str| {
-            eprintln!("fcan serve [{bus}]: {line}")
-        }));
+        // Every face of this bus starts in its span: their diagnostics name the bus.
+        let span = crate::diagnostics::bus_span(name);
         let server = Server::start(master.clone(), &opened.session, name, opts)
+            .instrument(span.clone())
             .await
             .map_err(|e| CliError::Usage(e.to_string()))?;
         eprintln!("fcan serve [{name}]: serving {spec} as fcan/{name}/…");
         if let Some(addr) = cli.foxglove {
             let mut fopts = fcan_foxglove::FoxgloveOptions::default();
             fopts.name = format!("fcan serve (bus {name})");
-            let bus = name.clone();
-            fopts.log = Some(Arc::new(move |line: &str| {
-                eprintln!("fcan serve [{bus}] foxglove: {line}")
-            }));
             let fox = fcan_foxglove::FoxgloveServer::start(master.clone(), addr, fopts)
+                .instrument(span.clone())
                 .await
                 .map_err(|e| CliError::Usage(format!("--foxglove {addr}: {e}")))?;
             eprintln!(
@@ -498,10 +494,6 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                     .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
                     .collect::<String>()
             );
-            let bus = name.clone();
-            ropts.log = Some(Arc::new(move |line: &str| {
-                eprintln!("fcan serve [{bus}] ros2: {line}")
-            }));
             if let Some((_, config)) = joints.as_ref().filter(|(b, _)| b == name) {
                 use fcan_ros2_bridge::joints::{JointsBridge, JointsOptions};
                 let mut jopts = JointsOptions::default();
@@ -511,11 +503,8 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                     .joints_command_timeout
                     .map(std::time::Duration::from_millis);
                 jopts.framing = ropts.framing;
-                let bus = name.clone();
-                jopts.log = Some(Arc::new(move |line: &str| {
-                    eprintln!("fcan serve [{bus}] joints: {line}")
-                }));
-                let j = JointsBridge::start(master.clone(), &dds, config.clone(), jopts)
+                let j = span
+                    .in_scope(|| JointsBridge::start(master.clone(), &dds, config.clone(), jopts))
                     .map_err(|e| CliError::Usage(format!("--joints: {e}")))?;
                 eprintln!(
                     "ROS 2 joints: {} at {} Hz; states on {}, commands from {}, status {}, {} (docs/ros2.md)",
@@ -533,7 +522,9 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                 );
                 joints_running.push(j);
             }
-            let bridge = fcan_ros2_bridge::Ros2Bridge::start(master.clone(), dds, ropts).await;
+            let bridge = fcan_ros2_bridge::Ros2Bridge::start(master.clone(), dds, ropts)
+                .instrument(span.clone())
+                .await;
             eprintln!(
                 "ROS 2: DDS domain {domain}, {:?}; {} topics now (ros2 topic list; docs/ros2.md)",
                 cli.ros2_range,

@@ -50,10 +50,8 @@ async fn daemon(buses: &[&str]) -> Daemon {
         w.add_io(IO3);
         let m = w.start_master().await;
         fcan_e2e::wait_running(&m, &[MD1, MD2, IO3], Duration::from_secs(20)).await;
-        let mut opts = ServerOptions::default();
-        opts.log = Some(std::sync::Arc::new(|_: &str| {}));
         servers.push(
-            Server::start(m, &opened.session, bus, opts)
+            Server::start(m, &opened.session, bus, ServerOptions::default())
                 .await
                 .expect("server starts"),
         );

@@ -137,6 +137,8 @@ fn foxglove_serves_the_bus_and_frees_the_port() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fcan"))
         .args(["serve", "--bus", "sim", "--no-cache", "--listen", &endpoint])
         .args(["--foxglove", &format!("127.0.0.1:{fport}")])
+        // The default filter, whatever the test's environment says.
+        .env_remove("RUST_LOG")
         .stderr(Stdio::piped())
         .spawn()
         .expect("fcan serve starts");
@@ -152,6 +154,14 @@ fn foxglove_serves_the_bus_and_frees_the_port() {
     }
     assert!(
         log.contains(&format!("Foxglove: ws://127.0.0.1:{fport}")),
+        "{log}"
+    );
+    // The face's own diagnostics are `tracing` events: the command's subscriber prints
+    // them as the faces' lines always read, the bus in brackets.
+    assert!(
+        log.contains(&format!(
+            "fcan serve [sim] foxglove: serving on ws://127.0.0.1:{fport}\n"
+        )),
         "{log}"
     );
 

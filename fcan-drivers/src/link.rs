@@ -19,8 +19,8 @@ use crate::host::{DeviceHost, Route};
 /// want of room (a wedged or overloaded bus).
 const RETRY_US: u64 = 2_000;
 
-/// Where the host's notes go.
-type Log = Box<dyn FnMut(&str) + Send>;
+/// The target of the host's notes (devices that came and went) as `tracing` events.
+const TARGET: &str = "fcan::drivers";
 
 /// A link with devices on it. See the [module docs](self).
 pub struct DeviceLink<T> {
@@ -29,25 +29,24 @@ pub struct DeviceLink<T> {
     base: Instant,
     /// No sending to the bus before this (the link refused for want of room).
     hold_until: u64,
-    log: Option<Log>,
+    /// The span current when the link was made: the parent of its notes, which are
+    /// emitted inside the master's task where no span of the caller's is current.
+    span: tracing::Span,
 }
 
 impl<T: Transport> DeviceLink<T> {
-    /// `inner` with `host`'s devices on it.
+    /// `inner` with `host`'s devices on it. The host's notes (devices that came and
+    /// went) are `tracing` events with the target `fcan::drivers`, children of the span
+    /// current now (a program with several buses makes each link in a span naming its
+    /// bus).
     pub fn new(inner: T, host: DeviceHost) -> DeviceLink<T> {
         DeviceLink {
             inner,
             host,
             base: fcan_transport::now(),
             hold_until: 0,
-            log: None,
+            span: tracing::Span::current(),
         }
-    }
-
-    /// Where the host's notes go (devices that came and went); default: stderr.
-    pub fn with_log(mut self, log: impl FnMut(&str) + Send + 'static) -> Self {
-        self.log = Some(Box::new(log));
-        self
     }
 
     /// The host (counters, which node is whose).
@@ -69,10 +68,7 @@ impl<T: Transport> DeviceLink<T> {
 
     fn flush_notes(&mut self) {
         for n in self.host.take_notes() {
-            match self.log.as_mut() {
-                Some(log) => log(&n),
-                None => eprintln!("fcan-drivers: {n}"),
-            }
+            tracing::info!(target: TARGET, parent: &self.span, "{n}");
         }
     }
 

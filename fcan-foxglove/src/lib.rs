@@ -10,6 +10,11 @@
 //! * [`FoxgloveServer`]: the shell that runs the `foxglove` crate's WebSocket server
 //!   for one [`MasterApi`] (an in-process [`fcan_master::Master`] or a remote one).
 //!
+//! What the server says about itself (nodes served, publishes refused) are `tracing`
+//! events with the target `fcan::foxglove`, like the `foxglove` crate's own: they reach
+//! the subscriber the application installs (`fcan serve` prints them on stderr), and
+//! nothing is printed without one.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
@@ -28,7 +33,7 @@
 pub mod mapping;
 mod server;
 
-pub use server::{FoxgloveError, FoxgloveOptions, FoxgloveServer, Log};
+pub use server::{FoxgloveError, FoxgloveOptions, FoxgloveServer};
 
 /// The `foxglove` crate this server is built on (its types appear in [`mapping`]).
 pub use foxglove;

@@ -44,8 +44,10 @@ use tokio::task::JoinHandle;
 
 use crate::mapping::{self, NodeKey, ParamRef, WallClock, MESSAGE_ENCODING, SCHEMA_ENCODING};
 
-/// Where the server's log lines go (one line each, without the trailing newline).
-pub use fcan_master::serving::Log;
+/// The target of the server's `tracing` events (nodes served, publishes refused). Each
+/// is a child of the span current when [`FoxgloveServer::start`] was called, so a program
+/// serving several masters tells them apart by starting each in a span of its own.
+const TARGET: &str = "fcan::foxglove";
 
 /// How a [`FoxgloveServer`] runs.
 #[derive(Clone)]
@@ -53,10 +55,6 @@ pub use fcan_master::serving::Log;
 pub struct FoxgloveOptions {
     /// The server's name, shown by the app (default `fcan`).
     pub name: String,
-    /// Log lines (default: stderr, `fcan foxglove: …`). The `foxglove` crate's own
-    /// diagnostics are `tracing` events: they reach a subscriber the application
-    /// installs, never stdout.
-    pub log: Option<Log>,
     /// Messages queued per client before the oldest are dropped (default 1024).
     pub message_backlog: usize,
     /// The largest client message (publish, service request) accepted, bytes
@@ -76,7 +74,6 @@ impl Default for FoxgloveOptions {
     fn default() -> Self {
         FoxgloveOptions {
             name: "fcan".into(),
-            log: None,
             message_backlog: 1024,
             max_payload: 64 * 1024,
             publish_queue: 1024,
@@ -123,10 +120,6 @@ impl FoxgloveServer {
         addr: SocketAddr,
         opts: FoxgloveOptions,
     ) -> Result<FoxgloveServer, FoxgloveError> {
-        let log = opts
-            .log
-            .clone()
-            .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan foxglove: {line}")));
         let (publish_tx, publish_rx) = mpsc::channel(opts.publish_queue.max(1));
         let ctx = Context::new();
         let shared = Arc::new_cyclic(|me| Shared {
@@ -134,7 +127,7 @@ impl FoxgloveServer {
             master,
             ctx: ctx.clone(),
             rt: Handle::current(),
-            log,
+            span: tracing::Span::current(),
             clock: WallClock::now(),
             handle: Mutex::new(None),
             state: Mutex::new(State::default()),
@@ -169,7 +162,7 @@ impl FoxgloveServer {
             sup.spawn(),
         ];
         sup.resync().await;
-        (shared.log)(&format!("serving on ws://{addr}"));
+        tracing::info!(target: TARGET, parent: &shared.span, "serving on ws://{addr}");
         Ok(FoxgloveServer {
             shared,
             addr,
@@ -240,7 +233,9 @@ struct Shared<M> {
     master: M,
     ctx: Arc<Context>,
     rt: Handle,
-    log: Log,
+    /// The span current at start: the parent of the server's events, which run on
+    /// tasks and the `foxglove` crate's threads where no span of the caller's is current.
+    span: tracing::Span,
     opts: FoxgloveOptions,
     clock: WallClock,
     /// The WebSocket server; `None` once stopped.
@@ -382,7 +377,13 @@ impl<M: MasterApi> Shared<M> {
             .collect();
         self.with_server(|h| {
             if let Err(e) = h.add_services(services) {
-                (self.log)(&format!("services of node {}: {e}", Untrusted(name)));
+                tracing::warn!(
+                    target: TARGET,
+                    parent: &self.span,
+                    node = %Untrusted(name),
+                    "services of node {}: {e}",
+                    Untrusted(name)
+                );
             }
             // The warning `unserve` left, now that the node is back.
             h.remove_status(vec![status_id(name)]);
@@ -412,7 +413,12 @@ impl<M: MasterApi> Shared<M> {
                         },
                     );
                 }
-                Err(e) => (self.log)(&format!("channel {}: {e}", Untrusted(&t.name))),
+                Err(e) => tracing::warn!(
+                    target: TARGET,
+                    parent: &self.span,
+                    "channel {}: {e}",
+                    Untrusted(&t.name)
+                ),
             }
             served.topics.push(t.name.clone());
             st.topics.insert(t.name.clone(), t.dir);
@@ -421,14 +427,17 @@ impl<M: MasterApi> Shared<M> {
             served.params.push(p.name.clone());
             st.params.insert(p.name.clone(), p.clone());
         }
-        (self.log)(&format!(
+        tracing::info!(
+            target: TARGET,
+            parent: &self.span,
+            node = %Untrusted(name),
             "node {} (id {}) running: {} channel(s), {} service(s), {} parameter(s)",
             Untrusted(name),
             key.id,
             served.channels.len(),
             served.services.len(),
             served.params.len()
-        ));
+        );
         st.nodes.insert(key.id, served);
     }
 
@@ -469,11 +478,14 @@ impl<M: MasterApi> Shared<M> {
                 );
             }
         });
-        (self.log)(&format!(
+        tracing::info!(
+            target: TARGET,
+            parent: &self.span,
+            node = %Untrusted(&node.name),
             "node {} no longer served ({})",
             Untrusted(&node.name),
             why
-        ));
+        );
     }
 
     /// The topic graph of the running nodes, for Foxglove's Topic Graph panel.
@@ -549,11 +561,13 @@ impl<M: MasterApi> Shared<M> {
     fn refuse(&self, client: &Client, topic: &str, reason: &str) {
         let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
         if n <= 20 || n.is_multiple_of(1000) {
-            (self.log)(&format!(
+            tracing::warn!(
+                target: TARGET,
+                parent: &self.span,
                 "refused publish #{n} on {}: {}",
                 Untrusted(topic),
                 Untrusted(reason)
-            ));
+            );
         }
         let more = {
             let mut st = lock(&self.state);

@@ -4,7 +4,7 @@
 //! garbage, a parameter the master lets through and the node refuses (NAK).
 //! (The peer test, tests/foxglove/test.mjs, checks the rest with Foxglove's own client.)
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,6 +13,7 @@ use fcan_core::frame::{Frame, Mtu};
 use fcan_core::id::{ConfigId, Direction, Opcode};
 use fcan_core::msg::{CommandResult, ConfigMessage, ResultCode};
 use fcan_core::segment::Segmenter;
+use fcan_e2e::capture::Capture;
 use fcan_e2e::{wait_running, World, IO3, MD1, MD2};
 use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
 use fcan_master::transport::{Received, Transport, TransportError};
@@ -22,29 +23,21 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tracing::Instrument;
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// Collected log lines.
-fn log() -> (Arc<Mutex<Vec<String>>>, fcan_foxglove::Log) {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let l = lines.clone();
-    (
-        lines,
-        Arc::new(move |s: &str| l.lock().unwrap().push(s.to_string())),
-    )
-}
-
-async fn start(max_payload: usize) -> (World, FoxgloveServer, Arc<Mutex<Vec<String>>>) {
+/// A server started in a capture's span: its diagnostics are the capture's lines.
+async fn start(max_payload: usize) -> (World, FoxgloveServer, Capture) {
     let (w, m) = World::standard(Mtu::Fd).await;
-    let (lines, log) = log();
+    let log = Capture::new();
     let mut opts = FoxgloveOptions::default();
-    opts.log = Some(log);
     opts.max_payload = max_payload;
     let server = FoxgloveServer::start(m, "127.0.0.1:0".parse().unwrap(), opts)
+        .instrument(log.span().clone())
         .await
         .expect("server starts");
-    (w, server, lines)
+    (w, server, log)
 }
 
 async fn connect(server: &FoxgloveServer) -> Ws {
@@ -241,9 +234,9 @@ async fn a_rebooted_node_is_unadvertised_and_advertised_again() {
         !server.watched().contains(&FB.to_string())
     })
     .await;
-    let lines = log.lock().unwrap().join("\n");
+    let lines = log.text();
     assert!(
-        lines.contains("node motor_driver2 no longer served (rebooted)"),
+        lines.contains("INFO fcan::foxglove: node motor_driver2 no longer served (rebooted)"),
         "{lines}"
     );
     eventually("all 54 channels again", || server.channels().len() == 54).await;
@@ -473,12 +466,13 @@ async fn a_parameter_the_node_refuses_is_an_error_with_the_nodes_reason() {
     w.add_io(IO3);
     let m = w.start_master().await;
     wait_running(&m, &[MD1, MD2, IO3], Duration::from_secs(3)).await;
-    let (_lines, log) = log();
-    let mut opts = FoxgloveOptions::default();
-    opts.log = Some(log);
-    let server = FoxgloveServer::start(m, "127.0.0.1:0".parse().unwrap(), opts)
-        .await
-        .expect("server starts");
+    let server = FoxgloveServer::start(
+        m,
+        "127.0.0.1:0".parse().unwrap(),
+        FoxgloveOptions::default(),
+    )
+    .await
+    .expect("server starts");
     let mut ws = connect(&server).await;
     let mut heard = Heard::default();
     until(&mut ws, &mut heard, 5, "advertise", |h| {

@@ -53,9 +53,6 @@ use crate::engine::{Event, Phase};
 use crate::master::NodeInfo;
 use crate::registry::Registry;
 
-/// Where a face's log lines go.
-pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
-
 /// Locks a mutex, poisoned or not: a face's state stays consistent between statements
 /// (no invariant spans a panic), so a panic elsewhere while holding the lock must not
 /// take the face down with it.

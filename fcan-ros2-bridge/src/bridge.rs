@@ -41,8 +41,10 @@ use crate::rosout::{self, Level, Line};
 use crate::routes::{node_routes, Route, ServiceRoute, SERVICE_QOS};
 use crate::rpc::{reply, split_request, Framing};
 
-/// Where log lines go.
-pub use fcan_master::serving::Log;
+/// The target of the bridge's `tracing` events (nodes on the graph, refusals, endpoints
+/// that failed); each is a child of the span current when [`Ros2Bridge::start`] was
+/// called.
+const TARGET: &str = "fcan::ros2";
 
 /// How the bridge runs.
 #[derive(Clone)]
@@ -51,8 +53,6 @@ pub struct Ros2Options {
     /// How often the served nodes are compared with the running ones even without an
     /// event.
     pub resync_period: Duration,
-    /// Where log lines go (default: stderr, `fcan ros2: …`).
-    pub log: Option<Log>,
     /// How service requests and replies are framed (default: from `RMW_IMPLEMENTATION`,
     /// [`Framing::from_rmw`]).
     pub framing: Framing,
@@ -70,7 +70,6 @@ impl Default for Ros2Options {
     fn default() -> Self {
         Ros2Options {
             resync_period: Duration::from_secs(1),
-            log: None,
             framing: Framing::from_rmw(std::env::var("RMW_IMPLEMENTATION").ok().as_deref()),
             call_timeout: Duration::from_secs(5),
             distro: Distro::from_env(std::env::var("ROS_DISTRO").ok().as_deref()),
@@ -153,7 +152,9 @@ struct Shared<M, D: Dds> {
     /// `/parameter_events`, written by the bridge's node.
     param_events: Option<D::Writer>,
     dds: D,
-    log: Log,
+    /// The span current at start: the parent of the bridge's events, which run on its
+    /// tasks where no span of the caller's is current.
+    span: tracing::Span,
     store: Mutex<Interfaces>,
     /// The nodes served, by id (the [`Supervisor`] decides which).
     served: Mutex<BTreeMap<u8, Served>>,
@@ -201,7 +202,7 @@ impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
     fn unserve(&self, key: NodeKey, name: &str, why: &Unserved) {
         // Dropping the entry aborts its tasks, which drops its DDS endpoints.
         if lock(&self.0.served).remove(&key.id).is_some() {
-            (self.0.log)(&format!("{name} left the ROS 2 graph ({why})"));
+            tracing::info!(target: TARGET, parent: &self.0.span, node = %name, "{name} left the ROS 2 graph ({why})");
         }
     }
 
@@ -233,10 +234,7 @@ impl Ros2Bridge {
     /// Bridges `master`'s running nodes onto `dds`. Serves the nodes running now before
     /// it returns.
     pub async fn start<M: MasterApi, D: Dds>(master: M, dds: D, opts: Ros2Options) -> Ros2Bridge {
-        let log = opts
-            .log
-            .clone()
-            .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan ros2: {line}")));
+        let span = tracing::Span::current();
         // The graph writer: reliable, transient local, keep last 1, as rmw does it.
         let store = graph::store_with_humble_graph();
         let graph = dds
@@ -251,10 +249,12 @@ impl Ros2Bridge {
                 },
             })
             .map_err(|e| {
-                log(&format!(
+                tracing::warn!(
+                    target: TARGET,
+                    parent: &span,
                     "{}: {e}; the nodes will not show in ros2 node list",
                     graph::TOPIC
-                ))
+                )
             })
             .ok();
         let own = |topic: &str, ty: &str, qos| {
@@ -264,7 +264,7 @@ impl Ros2Bridge {
                 qos,
                 type_hash: rihs::type_hash(&store, ty).ok(),
             })
-            .map_err(|e| log(&format!("{topic}: {e}")))
+            .map_err(|e| tracing::warn!(target: TARGET, parent: &span, "{topic}: {e}"))
             .ok()
         };
         let rosout = own(rosout::TOPIC, rosout::TYPE, rosout::QOS);
@@ -279,7 +279,7 @@ impl Ros2Bridge {
             rosout,
             param_events,
             dds,
-            log,
+            span,
             store: Mutex::new(store),
             served: Mutex::new(BTreeMap::new()),
             counters: Arc::new(Counters::default()),
@@ -360,21 +360,21 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         };
         let nr = node_routes(id, &schema, registry, &mut lock(&self.store));
         for n in &nr.notes {
-            (self.log)(&format!("note: {n}"));
+            tracing::info!(target: TARGET, parent: &self.span, "note: {n}");
         }
         let mut tasks = Vec::new();
         let mut gids = NodeGids::default();
         for r in &nr.topics {
             match self.carry(r, &mut gids).await {
                 Ok(t) => tasks.push(t),
-                Err(e) => (self.log)(&format!("{}: {e}", r.name)),
+                Err(e) => tracing::warn!(target: TARGET, parent: &self.span, "{}: {e}", r.name),
             }
         }
         let topics = tasks.len();
         for r in &nr.services {
             match self.serve_calls(r, &mut gids) {
                 Ok(t) => tasks.push(t),
-                Err(e) => (self.log)(&format!("{}: {e}", r.name)),
+                Err(e) => tracing::warn!(target: TARGET, parent: &self.span, "{}: {e}", r.name),
             }
         }
         let name = node.name.clone();
@@ -383,14 +383,12 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         for (svc, ty) in NODE_SERVICES.into_iter().chain(PARAM_SERVICES) {
             match self.serve_node_service(&name, id, svc, ty, params.clone(), &mut gids) {
                 Ok(t) => tasks.push(t),
-                Err(e) => (self.log)(&format!("/{name}/{svc}: {e}")),
+                Err(e) => tracing::warn!(target: TARGET, parent: &self.span, "/{name}/{svc}: {e}"),
             }
         }
-        (self.log)(&format!(
-            "{name}: {topics} topics, {services} services, {} parameters on ROS 2 ({:?} service framing)",
+        tracing::info!(target: TARGET, parent: &self.span, node = %name, "{name}: {topics} topics, {services} services, {} parameters on ROS 2 ({:?} service framing)",
             params.params.len(),
-            self.opts.framing
-        ));
+            self.opts.framing);
         lock(&self.served).insert(
             id.get(),
             Served {
@@ -439,7 +437,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             .map_err(|e| e.to_string())
             .and_then(|b| w.write(&b, None, Some(now)).map_err(|e| e.to_string()))
         {
-            (self.log)(&format!("{}: {e}", rosout::TOPIC));
+            tracing::warn!(target: TARGET, parent: &self.span, "{}: {e}", rosout::TOPIC);
         }
     }
 
@@ -447,7 +445,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     /// of the node that `name` (a topic or service `/motor_driver1/motor0/target`, or a
     /// node `motor_driver1`) belongs to.
     fn warn(&self, name: &str, text: String) {
-        (self.log)(&text);
+        tracing::warn!(target: TARGET, parent: &self.span, "{text}");
         let logger = name
             .trim_start_matches('/')
             .split('/')
@@ -476,7 +474,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             .map_err(|e| e.to_string())
             .and_then(|b| w.write(&b, None, Some(now)).map_err(|e| e.to_string()))
         {
-            (self.log)(&format!("{}: {e}", crate::params::EVENTS_TOPIC));
+            tracing::warn!(target: TARGET, parent: &self.span, "{}: {e}", crate::params::EVENTS_TOPIC);
         }
     }
 
@@ -509,10 +507,10 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         match dynamic::encode(&lock(&self.store), ty, &info) {
             Ok(b) => {
                 if let Err(e) = writer.write(&b, None, None) {
-                    (self.log)(&format!("{}: {e}", graph::TOPIC));
+                    tracing::warn!(target: TARGET, parent: &self.span, "{}: {e}", graph::TOPIC);
                 }
             }
-            Err(e) => (self.log)(&format!("{}: {e}", graph::TOPIC)),
+            Err(e) => tracing::warn!(target: TARGET, parent: &self.span, "{}: {e}", graph::TOPIC),
         }
     }
 
@@ -563,7 +561,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     if let Some(b) = sample {
                         let (bytes, related) = reply(&id, &b);
                         if let Err(e) = writer.write(&bytes, related, None) {
-                            (me.log)(&format!("{}: reply not written: {e}", route.name));
+                            tracing::warn!(target: TARGET, parent: &me.span, "{}: reply not written: {e}", route.name);
                         }
                     }
                 });
@@ -624,10 +622,10 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                         me.counters.calls.fetch_add(1, Ordering::Relaxed);
                         let (bytes, related) = reply(&id, &b);
                         if let Err(e) = writer.write(&bytes, related, None) {
-                            (me.log)(&format!("{name}: reply not written: {e}"));
+                            tracing::warn!(target: TARGET, parent: &me.span, "{name}: reply not written: {e}");
                         }
                     }
-                    Err(e) => (me.log)(&format!("{name}: {e}")),
+                    Err(e) => tracing::warn!(target: TARGET, parent: &me.span, "{name}: {e}"),
                 }
             }
         }))
@@ -901,10 +899,8 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                             Err(e) => {
                                 me.counters.failed.fetch_add(1, Ordering::Relaxed);
                                 if !warned {
-                                    (me.log)(&format!(
-                                        "{}: not written: {e} (further failures counted only)",
-                                        route.name
-                                    ));
+                                    tracing::warn!(target: TARGET, parent: &me.span, "{}: not written: {e} (further failures counted only)",
+                                        route.name);
                                     warned = true;
                                 }
                             }

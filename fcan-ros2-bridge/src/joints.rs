@@ -40,7 +40,6 @@ use futures_util::stream::BoxStream;
 use futures_util::{FutureExt, StreamExt};
 use tokio::task::JoinHandle;
 
-use crate::bridge::Log;
 use crate::dds::{Dds, DdsError, DdsWriter, Endpoint, Received};
 use crate::names::{dds_topic, dds_type};
 use crate::routes::{READER_QOS, SERVICE_QOS, STATE_QOS, WRITER_QOS};
@@ -62,6 +61,10 @@ pub const STATUS_TOPIC: &str = "/fcan_joints/status";
 
 /// Clears a latched fault and activates the loop again (`std_srvs/srv/Trigger`).
 pub const CLEAR_FAULT_SERVICE: &str = "/fcan_joints/clear_fault";
+
+/// The target of the joints' `tracing` events (configured, active, faults, refused
+/// commands); each is a child of the span current when [`JointsBridge::start`] was called.
+const TARGET: &str = "fcan::joints";
 
 /// The interfaces a JointState carries, in its order.
 pub const INTERFACES: [&str; 3] = ["position", "velocity", "effort"];
@@ -345,8 +348,6 @@ pub struct JointsOptions {
     pub command_timeout: Option<Duration>,
     /// How `clear_fault` requests and replies are framed.
     pub framing: Framing,
-    /// Where log lines go (default: stderr, `fcan joints: …`).
-    pub log: Option<Log>,
 }
 
 impl Default for JointsOptions {
@@ -359,7 +360,6 @@ impl Default for JointsOptions {
             retry: Duration::from_secs(1),
             command_timeout: None,
             framing: Framing::from_rmw(std::env::var("RMW_IMPLEMENTATION").ok().as_deref()),
-            log: None,
         }
     }
 }
@@ -433,10 +433,8 @@ impl JointsBridge {
         config: CycleConfig,
         opts: JointsOptions,
     ) -> Result<JointsBridge, DdsError> {
-        let log = opts
-            .log
-            .clone()
-            .unwrap_or_else(|| Arc::new(|line: &str| eprintln!("fcan joints: {line}")));
+        // The parent of the loop's events, which run on its own task.
+        let span = tracing::Span::current();
         // Each endpoint announces its type's hash; a service's halves, the service's.
         let store = Interfaces::bundled();
         let ep = |topic: String, ty: &str, qos| {
@@ -483,7 +481,7 @@ impl JointsBridge {
         };
         let map = JointMap::from_config(&config);
         for n in map.notes() {
-            log(&format!("note: {n}"));
+            tracing::info!(target: TARGET, parent: &span, "note: {n}");
         }
         let shared = Arc::new(Shared {
             counters: Counters::default(),
@@ -499,7 +497,7 @@ impl JointsBridge {
             cycle: None,
             io,
             store: Interfaces::bundled(),
-            log,
+            span,
             opts,
             shared: shared.clone(),
             held,
@@ -592,7 +590,8 @@ struct Loop<M: MasterApi, W> {
     cycle: Option<Cycle<M>>,
     io: Io<W>,
     store: Interfaces,
-    log: Log,
+    /// The span current at start: the parent of the loop's events.
+    span: tracing::Span,
     opts: JointsOptions,
     shared: Arc<Shared>,
     /// The commands in force, by command index.
@@ -629,8 +628,14 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
         if let Some(c) = &mut self.cycle {
             if c.lifecycle() == &Lifecycle::Active {
                 match c.deactivate().await {
-                    Ok(()) => (self.log)("deactivated: the safe commands sent"),
-                    Err(e) => (self.log)(&format!("deactivation: {e}")),
+                    Ok(()) => tracing::info!(
+                        target: TARGET,
+                        parent: &self.span,
+                        "deactivated: the safe commands sent"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(target: TARGET, parent: &self.span, "deactivation: {e}")
+                    }
                 }
             }
         }
@@ -648,7 +653,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
         let v = RosValue::Msg(vec![RosValue::Str(status)]);
         if let Ok(b) = dynamic::encode(&self.store, "std_msgs/msg/String", &v) {
             if let Err(e) = self.io.status.write(&b, None, None) {
-                (self.log)(&format!("{STATUS_TOPIC}: {e}"));
+                tracing::warn!(target: TARGET, parent: &self.span, "{STATUS_TOPIC}: {e}");
             }
         }
     }
@@ -656,7 +661,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
     /// Logs a configuration or activation problem once (until it changes).
     fn problem(&mut self, text: String) {
         if text != self.last_problem {
-            (self.log)(&text);
+            tracing::warn!(target: TARGET, parent: &self.span, "{text}");
             self.last_problem.clone_from(&text);
         }
     }
@@ -678,12 +683,14 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                     let joints: Vec<String> =
                         self.config.joints.iter().map(|j| j.name.clone()).collect();
                     self.map = JointMap::new(&joints, c.state_names(), c.command_names());
-                    (self.log)(&format!(
+                    tracing::info!(
+                        target: TARGET,
+                        parent: &self.span,
                         "configured: joints {}; states on {}, commands from {}",
                         joints.join(", "),
                         self.opts.states_topic,
                         self.opts.commands_topic
-                    ));
+                    );
                     self.cycle = Some(c);
                     self.last_problem.clear();
                     // A failure is logged and retried on a later tick.
@@ -725,9 +732,11 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                 self.armed = false;
                 self.held = self.config.commands().map(|c| c.safe).collect();
                 self.auto_activate = false;
-                (self.log)(&format!(
+                tracing::error!(
+                    target: TARGET,
+                    parent: &self.span,
                     "FAULT: {f}; the safe stop is sent, states stop, commands have no effect until {CLEAR_FAULT_SERVICE} is called"
-                ));
+                );
                 self.set_status(format!("faulted: {f}"));
                 return;
             }
@@ -752,9 +761,11 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
         if let Some(t) = self.opts.command_timeout {
             let old = self.last_command.elapsed() > t;
             if old && !self.expired {
-                (self.log)(&format!(
+                tracing::warn!(
+                    target: TARGET,
+                    parent: &self.span,
                     "no command for {t:?}: commands no longer sent (the nodes' watchdogs stop the joints) until the next one"
-                ));
+                );
             }
             self.expired = old;
             if old {
@@ -799,7 +810,11 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                 self.expired = false;
                 self.held = self.config.commands().map(|c| c.safe).collect();
                 self.last_problem.clear();
-                (self.log)("active: the enable steps done, every state fresh");
+                tracing::info!(
+                    target: TARGET,
+                    parent: &self.span,
+                    "active: the enable steps done, every state fresh"
+                );
                 self.set_status("active".into());
                 Ok(())
             }
@@ -809,7 +824,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                     self.problem(format!("activation: {why} (retrying)"));
                     self.set_status(format!("activating: {why}"));
                 } else {
-                    (self.log)(&format!("activation: {why}"));
+                    tracing::warn!(target: TARGET, parent: &self.span, "activation: {why}");
                     self.set_status(format!(
                         "inactive: {why}; call {CLEAR_FAULT_SERVICE} to try again"
                     ));
@@ -826,7 +841,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
             .refusals
             .line(format!("{}: refused: {why}", self.opts.commands_topic))
         {
-            (self.log)(&line);
+            tracing::warn!(target: TARGET, parent: &self.span, "{line}");
         }
     }
 
@@ -859,7 +874,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                 self.written = true;
                 self.last_command = Instant::now();
                 if std::mem::take(&mut self.expired) {
-                    (self.log)("commands resumed");
+                    tracing::info!(target: TARGET, parent: &self.span, "commands resumed");
                 }
                 self.shared
                     .counters
@@ -887,7 +902,11 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
             Some(c) if c.lifecycle() == &Lifecycle::Active => (true, "active (no fault)".into()),
             Some(c) => {
                 if let Some(f) = c.clear_fault() {
-                    (self.log)(&format!("fault cleared ({f}); activating again"));
+                    tracing::info!(
+                        target: TARGET,
+                        parent: &self.span,
+                        "fault cleared ({f}); activating again"
+                    );
                 }
                 match self.activate().await {
                     Ok(()) => (true, "active".into()),
@@ -900,10 +919,18 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
             Ok(b) => {
                 let (bytes, related) = reply(&id, &b);
                 if let Err(e) = self.io.reply.write(&bytes, related, None) {
-                    (self.log)(&format!("{CLEAR_FAULT_SERVICE}: reply not written: {e}"));
+                    tracing::warn!(
+                        target: TARGET,
+                        parent: &self.span,
+                        "{CLEAR_FAULT_SERVICE}: reply not written: {e}"
+                    );
                 }
             }
-            Err(e) => (self.log)(&format!("{CLEAR_FAULT_SERVICE}: {e}")),
+            Err(e) => tracing::warn!(
+                target: TARGET,
+                parent: &self.span,
+                "{CLEAR_FAULT_SERVICE}: {e}"
+            ),
         }
     }
 }

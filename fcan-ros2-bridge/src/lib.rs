@@ -14,6 +14,11 @@
 //! - [`bridge`]: the shell that keeps the endpoints in step with the bus.
 //!
 //! The types come from [`fcan_ros2`]; the mapping is described in `docs/ros2.md`.
+//!
+//! What the bridge says about itself goes to `tracing`: target `fcan::ros2` for the
+//! bridge, `fcan::joints` for the joints, each event a child of the span current when the
+//! face was started. `fcan serve` prints them on stderr; a program without a subscriber
+//! prints nothing. (`/rosout` is the nodes' log on the ROS side, written either way.)
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -29,6 +34,6 @@ pub mod routes;
 pub mod rpc;
 pub mod rustdds_backend;
 
-pub use bridge::{Log, Ros2Bridge, Ros2Options, Ros2Stats};
+pub use bridge::{Ros2Bridge, Ros2Options, Ros2Stats};
 pub use graph::Distro;
 pub use rpc::Framing;

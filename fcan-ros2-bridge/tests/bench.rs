@@ -44,9 +44,7 @@ async fn dds_figures() {
     let master = w.start_master_on(TakenAt(w.endpoint())).await;
     wait_running(&master, &[MD1, MD2, IO3], Duration::from_secs(3)).await;
     let dds = RustDds::new(0, Range::Localhost).unwrap();
-    let mut opts = Ros2Options::default();
-    opts.log = Some(std::sync::Arc::new(|_: &str| {}));
-    let bridge = Ros2Bridge::start(master.clone(), dds, opts).await;
+    let bridge = Ros2Bridge::start(master.clone(), dds, Ros2Options::default()).await;
     let text = run_child().await;
     let s = bridge.stats();
     println!(

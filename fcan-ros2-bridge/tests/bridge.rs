@@ -52,7 +52,6 @@ fn graph(dds: &MemDds) -> (Vec<(String, usize, usize)>, Vec<RosValue>) {
 fn quiet() -> Ros2Options {
     let mut o = Ros2Options::default();
     o.framing = Framing::Cyclone;
-    o.log = Some(Arc::new(|_: &str| {}));
     o.resync_period = Duration::from_millis(100);
     o
 }
@@ -718,9 +717,7 @@ async fn a_driven_device_is_a_ros2_node_like_a_board() {
     let _sims = tokio::spawn(fcan_drivers::sim::run(w.endpoint(), sims));
     let spec = DeviceSpec::parse("robstride:id=10,model=RS03").unwrap();
     let host = DeviceHost::new(Mtu::Classic, devices(&[spec]).unwrap()).unwrap();
-    let m = w
-        .start_master_on(DeviceLink::new(w.endpoint(), host).with_log(|_| {}))
-        .await;
+    let m = w.start_master_on(DeviceLink::new(w.endpoint(), host)).await;
     fcan_e2e::wait_running(&m, &[MD1, 10], Duration::from_secs(20)).await;
     let dds = MemDds::default();
     let bridge = Ros2Bridge::start(m.clone(), dds.clone(), quiet()).await;

@@ -6,11 +6,11 @@
 //! effect until `clear_fault` activates the loop again; with a command timeout, silence
 //! stops the joints (their own watchdogs) until the next command.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fcan_core::frame::Mtu;
 use fcan_cycle::CycleConfig;
+use fcan_e2e::capture::Capture;
 use fcan_e2e::{World, MD1, MD2};
 use fcan_master::Master;
 use fcan_ros2::dynamic::{self, RosValue};
@@ -71,15 +71,9 @@ async fn tune(m: &Master, node: &str) {
     }
 }
 
-type Lines = Arc<Mutex<Vec<String>>>;
-
-fn options(lines: &Lines) -> JointsOptions {
+fn options() -> JointsOptions {
     let mut o = JointsOptions::default();
     o.framing = Framing::Cyclone;
-    let lines = lines.clone();
-    o.log = Some(Arc::new(move |l: &str| {
-        lines.lock().unwrap().push(l.to_string())
-    }));
     o
 }
 
@@ -190,10 +184,14 @@ fn axis_velocity(w: &World, id: u8) -> f32 {
     w.motor(id).with(|f| f.axis(0).unwrap().velocity)
 }
 
-async fn started(m: &Master, dds: &MemDds, lines: &Lines) -> JointsBridge {
+/// The joints started in `log`'s span: their diagnostics are its lines.
+async fn started(m: &Master, dds: &MemDds, log: &Capture) -> JointsBridge {
     tune(m, "motor_driver1").await;
     tune(m, "motor_driver2").await;
-    let joints = JointsBridge::start(m.clone(), dds, config(), options(lines)).unwrap();
+    let joints = log
+        .span()
+        .in_scope(|| JointsBridge::start(m.clone(), dds, config(), options()))
+        .unwrap();
     settle("the joints active", Duration::from_secs(10), || {
         joints.status() == "active"
     })
@@ -206,7 +204,7 @@ async fn started(m: &Master, dds: &MemDds, lines: &Lines) -> JointsBridge {
 async fn joint_state_commands_move_the_joints_and_the_states_follow() {
     let (w, m) = World::standard(Mtu::Fd).await;
     let dds = MemDds::default();
-    let lines = Lines::default();
+    let lines = Capture::new();
     let joints = started(&m, &dds, &lines).await;
     let feed = dds.feeds.lock().unwrap()[COMMANDS].clone();
 
@@ -302,9 +300,9 @@ async fn joint_state_commands_move_the_joints_and_the_states_follow() {
         "left unchanged: {:?}",
         s.velocity
     );
-    let log = lines.lock().unwrap().join("\n");
+    let log = lines.text();
     for words in [
-        "/robot_joint_commands: refused: `velocity` has 1 values for 2 names",
+        "WARN fcan::joints: /robot_joint_commands: refused: `velocity` has 1 values for 2 names",
         "refused: unknown joint `elbow` (joints: left_wheel, right_wheel)",
         "refused: joint `left_wheel` has no `position` command interface",
         "refused: write: command left_wheel/velocity = 1000000",
@@ -320,7 +318,7 @@ async fn joint_state_commands_move_the_joints_and_the_states_follow() {
 async fn a_pulled_node_latches_a_fault_and_commands_have_no_effect_until_cleared() {
     let (mut w, m) = World::standard(Mtu::Fd).await;
     let dds = MemDds::default();
-    let lines = Lines::default();
+    let lines = Capture::new();
     let joints = started(&m, &dds, &lines).await;
     let feed = dds.feeds.lock().unwrap()[COMMANDS].clone();
     stream(&feed, Duration::from_secs(1), || {
@@ -342,9 +340,9 @@ async fn a_pulled_node_latches_a_fault_and_commands_have_no_effect_until_cleared
         status.contains("motor_driver2"),
         "names the node or its state: {status}"
     );
-    let log = lines.lock().unwrap().join("\n");
+    let log = lines.text();
     assert!(
-        log.contains("FAULT: ") && log.contains("/fcan_joints/clear_fault"),
+        log.contains("ERROR fcan::joints: FAULT: ") && log.contains("/fcan_joints/clear_fault"),
         "{log}"
     );
 
@@ -454,12 +452,15 @@ async fn a_pulled_node_latches_a_fault_and_commands_have_no_effect_until_cleared
 async fn with_a_command_timeout_silence_stops_the_joints_until_the_next_command() {
     let (w, m) = World::standard(Mtu::Fd).await;
     let dds = MemDds::default();
-    let lines = Lines::default();
+    let lines = Capture::new();
     tune(&m, "motor_driver1").await;
     tune(&m, "motor_driver2").await;
-    let mut opts = options(&lines);
+    let mut opts = options();
     opts.command_timeout = Some(Duration::from_millis(300));
-    let joints = JointsBridge::start(m.clone(), &dds, config(), opts).unwrap();
+    let joints = lines
+        .span()
+        .in_scope(|| JointsBridge::start(m.clone(), &dds, config(), opts))
+        .unwrap();
     settle("the joints active", Duration::from_secs(10), || {
         joints.status() == "active"
     })
@@ -479,9 +480,9 @@ async fn with_a_command_timeout_silence_stops_the_joints_until_the_next_command(
     let n = count(&dds, STATES);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(count(&dds, STATES) > n + 10, "the states go on");
-    let log = lines.lock().unwrap().join("\n");
+    let log = lines.text();
     assert!(
-        log.contains("no command for 300ms: commands no longer sent"),
+        log.contains("WARN fcan::joints: no command for 300ms: commands no longer sent"),
         "{log}"
     );
     // The next command resumes.
@@ -491,8 +492,7 @@ async fn with_a_command_timeout_silence_stops_the_joints_until_the_next_command(
     .await;
     assert!(axis_velocity(&w, MD1) > 1.5);
     assert!(lines
-        .lock()
-        .unwrap()
+        .lines()
         .iter()
-        .any(|l| l == "commands resumed"));
+        .any(|l| l == "INFO fcan::joints: commands resumed"));
 }

@@ -1,6 +1,7 @@
 //! Shared helpers of the end-to-end tests: a [`World`] (a simulated bus, example
 //! firmwares running on it, a master), bounded waits on tokio's clock, a raw peer that
-//! puts hand-made configuration frames on the bus, and small [`Value`] accessors.
+//! puts hand-made configuration frames on the bus, small [`Value`] accessors, and the
+//! faces' `tracing` events captured per test ([`capture`]).
 //!
 //! Every test on the simulated bus runs on tokio's paused clock
 //! (`#[tokio::test(start_paused = true)]`): the bus, the node main loops and the master
@@ -31,6 +32,8 @@ use tokio::time::Instant;
 
 pub use fcan_core;
 pub use fcan_master;
+
+pub mod capture;
 
 /// Runs an `async fn(Mtu)` test once on CAN FD and once on Classical CAN, each on a
 /// paused tokio clock: `both_links!(name);` makes `name::fd` and `name::classic`.

@@ -17,6 +17,7 @@ use fcan_drivers::robstride::sim::SimMotor;
 use fcan_drivers::sim::SimDevice;
 use fcan_drivers::spec::{devices, DeviceSpec};
 use fcan_drivers::{DeviceHost, DeviceLink};
+use fcan_e2e::capture::Capture;
 use fcan_e2e::{wait_running, World, IO3, MD1};
 use fcan_master::value::Value;
 use fcan_master::Master;
@@ -52,13 +53,28 @@ async fn rig() -> Rig {
         DeviceSpec::parse("mit:id=0x20").unwrap(),
     ];
     let host = DeviceHost::new(Mtu::Classic, devices(&specs).unwrap()).unwrap();
-    let link = DeviceLink::new(w.endpoint(), host).with_log(|l| {
-        if std::env::var_os("FCAN_TEST_LOG").is_some() {
-            eprintln!("devices: {l}");
-        }
-    });
+    // The link's notes are `tracing` events, children of the span current when it is made.
+    let notes = Capture::new();
+    let link = notes
+        .span()
+        .in_scope(|| DeviceLink::new(w.endpoint(), host));
     let m = w.start_master_on(link).await;
     wait_running(&m, &[MD1, IO3, RS, MIT], Duration::from_secs(10)).await;
+    if std::env::var_os("FCAN_TEST_LOG").is_some() {
+        eprintln!("{}", notes.text());
+    }
+    // Both devices came: each said so (the note is flushed before its node's
+    // frames reach the master, so before it can run).
+    let said = notes.text();
+    assert!(
+        said.lines().all(|l| l.starts_with("INFO fcan::drivers: ")),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("answers: presented as fcan node").count(),
+        2,
+        "{said}"
+    );
     Rig {
         w,
         m,

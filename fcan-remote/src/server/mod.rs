@@ -71,8 +71,10 @@ use crate::RemoteError;
 /// How long [`Server::start`] waits for another server of the same bus name to answer.
 const BUS_PROBE: Duration = Duration::from_secs(2);
 
-/// Where the server's log lines go (one line each, without the trailing newline).
-pub use fcan_master::serving::Log;
+/// The target of the server's `tracing` events (nodes served, puts refused). Each carries
+/// the bus name as its `bus` field and is a child of the span current when
+/// [`Server::start`] was called.
+const TARGET: &str = "fcan::remote";
 
 /// How a server runs.
 #[derive(Clone)]
@@ -92,8 +94,6 @@ pub struct ServerOptions {
     /// The daemon's clock origin: samples' `t_us` count from it (default: when the
     /// options were made; give every bus of one daemon the same).
     pub clock: Instant,
-    /// Log lines (default: stderr, `fcan serve [<bus>]: …`).
-    pub log: Option<Log>,
     /// How samples leave for the network: the latency/CPU trade-off
     /// ([`Delivery`]; default [`Delivery::Prompt`]).
     pub delivery: Delivery,
@@ -108,7 +108,6 @@ impl Default for ServerOptions {
             put_queue: 1024,
             status_period: Duration::from_secs(1),
             clock: Instant::now(),
-            log: None,
             delivery: Delivery::Prompt,
         }
     }
@@ -197,7 +196,9 @@ struct Shared<M> {
     session: Session,
     bus: String,
     opts: ServerOptions,
-    log: Log,
+    /// The span current at start: the parent of the server's events, which run on
+    /// tasks and Zenoh's threads where no span of the caller's is current.
+    span: tracing::Span,
     counters: Arc<Counters>,
     inflight: Arc<Semaphore>,
     rt: tokio::runtime::Handle,
@@ -252,10 +253,6 @@ impl<M: MasterApi> Server<M> {
         if served.iter().any(|b| b == bus) {
             return Err(RemoteError::AlreadyServed(bus.to_string()));
         }
-        let log = opts.log.clone().unwrap_or_else(|| {
-            let bus = bus.to_string();
-            Arc::new(move |line: &str| eprintln!("fcan serve [{bus}]: {line}"))
-        });
         let (put_tx, put_rx) = tokio::sync::mpsc::channel::<Put>(opts.put_queue);
         let shared = Arc::new(Shared {
             master,
@@ -263,7 +260,7 @@ impl<M: MasterApi> Server<M> {
             bus: bus.to_string(),
             inflight: Arc::new(Semaphore::new(opts.max_in_flight)),
             opts,
-            log,
+            span: tracing::Span::current(),
             counters: Arc::default(),
             rt: tokio::runtime::Handle::current(),
             served: Mutex::new(BTreeMap::new()),
@@ -521,12 +518,16 @@ impl<M: MasterApi> Shared<M> {
             Some(k) => self.session.liveliness().declare_token(k).await.ok(),
             None => None,
         };
-        (self.log)(&format!(
+        tracing::info!(
+            target: TARGET,
+            parent: &self.span,
+            bus = %self.bus,
+            node = %fcan_master::text::Untrusted(&n.name),
             "node {} (id {}) running: serving {} topic(s)",
             fcan_master::text::Untrusted(&n.name),
             n.id,
             topics
-        ));
+        );
         lock(&self.served).insert(
             n.id.get(),
             NodeServed {
@@ -552,10 +553,14 @@ impl<M: MasterApi> Face for RemoteFace<M> {
         // Dropping the entry aborts its forwarder and drops its token.
         let gone = lock(&self.0.served).remove(&key.id);
         if gone.is_some() {
-            (self.0.log)(&format!(
+            tracing::info!(
+                target: TARGET,
+                parent: &self.0.span,
+                bus = %self.0.bus,
+                node = %fcan_master::text::Untrusted(name),
                 "node {} no longer served as running ({why})",
                 fcan_master::text::Untrusted(name)
-            ));
+            );
         }
     }
 

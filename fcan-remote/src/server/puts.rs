@@ -29,11 +29,14 @@ impl<M: MasterApi> Shared<M> {
     pub(super) fn reject_put(&self, topic: &str, reason: &str) {
         let n = self.counters.rejected_puts.fetch_add(1, Ordering::Relaxed) + 1;
         if n <= 20 || n.is_multiple_of(1000) {
-            (self.log)(&format!(
+            tracing::warn!(
+                target: super::TARGET,
+                parent: &self.span,
+                bus = %self.bus,
                 "refused put #{n} on {}: {}",
                 fcan_master::text::Untrusted(topic),
                 fcan_master::text::Untrusted(reason)
-            ));
+            );
         }
     }
 

@@ -128,7 +128,7 @@ fn main() {
         rt.block_on(Master::start(bus.endpoint(mtu), MasterOptions::default()))
     } else {
         let host = DeviceHost::new(mtu, devices(&specs).expect("devices")).expect("host");
-        let link = DeviceLink::new(bus.endpoint(mtu), host).with_log(|_| {});
+        let link = DeviceLink::new(bus.endpoint(mtu), host);
         rt.block_on(Master::start(link, MasterOptions::default()))
     }
     .expect("master");

@@ -90,6 +90,9 @@ const BUS: &str = "sim";
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // The faces' and the device link's diagnostics on stderr (stdout is the demo's own
+    // output), `demo foxglove: …`, `demo ros2: …`, `demo devices: …`.
+    fcan_cli::diagnostics::init("demo");
     match run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -137,8 +140,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Master::start(bus.endpoint(mtu), MasterOptions::default()).await?
     } else {
         let host = DeviceHost::new(mtu, devices(&specs)?)?;
-        let link =
-            DeviceLink::new(bus.endpoint(mtu), host).with_log(|line| println!("devices: {line}"));
+        let link = DeviceLink::new(bus.endpoint(mtu), host);
         Master::start(link, MasterOptions::default()).await?
     };
     let mut events = master.events();
@@ -252,10 +254,6 @@ async fn foxglove(
 ) -> Result<FoxgloveServer, Box<dyn std::error::Error>> {
     let mut opts = FoxgloveOptions::default();
     opts.name = format!("fcan demo (bus {BUS})");
-    // Its log lines on stderr: stdout is the demo's own output.
-    opts.log = Some(std::sync::Arc::new(|line: &str| {
-        eprintln!("foxglove: {line}")
-    }));
     let server = FoxgloveServer::start(master.clone(), addr, opts).await?;
     println!(
         "Foxglove: {} (open in Lichtblick/Foxglove: Open connection → Foxglove WebSocket → this URL; plot /motor_driver1/motor0/feedback.position; docs/foxglove.md)\n",
@@ -268,9 +266,7 @@ async fn foxglove(
 async fn ros2(master: &Master) -> Result<Ros2Bridge, Box<dyn std::error::Error>> {
     let domain = fcan_cli::serve::ros2_domain(None)?;
     let dds = RustDds::new(domain, Range::Localhost)?;
-    let mut opts = Ros2Options::default();
-    opts.log = Some(std::sync::Arc::new(|line: &str| eprintln!("ros2: {line}")));
-    let bridge = Ros2Bridge::start(master.clone(), dds, opts).await;
+    let bridge = Ros2Bridge::start(master.clone(), dds, Ros2Options::default()).await;
     println!(
         "ROS 2: {} topics in DDS domain {domain}, this machine only (ros2 topic list; docs/ros2.md)\n",
         bridge.routes().len()

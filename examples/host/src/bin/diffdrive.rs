@@ -89,6 +89,8 @@ enum Right {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // The device link's notes (the RobStride answering) on stderr, `diffdrive devices: …`.
+    fcan_cli::diagnostics::init("diffdrive");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -133,8 +135,7 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
         Right::Robstride => {
             let spec = DeviceSpec::parse("robstride:id=2,model=RS02")?;
             let host = DeviceHost::new(mtu, devices(&[spec])?)?;
-            let link = DeviceLink::new(bus.endpoint(mtu), host)
-                .with_log(|line| println!("devices: {line}"));
+            let link = DeviceLink::new(bus.endpoint(mtu), host);
             rt.block_on(Master::start(link, MasterOptions::default()))?
         }
     };

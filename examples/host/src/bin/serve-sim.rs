@@ -32,6 +32,8 @@ use fcan_master::transport::sim::{SimBus, SimConfig};
 async fn main() -> std::process::ExitCode {
     let args = std::iter::once("fcan serve".into()).chain(std::env::args_os().skip(1));
     let cli = ServeCli::parse_from(args);
+    // The daemon's diagnostics as `fcan serve` prints them (the CI peers grep them).
+    fcan_cli::diagnostics::init("fcan serve");
     let classic = cli
         .buses
         .first()
