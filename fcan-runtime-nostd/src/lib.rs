@@ -81,6 +81,8 @@ mod tables;
 mod topics;
 mod typed;
 pub mod update;
+#[cfg(feature = "update")]
+mod update_transfer;
 mod wake;
 mod wired;
 

@@ -118,7 +118,7 @@ pub(crate) struct Core {
     pub svc_discard: Option<u8>,
     /// The firmware update in progress, if any.
     #[cfg(feature = "update")]
-    pub update: crate::update::UpdateState,
+    pub update: crate::update_transfer::UpdateState,
     /// The application gives an update target (`Dispatch::update`), seen at each poll:
     /// what the UPDATE capability bit announces.
     #[cfg(feature = "update")]
@@ -166,7 +166,7 @@ impl Core {
             commit_pending: false,
             svc_discard: None,
             #[cfg(feature = "update")]
-            update: crate::update::UpdateState::IDLE,
+            update: crate::update_transfer::UpdateState::IDLE,
             #[cfg(feature = "update")]
             takes_updates: false,
         }

@@ -91,50 +91,13 @@ mod machine {
     use crate::counters::bump;
     use crate::outq::OutQueue;
     use crate::state::Core;
+    use crate::update_transfer::UpdateState;
     use fcan_core::id::{ConfigId, Direction, Opcode};
     use fcan_core::msg::update::{schema_node_name, Sha256, VERSION_MAX};
     use fcan_core::msg::{
         ConfigMessage, UpdatePhase, UpdateReason, UpdateReply, UpdateRequest, UpdateStatus,
     };
     use sha2::Digest;
-
-    /// One transfer's state: static RAM, no image buffer.
-    pub(crate) struct UpdateState {
-        phase: UpdatePhase,
-        reason: UpdateReason,
-        size: u32,
-        image: Sha256,
-        /// Bytes stored from offset 0 (while receiving) or hashed (while verifying).
-        next: u32,
-        /// Transfer id of the COMMIT, echoed by the unsolicited Verified STATUS.
-        commit_transfer: u8,
-        /// The Verified STATUS still has to be queued.
-        tell_verified: bool,
-        /// `reboot` was called (a PC-side node returns from it).
-        rebooted: bool,
-        hasher: Option<sha2::Sha256>,
-    }
-
-    impl UpdateState {
-        pub(crate) const IDLE: UpdateState = UpdateState {
-            phase: UpdatePhase::Idle,
-            reason: UpdateReason::None,
-            size: 0,
-            image: [0; 32],
-            next: 0,
-            commit_transfer: 0,
-            tell_verified: false,
-            rebooted: false,
-            hasher: None,
-        };
-
-        fn fail(&mut self, reason: UpdateReason) {
-            *self = UpdateState {
-                reason,
-                ..UpdateState::IDLE
-            };
-        }
-    }
 
     fn max_chunk(u: &dyn Update) -> u16 {
         u.chunk().min(MAX_CHUNK)
