@@ -95,12 +95,16 @@ pub enum Opcode {
     Schema = 0xB,
     /// UPDATE requests (to node) / STATUS and PROGRESS (to master): firmware update
     /// (`docs/protocol.md` §3.14). The lowest priority of all, below schema download:
-    /// bulk that no one waits for by the millisecond.
+    /// bulk that no one waits for by the millisecond. Only with the `update` feature: a
+    /// firmware that takes no updates treats 0xF as reserved (malformed, as §3.14 says),
+    /// and its flash pays nothing for it.
+    #[cfg(feature = "update")]
     Update = 0xF,
 }
 
 impl Opcode {
     /// Every opcode, in wire order.
+    #[cfg(feature = "update")]
     pub const ALL: [Opcode; 12] = [
         Opcode::Heartbeat,
         Opcode::Start,
@@ -114,6 +118,21 @@ impl Opcode {
         Opcode::Stats,
         Opcode::Schema,
         Opcode::Update,
+    ];
+    /// Every opcode, in wire order.
+    #[cfg(not(feature = "update"))]
+    pub const ALL: [Opcode; 11] = [
+        Opcode::Heartbeat,
+        Opcode::Start,
+        Opcode::Service,
+        Opcode::ParamSet,
+        Opcode::ParamGet,
+        Opcode::Result,
+        Opcode::AnnounceAck,
+        Opcode::FrameDefine,
+        Opcode::Discover,
+        Opcode::Stats,
+        Opcode::Schema,
     ];
 
     /// The opcode for a 4-bit value, or `None` for a reserved value.
@@ -130,6 +149,7 @@ impl Opcode {
             0x9 => Opcode::Discover,
             0xA => Opcode::Stats,
             0xB => Opcode::Schema,
+            #[cfg(feature = "update")]
             0xF => Opcode::Update,
             _ => return None,
         })

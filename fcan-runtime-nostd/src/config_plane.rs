@@ -102,12 +102,6 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
         bump(&mut core.counters.rx_ignored);
         return;
     }
-    // Built without updates: UPDATE is an opcode this node does not take (it announced
-    // no update capability), and it never holds the reassembly buffer.
-    if !cfg!(feature = "update") && id.opcode == Opcode::Update {
-        bump(&mut core.counters.rx_malformed);
-        return;
-    }
     let Some(msg) = reassemble(core, pool, id, data, now) else {
         return;
     };

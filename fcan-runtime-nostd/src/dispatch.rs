@@ -34,8 +34,8 @@ pub trait Dispatch {
     fn event(&mut self, event: Event);
 
     /// Where firmware updates over the bus are written: `None` (the default) refuses
-    /// every offer as unsupported. Only called when the runtime is built with its
-    /// `update` feature.
+    /// every offer as unsupported. Only with the runtime's `update` feature.
+    #[cfg(feature = "update")]
     fn update(&mut self) -> Option<&mut dyn crate::update::Update> {
         None
     }

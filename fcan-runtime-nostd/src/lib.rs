@@ -80,6 +80,7 @@ mod storage;
 mod tables;
 mod topics;
 mod typed;
+#[cfg(feature = "update")]
 pub mod update;
 #[cfg(feature = "update")]
 mod update_transfer;
@@ -96,6 +97,7 @@ pub use outq::OUT_QUEUE_LEN;
 pub use rxq::RX_QUEUE_LEN;
 pub use topics::TopicRead;
 pub use typed::{Deferred, Message, Param, ParamType, Received};
+#[cfg(feature = "update")]
 pub use update::{FlashError, Update};
 
 /// What generated code, and a node built at run time (`fcan-fake`), build a node from:

@@ -8,9 +8,9 @@
 //! back in steps of [`VERIFY_STEP`] bytes per `poll`, so a control loop keeps its rate
 //! while a megabyte is hashed, and only an image whose SHA-256 matches is marked bootable.
 //!
-//! Without the `update` feature only the trait exists (so generated code compiles the
-//! same either way) and the node announces no update capability: a firmware that does
-//! not take updates links none of this.
+//! Only with the `update` feature: without it the node announces no update capability,
+//! does not decode UPDATE (counted as malformed, answered with nothing), and a firmware
+//! that does not take updates links none of this.
 
 use fcan_core::msg::{NodeState, UpdateOffer, UpdateReason};
 
@@ -82,10 +82,8 @@ pub const MAX_CHUNK: u16 =
 /// Bytes of the staged image read back and hashed per `poll` while verifying.
 pub const VERIFY_STEP: usize = 256;
 
-#[cfg(feature = "update")]
 pub(crate) use machine::*;
 
-#[cfg(feature = "update")]
 mod machine {
     use super::{Update, MAX_CHUNK, VERIFY_STEP};
     use crate::counters::bump;
@@ -308,12 +306,10 @@ mod machine {
     }
 }
 
-#[cfg(feature = "update")]
 pub use sim::SimFlash;
 
 /// The reference [`Update`]: A/B slots in RAM, for PC-side nodes, tests and the QEMU
 /// board (a spare region of its RAM).
-#[cfg(feature = "update")]
 mod sim {
     use super::{FlashError, Update};
     use fcan_core::msg::{NodeState, UpdateOffer, UpdateReason};

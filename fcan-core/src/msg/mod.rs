@@ -23,6 +23,7 @@ mod result;
 mod schema;
 mod service;
 mod status;
+#[cfg(feature = "update")]
 pub mod update;
 
 pub use discovery::{caps, Announce, AnnounceAck, Discover};
@@ -33,6 +34,7 @@ pub use result::{CommandResult, Counters};
 pub use schema::{SchemaData, SchemaRead};
 pub use service::{ServiceRequest, ServiceResponse};
 pub use status::{BusMode, FaultCode, NodeState, ResultCode, ServiceStatus};
+#[cfg(feature = "update")]
 pub use update::{
     UpdateOffer, UpdatePhase, UpdateReason, UpdateReply, UpdateRequest, UpdateStatus,
 };
@@ -148,8 +150,10 @@ pub enum ConfigMessage<'a> {
     /// `Schema`, to master.
     SchemaData(SchemaData<'a>),
     /// `Update`, to node.
+    #[cfg(feature = "update")]
     UpdateRequest(UpdateRequest<'a>),
     /// `Update`, to master.
+    #[cfg(feature = "update")]
     UpdateReply(UpdateReply<'a>),
 }
 
@@ -169,6 +173,7 @@ impl<'a> ConfigMessage<'a> {
             Discover(_) | Announce(_) => Opcode::Discover,
             StatsRead | Stats(_) => Opcode::Stats,
             SchemaRead(_) | SchemaData(_) => Opcode::Schema,
+            #[cfg(feature = "update")]
             UpdateRequest(_) | UpdateReply(_) => Opcode::Update,
         }
     }
@@ -178,10 +183,15 @@ impl<'a> ConfigMessage<'a> {
         use ConfigMessage::*;
         match self {
             MasterHeartbeat(_) | Start(_) | ServiceRequest(_) | ParamSet(_) | ParamGet(_)
-            | FrameDefine(_) | AnnounceAck(_) | Discover(_) | StatsRead | SchemaRead(_)
-            | UpdateRequest(_) => Direction::ToNode,
+            | FrameDefine(_) | AnnounceAck(_) | Discover(_) | StatsRead | SchemaRead(_) => {
+                Direction::ToNode
+            }
             NodeHeartbeat(_) | ServiceResponse(_) | ParamValue(_) | Result(_) | Announce(_)
-            | Stats(_) | SchemaData(_) | UpdateReply(_) => Direction::ToMaster,
+            | Stats(_) | SchemaData(_) => Direction::ToMaster,
+            #[cfg(feature = "update")]
+            UpdateRequest(_) => Direction::ToNode,
+            #[cfg(feature = "update")]
+            UpdateReply(_) => Direction::ToMaster,
         }
     }
 
@@ -207,6 +217,7 @@ impl<'a> ConfigMessage<'a> {
             Announce(m) => m.encode(&mut w)?,
             Stats(m) => m.encode(&mut w)?,
             SchemaData(m) => m.encode(&mut w)?,
+            #[cfg(feature = "update")]
             UpdateReply(m) => m.encode(&mut w)?,
             _ => return Err(EncodeError::WrongDirection),
         }
@@ -228,6 +239,7 @@ impl<'a> ConfigMessage<'a> {
             Discover(m) => m.encode(&mut w)?,
             StatsRead => {}
             SchemaRead(m) => m.encode(&mut w)?,
+            #[cfg(feature = "update")]
             UpdateRequest(m) => m.encode(&mut w)?,
             _ => return Err(EncodeError::WrongDirection),
         }
@@ -257,6 +269,7 @@ impl<'a> ConfigMessage<'a> {
             Opcode::Discover => Self::Discover(Discover::decode(r)?),
             Opcode::Stats => Self::StatsRead,
             Opcode::Schema => Self::SchemaRead(SchemaRead::decode(r)?),
+            #[cfg(feature = "update")]
             Opcode::Update => Self::UpdateRequest(UpdateRequest::decode(r)?),
             Opcode::Result => return Err(DecodeError::WrongDirection),
         })
@@ -273,6 +286,7 @@ impl<'a> ConfigMessage<'a> {
             Opcode::Discover => Self::Announce(Announce::decode(r)?),
             Opcode::Stats => Self::Stats(Counters::decode(r)?),
             Opcode::Schema => Self::SchemaData(SchemaData::decode(r)?),
+            #[cfg(feature = "update")]
             Opcode::Update => Self::UpdateReply(UpdateReply::decode(r)?),
             Opcode::Start | Opcode::ParamSet | Opcode::FrameDefine | Opcode::AnnounceAck => {
                 return Err(DecodeError::WrongDirection)
