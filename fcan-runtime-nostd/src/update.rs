@@ -184,7 +184,10 @@ mod machine {
             }
             UpdateRequest::Data { offset, data } => {
                 if st.phase != UpdatePhase::Receiving {
-                    st.reason = UpdateReason::NoOffer;
+                    // Late DATA while verifying (a master's retry) says nothing new.
+                    if st.phase == UpdatePhase::Idle {
+                        st.reason = UpdateReason::NoOffer;
+                    }
                     status(core, outq, id.transfer, Some(&*u));
                     return;
                 }
@@ -274,6 +277,7 @@ mod machine {
                     st.fail(UpdateReason::FlashError);
                 } else {
                     st.phase = UpdatePhase::Verified;
+                    st.reason = UpdateReason::None;
                     st.tell_verified = true;
                 }
                 if outq.free() > 0 {

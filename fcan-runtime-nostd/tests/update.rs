@@ -210,6 +210,20 @@ fn an_image_goes_in_chunk_by_chunk_is_verified_then_booted() {
             Some(OLD),
             "nothing boots the new image yet"
         );
+        // A master's late retries while the node verifies change nothing.
+        let s = u.status(UpdateRequest::Data {
+            offset: 0,
+            data: &img[..256],
+        });
+        assert_eq!(
+            (s.phase, s.reason),
+            (UpdatePhase::Verifying, UpdateReason::None)
+        );
+        let s = u.commit(&img);
+        assert_eq!(
+            (s.phase, s.reason),
+            (UpdatePhase::Verifying, UpdateReason::None)
+        );
 
         let (told, _) = u.until_told(100).expect("the node says it verified");
         let s = status_of(&told);
