@@ -265,6 +265,9 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         if let Some(driver) = &n.driver {
             digest.push_str(&format!(" driver: {}", Untrusted(driver)));
         }
+        if let Some(v) = &n.firmware {
+            digest.push_str(&format!(" firmware {}", Untrusted(v)));
+        }
         writeln!(
             out,
             "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
@@ -430,6 +433,7 @@ mod tests {
             digest: Some(SchemaDigest::of(b"blob")),
             schema_source: Some(SchemaSource::Cache),
             driver: None,
+            firmware: None,
         }
     }
 

@@ -83,6 +83,9 @@ pub struct NodeView {
     pub schema_source: Option<SchemaSource>,
     /// The device driver presenting the node (`robstride`), `null` for an fcan board.
     pub driver: Option<String>,
+    /// The version of the firmware it runs (a node that takes updates), `null` while
+    /// unknown.
+    pub firmware: Option<String>,
 }
 
 impl From<&NodeInfo> for NodeView {
@@ -99,6 +102,7 @@ impl From<&NodeInfo> for NodeView {
             digest: n.digest,
             schema_source: n.schema_source,
             driver: n.driver.clone(),
+            firmware: n.firmware.clone(),
         }
     }
 }

@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 mod desc;
+mod firmware;
 mod mirror;
 pub mod run;
 mod storage;
@@ -29,6 +30,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use desc::{node_desc, DescError, FakeSchema};
+use firmware::FakeFirmware;
+pub use firmware::FAKE_IMAGE_CAPACITY;
 pub use mirror::{Mirror, MirrorError, Routes};
 pub use storage::VecStorage;
 
@@ -70,6 +73,7 @@ pub enum FakeError {
 
 /// What a fake node did that its user may want to show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FakeEvent {
     /// From the runtime (acknowledged, started, master lost...).
     Node(Event),
@@ -87,6 +91,14 @@ pub enum FakeEvent {
         block: u8,
         /// Service index within the block's type.
         service: u8,
+    },
+    /// A firmware update was verified and the node rebooted into it: with the new
+    /// schema (`booted`), or with the one it had when the image is not a schema blob.
+    Rebooted {
+        /// The new boot id.
+        boot_id: u32,
+        /// Whether the new image booted.
+        booted: bool,
     },
 }
 
@@ -111,6 +123,8 @@ struct App {
     desc: &'static NodeDesc,
     stats: FakeStats,
     events: VecDeque<FakeEvent>,
+    /// Present when the node takes firmware updates.
+    firmware: Option<FakeFirmware>,
 }
 
 impl App {
@@ -156,6 +170,12 @@ impl Dispatch for App {
     fn event(&mut self, event: Event) {
         self.note(FakeEvent::Node(event));
     }
+
+    fn update(&mut self) -> Option<&mut dyn fcan_runtime_nostd::update::Update> {
+        self.firmware
+            .as_mut()
+            .map(|f| f as &mut dyn fcan_runtime_nostd::update::Update)
+    }
 }
 
 /// One fake node: a schema run by the firmware's runtime on the PC. Sans I/O: feed it
@@ -169,6 +189,8 @@ pub struct FakeNode {
     /// Per source of `routes`, the command's generation last mirrored.
     seen: Vec<u32>,
     name: String,
+    /// How it booted (to boot it again after a firmware update).
+    config: FakeConfig,
 }
 
 impl std::fmt::Debug for FakeNode {
@@ -189,8 +211,8 @@ impl FakeNode {
     pub fn new(schema: Arc<FakeSchema>, config: FakeConfig) -> Result<FakeNode, FakeError> {
         let routes = config.mirror.resolve(&schema)?;
         let desc = schema.desc;
-        let counts = match config.counts {
-            Some(c) => c,
+        let counts = match &config.counts {
+            Some(c) => c.clone(),
             None => desc.arrays.iter().map(|a| a.max_count).collect(),
         };
         let node = Node::new(
@@ -231,10 +253,12 @@ impl FakeNode {
                 desc,
                 stats: FakeStats::default(),
                 events: VecDeque::new(),
+                firmware: None,
             },
             node,
             schema,
             name,
+            config,
         };
         for (block, bd) in desc.blocks.iter().enumerate() {
             let Some(td) = desc.types.get(bd.type_index as usize) else {
@@ -263,6 +287,73 @@ impl FakeNode {
     pub fn poll(&mut self, now_us: u32, tx: &mut impl Transmit) {
         self.mirror();
         self.node.poll(now_us, tx, &mut self.app);
+        self.reboot_if_asked();
+    }
+
+    /// Makes the node take firmware updates over the bus (it announces the capability
+    /// from its next poll on), reporting `version` as the firmware it runs. Its firmware
+    /// is its schema blob: an image written into it is the blob of the schema the new
+    /// build announces, and once verified the node reboots with that schema, the
+    /// offered version and a new boot id. It accepts offers in every state (a fake
+    /// drives nothing) up to [`FAKE_IMAGE_CAPACITY`] bytes.
+    pub fn take_updates(&mut self, version: &str) {
+        self.app.firmware = Some(FakeFirmware::new(version));
+    }
+
+    /// The version of the firmware it runs, when it takes updates.
+    pub fn firmware_version(&self) -> Option<&str> {
+        self.app.firmware.as_ref().map(|f| f.version())
+    }
+
+    /// After a verified update asked for it: boots again from the new image (a schema
+    /// blob), or, when that is not a schema this fake can run, from the old one; either
+    /// way with a new boot id, its parameters at their defaults, as a board after a reset.
+    fn reboot_if_asked(&mut self) {
+        let Some((image, version)) = self.app.firmware.as_mut().and_then(|f| f.take_reboot())
+        else {
+            return;
+        };
+        let mut config = self.config.clone();
+        // A new boot draws a new boot id (a board draws a random one).
+        config.boot_id = config
+            .boot_id
+            .wrapping_mul(0x9E37_79B9)
+            .rotate_left(13)
+            .wrapping_add(1);
+        let backlog = std::mem::take(&mut self.app.events);
+        let new = FakeSchema::from_blob(&image).ok().and_then(|schema| {
+            // Counts for arrays the new schema no longer has would not fit it.
+            let mut cfg = config.clone();
+            if cfg
+                .counts
+                .as_ref()
+                .is_some_and(|c| c.len() != schema.desc.arrays.len())
+            {
+                cfg.counts = None;
+            }
+            FakeNode::new(schema, cfg).ok()
+        });
+        let (mut next, booted, version) = match new {
+            Some(n) => (n, true, version),
+            None => {
+                let old = self
+                    .app
+                    .firmware
+                    .as_ref()
+                    .map_or(String::new(), |f| f.version().to_owned());
+                match FakeNode::new(self.schema.clone(), config) {
+                    Ok(n) => (n, false, old),
+                    // The schema and config booted before; nothing changed in them.
+                    Err(_) => return,
+                }
+            }
+        };
+        next.take_updates(&version);
+        next.app.events = backlog;
+        next.app.stats = self.app.stats;
+        let boot_id = next.config.boot_id;
+        *self = next;
+        self.app.note(FakeEvent::Rebooted { boot_id, booted });
     }
 
     /// Copies every command whose generation changed into its feedback topics and
@@ -343,6 +434,13 @@ impl FakeNode {
         };
         match *e {
             FakeEvent::Node(ev) => format!("{ev:?}"),
+            FakeEvent::Rebooted { boot_id, booted: true } => format!(
+                "rebooted into the new firmware {} (boot {boot_id:#010x})",
+                self.firmware_version().unwrap_or("?")
+            ),
+            FakeEvent::Rebooted { boot_id, booted: false } => format!(
+                "rebooted (boot {boot_id:#010x}); the new image is not a schema blob, the old firmware runs"
+            ),
             FakeEvent::ParamsChanged { block: b, changed } => {
                 let (ns, ty) = block(b);
                 let names: Vec<String> = ty

@@ -126,6 +126,7 @@ impl NodeInfo {
             "schema": self.digest.map(|d| d.to_string()),
             "schema_source": self.schema_source.map(SchemaSource::as_str),
             "driver": self.driver,
+            "firmware": self.firmware,
         })
     }
 
@@ -161,6 +162,12 @@ impl NodeInfo {
                 None | Some(Json::Null) => None,
                 Some(Json::String(s)) => Some(s.clone()),
                 Some(_) => return Err("field `driver` is not a string".into()),
+            },
+            // Absent from daemons that predate firmware updates.
+            firmware: match v.get("firmware") {
+                None | Some(Json::Null) => None,
+                Some(Json::String(s)) => Some(s.clone()),
+                Some(_) => return Err("field `firmware` is not a string".into()),
             },
         })
     }
@@ -204,13 +211,32 @@ pub fn describe_event(e: &Event) -> Option<String> {
         Event::ClassicNodeOnFdLink { node } => {
             format!("node {node} cannot do CAN FD: using Classical CAN frames with it")
         }
+        Event::ParamsCarried {
+            node,
+            restored,
+            dropped,
+        } => {
+            let list = |v: &Vec<String>| {
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    Untrusted(&v.join(", ")).to_string()
+                }
+            };
+            format!(
+                "node {node} has another schema: parameters restored: {}; not in it (dropped): {}",
+                list(restored),
+                list(dropped)
+            )
+        }
         // Request completions are chatty; newer event kinds get no line until they have one.
         _ => return None,
     })
 }
 
 /// The stable name of an event kind (`announced`, `schema_ready`, `online`, `rebooted`,
-/// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`) and the
+/// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`,
+/// `params_carried`) and the
 /// node it is about; `None` for request completions.
 pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
     Some(match e {
@@ -223,13 +249,14 @@ pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
         Event::Collision { node, .. } => ("collision", Some(node.get())),
         Event::OtherMaster { .. } => ("other_master", None),
         Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
+        Event::ParamsCarried { node, .. } => ("params_carried", Some(node.get())),
         _ => return None,
     })
 }
 
 /// An event as JSON: the `fcan monitor --json` event (`kind`, `node`, `text`) plus the
 /// event's own fields (`boot_id`; `digest`, `cached`; `old`, `new`; `reason`;
-/// `boot_ids`; `session`), so a reader can rebuild it ([`event_from_json`]). `None` for
+/// `boot_ids`; `session`; `restored`, `dropped`), so a reader can rebuild it ([`event_from_json`]). `None` for
 /// request completions.
 pub fn event_to_json(e: &Event) -> Option<Json> {
     let (kind, node) = event_kind(e)?;
@@ -257,6 +284,12 @@ pub fn event_to_json(e: &Event) -> Option<Json> {
         }
         Event::OtherMaster { session } => {
             m.insert("session".into(), (*session).into());
+        }
+        Event::ParamsCarried {
+            restored, dropped, ..
+        } => {
+            m.insert("restored".into(), json!(restored));
+            m.insert("dropped".into(), json!(dropped));
         }
         _ => {}
     }
@@ -308,6 +341,19 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
             session: u32_of("session")?,
         },
         "classic_node_on_fd_link" => Event::ClassicNodeOnFdLink { node: node()? },
+        "params_carried" => {
+            let list = |name: &str| -> Result<Vec<String>, String> {
+                field(v, name)?
+                    .as_array()
+                    .and_then(|a| a.iter().map(|j| j.as_str().map(str::to_owned)).collect())
+                    .ok_or_else(|| format!("bad `{name}`"))
+            };
+            Event::ParamsCarried {
+                node: node()?,
+                restored: list("restored")?,
+                dropped: list("dropped")?,
+            }
+        }
         other => return Err(format!("unknown event kind `{}`", Untrusted(other))),
     })
 }

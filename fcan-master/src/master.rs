@@ -101,6 +101,9 @@ pub enum MasterError {
     /// The request failed.
     #[error(transparent)]
     Call(#[from] CallError),
+    /// A firmware update did not start or did not finish.
+    #[error(transparent)]
+    Update(#[from] crate::engine::UpdateError),
     /// Nodes did not show up in time.
     #[error("only {found} of {wanted} node(s) online after {waited:?}")]
     NotEnoughNodes {
@@ -155,6 +158,9 @@ pub struct NodeInfo {
     /// The device driver that presents this node (`robstride`), for an off-the-shelf
     /// device on the bus; `None` for an fcan board.
     pub driver: Option<String>,
+    /// The version string of the firmware it runs, for a node that takes firmware
+    /// updates; `None` while unknown or for a node that does not.
+    pub firmware: Option<String>,
 }
 
 /// Where a master got a node's schema blob.
@@ -229,6 +235,12 @@ enum Command {
     ParamGet(String, oneshot::Sender<Result<Value, MasterError>>),
     ParamSet(String, Value, oneshot::Sender<Result<(), MasterError>>),
     Reprovision(NodeId, oneshot::Sender<Result<(), MasterError>>),
+    Update(
+        NodeId,
+        Box<crate::update::UpdateImage>,
+        crate::update::UpdateConfig,
+        oneshot::Sender<Result<crate::engine::UpdateReport, MasterError>>,
+    ),
     Discover,
 }
 
@@ -476,6 +488,22 @@ impl Master {
         self.ask(|r| Command::Reprovision(node, r)).await?
     }
 
+    /// Writes a firmware image into `node` over the bus (`docs/protocol.md` §3.14) and
+    /// returns once the node runs it and is provisioned again: the report says which of
+    /// the parameters set so far the new schema still has (restored) and which it does
+    /// not (dropped). [`Event::UpdateProgress`] on [`Master::events`] tells how far it
+    /// is. Checked before anything is sent: the node takes updates, the image is for its
+    /// schema name, no other update of it runs.
+    pub async fn update(
+        &self,
+        node: NodeId,
+        image: crate::update::UpdateImage,
+        cfg: crate::update::UpdateConfig,
+    ) -> Result<crate::engine::UpdateReport, MasterError> {
+        self.ask(|r| Command::Update(node, Box::new(image), cfg, r))
+            .await?
+    }
+
     /// Writes a parameter (checked here first; the node checks again). The master
     /// restores it after every reboot of the node.
     pub async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
@@ -499,6 +527,7 @@ enum Waiting {
         oneshot::Sender<Result<Value, MasterError>>,
     ),
     ParamSet(oneshot::Sender<Result<(), MasterError>>),
+    Update(oneshot::Sender<Result<crate::engine::UpdateReport, MasterError>>),
 }
 
 struct Task<T> {
@@ -639,6 +668,12 @@ impl<T: Transport> Task<T> {
                     }
                     _ => {}
                 },
+                Event::UpdateDone { id, result, .. } => {
+                    if let Some(Waiting::Update(tx)) = self.waiting.remove(id) {
+                        let _ = tx.send(result.clone().map_err(MasterError::Update));
+                    }
+                    self.registry_dirty = true;
+                }
                 Event::Online { .. }
                 | Event::Offline { .. }
                 | Event::Rebooted { .. }
@@ -669,6 +704,16 @@ impl<T: Transport> Task<T> {
                     .reprovision(node.get(), now)
                     .map_err(MasterError::from);
                 let _ = tx.send(r);
+            }
+            Command::Update(node, image, cfg, tx) => {
+                match self.engine.start_update(node, *image, cfg, now) {
+                    Ok(id) => {
+                        self.waiting.insert(id, Waiting::Update(tx));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e.into()));
+                    }
+                }
             }
             Command::Registry(tx) => {
                 let _ = tx.send(self.registry().clone());
@@ -820,5 +865,6 @@ fn node_info(n: &crate::engine::NodeRecord, driver: Option<&'static str>) -> Nod
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
         driver: driver.map(str::to_string),
+        firmware: n.firmware_version.clone(),
     }
 }

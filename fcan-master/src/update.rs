@@ -51,6 +51,26 @@ impl UpdateImage {
         self.sha256
     }
 
+    /// The schema name of the nodes it is for.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Its version string.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The SHA-256 of the schema blob the new firmware announces.
+    pub fn schema(&self) -> Sha256 {
+        self.schema
+    }
+
+    /// Its bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// Its size in bytes.
     pub fn len(&self) -> usize {
         self.bytes.len()

@@ -101,6 +101,7 @@ impl Engine {
                         old: rec.announce.boot_id,
                         new: a.boot_id,
                     });
+                    self.update_on_reboot(node, a.hash.0, at);
                     false
                 } else {
                     // Same boot: a lost ack, a master restart on its side, or master-lost
@@ -132,7 +133,10 @@ impl Engine {
             )
         });
         if schema_changed {
-            rec.schema = None;
+            // Kept until the new schema is known, to carry the user's parameters over.
+            if let Some(old) = rec.schema.take() {
+                rec.prev_schema = Some(old);
+            }
             rec.schema_cached = None;
         }
         let resume = resume && !schema_changed && !frames_changed;
@@ -290,10 +294,15 @@ impl Engine {
             digest: s.digest,
             cached,
         });
+        let mut prev = None;
         if let Some(rec) = self.nodes.get_mut(&node) {
             rec.schema = Some(s);
             rec.schema_cached = Some(cached);
             rec.phase = Phase::Provisioning;
+            prev = rec.prev_schema.take();
+        }
+        if let Some(old) = prev {
+            self.carry_params(node, &old);
         }
         self.begin_provisioning(node, at);
     }

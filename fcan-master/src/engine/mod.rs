@@ -14,6 +14,10 @@ mod discovery;
 mod node;
 mod provision;
 mod requests;
+mod update;
+pub use update::{
+    reason_text, UpdateError, UpdateReport, UpdateStep, PROGRESS_PERIOD_US, REBOOT_TIMEOUT_US,
+};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -186,6 +190,37 @@ pub enum Event {
         /// For a read the packed value, for a write `None`; or why not.
         result: Result<Option<Vec<u8>>, CallError>,
     },
+    /// How far a firmware update is ([`PROGRESS_PERIOD_US`] apart, and at each step).
+    UpdateProgress {
+        /// The id [`Engine::start_update`] returned.
+        id: u64,
+        /// Node id.
+        node: NodeId,
+        /// Where it stands.
+        step: UpdateStep,
+        /// Bytes, rate, ETA.
+        progress: crate::update::Progress,
+    },
+    /// A firmware update ended: the new firmware runs and is provisioned, or why not.
+    UpdateDone {
+        /// The id [`Engine::start_update`] returned.
+        id: u64,
+        /// Node id.
+        node: NodeId,
+        /// What it did, or why it failed.
+        result: Result<UpdateReport, UpdateError>,
+    },
+    /// A node came back with another schema (after a firmware update, or a board swapped
+    /// on the same id): the parameters the user had set were carried to it by block,
+    /// name and type. Those it no longer has are dropped, not restored.
+    ParamsCarried {
+        /// Node id.
+        node: NodeId,
+        /// `node.block.param` paths restored.
+        restored: Vec<String>,
+        /// `node.block.param` paths the new schema does not have (or with another type).
+        dropped: Vec<String>,
+    },
 }
 
 impl Event {
@@ -199,7 +234,10 @@ impl Event {
             | Event::Offline { node }
             | Event::Failed { node, .. }
             | Event::Collision { node, .. }
-            | Event::ClassicNodeOnFdLink { node } => Some(*node),
+            | Event::ClassicNodeOnFdLink { node }
+            | Event::UpdateProgress { node, .. }
+            | Event::UpdateDone { node, .. }
+            | Event::ParamsCarried { node, .. } => Some(*node),
             Event::OtherMaster { .. } | Event::CallDone { .. } | Event::ParamDone { .. } => None,
         }
     }
@@ -488,6 +526,9 @@ impl Engine {
             if n.phase != Phase::Offline {
                 t = t.min(n.last_seen + self.cfg.offline_timeout_us);
             }
+            if let Some(u) = Self::update_deadline(n) {
+                t = t.min(u);
+            }
         }
         t
     }
@@ -504,6 +545,9 @@ impl Engine {
         }
         let ids: Vec<u8> = self.nodes.keys().copied().collect();
         for id in ids {
+            // Before offline detection: an update's own timers run while its node
+            // reboots (and is silent).
+            self.poll_update(id, now);
             self.poll_node(id, now);
         }
         self.resume_blob_work(now);
@@ -685,6 +729,9 @@ impl Engine {
             n.download.as_ref().is_some_and(|d| d.transfer == t)
                 || n.in_flight.as_ref().is_some_and(|f| f.transfer == t)
                 || n.calls.contains_key(&t)
+                || (cid.opcode == Opcode::Update
+                    && (n.update.as_ref().is_some_and(|u| u.uses(t))
+                        || n.version_query.is_some_and(|q| q.transfer() == t)))
         })
     }
 
@@ -741,6 +788,7 @@ impl Engine {
             }
             ConfigMessage::SchemaData(d) => self.on_schema_data(node, cid.transfer, &d, at),
             ConfigMessage::Result(r) => self.on_result(node, cid.transfer, &r, at),
+            ConfigMessage::UpdateReply(r) => self.on_update_reply(node, cid.transfer, &r, at),
             ConfigMessage::ParamValue(v) => {
                 let Some(n) = self.nodes.get_mut(&node) else {
                     return;

@@ -223,6 +223,16 @@ pub struct NodeRecord {
     pub user_params: BTreeMap<(u8, u8), Vec<u8>>,
     /// Latest packed value of every topic, by (block, topic).
     pub topics: BTreeMap<(u8, u8), Vec<u8>>,
+    /// The version string of the firmware it runs, for a node that takes updates (asked
+    /// once it runs, and told by every update answer); `None` until known.
+    pub firmware_version: Option<String>,
+    pub(crate) update: Option<super::update::UpdateRun>,
+    pub(crate) version_query: Option<super::update::VersionQuery>,
+    /// The schema before the node rebooted with another one, until the new one is known
+    /// (to carry the user's parameters over).
+    pub(crate) prev_schema: Option<Arc<NodeSchema>>,
+    /// Parameters carried to a new schema (restored, dropped), for the update's report.
+    pub(crate) carried: Option<(Vec<String>, Vec<String>)>,
     pub(crate) steps: VecDeque<Step>,
     pub(crate) in_flight: Option<InFlight>,
     pub(crate) download: Option<Download>,
@@ -250,6 +260,11 @@ impl NodeRecord {
             errors: 0,
             user_params: BTreeMap::new(),
             topics: BTreeMap::new(),
+            firmware_version: None,
+            update: None,
+            version_query: None,
+            prev_schema: None,
+            carried: None,
             steps: VecDeque::new(),
             in_flight: None,
             download: None,
@@ -270,7 +285,9 @@ impl NodeRecord {
             let t = self.next_transfer;
             let busy = self.calls.contains_key(&t)
                 || self.in_flight.as_ref().is_some_and(|f| f.transfer == t)
-                || self.download.as_ref().is_some_and(|d| d.transfer == t);
+                || self.download.as_ref().is_some_and(|d| d.transfer == t)
+                || self.update.as_ref().is_some_and(|u| u.uses(t))
+                || self.version_query.is_some_and(|q| q.transfer() == t);
             if !busy {
                 break;
             }

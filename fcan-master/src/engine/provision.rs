@@ -205,6 +205,7 @@ impl Engine {
                 rec.phase = Phase::Running;
                 rec.state = NodeState::Running;
                 self.events.push_back(Event::Online { node: nid(node) });
+                self.update_on_online(node, at);
             }
             (
                 Step::ParamSet {
@@ -270,6 +271,7 @@ impl Engine {
             requeue_in_flight(rec);
         }
         self.fail_user_requests(node, CallError::NodeNotOnline(nid(node)));
+        self.update_on_failed(node, &reason);
         self.events.push_back(Event::Failed {
             node: nid(node),
             reason,

@@ -1,0 +1,278 @@
+//! Firmware update over the bus, end to end on the simulated bus (issue 26): a real
+//! `Master` writes an image into a fake I/O board (`fcan-fake`, the firmware's own node
+//! runtime with its `update` feature; a fake's firmware is its schema blob) built from
+//! `schema/examples/io_board.yaml`. The "new build" is the same schema with one more
+//! parameter. The node verifies the image, reboots into it, and the master downloads
+//! the new blob, re-plans, restores the parameters the user set that still exist and
+//! reports the ones that do not; the node list shows the new schema and version.
+//!
+//! Each claim has its own test. The paused clock makes each run the same.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fcan_core::frame::{CanId, Mtu};
+use fcan_core::hash::SchemaDigest;
+use fcan_core::id::{ConfigId, NodeId, Opcode};
+use fcan_e2e::*;
+use fcan_fake::run::{run_fake, Running};
+use fcan_fake::{FakeConfig, FakeNode, FakeSchema, Mirror};
+use fcan_master::engine::{Event, UpdateError, UpdateStep};
+use fcan_master::update::{UpdateConfig, UpdateImage};
+use fcan_master::value::Value;
+use fcan_master::{Master, MasterError};
+
+/// The fake board's node id.
+const ID: u8 = 7;
+/// Its name (`io_board{i}`).
+const NAME: &str = "io_board7";
+
+fn example_yaml() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/examples/io_board.yaml");
+    std::fs::read_to_string(p).expect("the example schema")
+}
+
+/// The blob of a schema written as YAML text (through the CLI's loader, as `fcan fake
+/// --schema` compiles it).
+fn blob_of(yaml: &str, tag: &str) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("fcan-update-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file: PathBuf = dir.join("io_board.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let blob = fcan_cli::fake::load_blob(&[file]).expect("the schema compiles");
+    let _ = std::fs::remove_dir_all(&dir);
+    blob
+}
+
+/// The example schema with `edit` applied to the DigitalIn params.
+fn variant(edit: impl Fn(&str) -> String, tag: &str) -> Vec<u8> {
+    let line = "      debounce_ms: { type: u8, default: 5, min: 0, max: 200 }\n";
+    let yaml = example_yaml();
+    assert!(
+        yaml.contains(line),
+        "the example schema changed: update this test"
+    );
+    blob_of(&yaml.replace(line, &edit(line)), tag)
+}
+
+/// Version 2: one more parameter in every digital input.
+fn v2() -> Vec<u8> {
+    variant(
+        |l| format!("{l}      glitch_filter_us: {{ type: u16, default: 40, max: 1000 }}\n"),
+        "v2",
+    )
+}
+
+/// Version 3: `debounce_ms` gone.
+fn v3_without_debounce() -> Vec<u8> {
+    variant(
+        |_| "      hold_ms: { type: u16, default: 0 }\n".into(),
+        "v3",
+    )
+}
+
+fn image(blob: &[u8], version: &str) -> UpdateImage {
+    let schema = fcan_core::msg::update::schema_node_name(blob)
+        .expect("a blob names its node")
+        .to_owned();
+    UpdateImage::new(blob.to_vec(), SchemaDigest::of(blob).0, &schema, version)
+}
+
+/// A master and the fake board running v1, taking updates as firmware `1.0.0`.
+async fn board(w: &World, takes_updates: bool) -> (Master, Running, Vec<u8>) {
+    let v1 = blob_of(&example_yaml(), "v1");
+    let mut node = FakeNode::new(
+        FakeSchema::from_blob(&v1).unwrap(),
+        FakeConfig {
+            node_id: NodeId::new(ID).unwrap(),
+            boot_id: fcan_examples::boot_id(),
+            counts: None,
+            fd_capable: w.fd(),
+            mirror: Mirror::new(),
+        },
+    )
+    .unwrap();
+    if takes_updates {
+        node.take_updates("1.0.0");
+    }
+    let fake = run_fake(w.endpoint(), node);
+    let m = w.start_master().await;
+    wait_running(&m, &[ID], Duration::from_secs(3)).await;
+    (m, fake, v1)
+}
+
+fn node_id() -> NodeId {
+    NodeId::new(ID).unwrap()
+}
+
+/// The new build runs, provisioned, with the parameter set before kept, and the node
+/// list shows the new schema and version.
+async fn updated_to_a_build_with_one_more_parameter(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, fake, v1) = board(&w, true).await;
+    // The version the board reports, asked once it runs.
+    let before = wait_for(&m, |n| n.firmware.is_some()).await;
+    assert_eq!(before.firmware.as_deref(), Some("1.0.0"));
+    assert_eq!(before.digest, Some(SchemaDigest::of(&v1)));
+    let debounce = format!("{NAME}.in2.debounce_ms");
+    m.param_set(&debounce, Value::UInt(17)).await.unwrap();
+
+    let v2 = v2();
+    let mut events = m.events();
+    let report = m
+        .update(node_id(), image(&v2, "2.0.0"), UpdateConfig::default())
+        .await
+        .expect("the update succeeds");
+    assert_eq!(report.version, "2.0.0");
+    assert_eq!(report.schema, SchemaDigest::of(&v2));
+    assert!(report.schema_changed);
+    // Every digital input's debounce the user set (one) is restored, none dropped.
+    assert_eq!(report.restored, vec![debounce.clone()]);
+    assert!(report.dropped.is_empty(), "{:?}", report.dropped);
+
+    // The board runs the new image, with a new boot id.
+    let info = node_info(&m, ID).await.unwrap();
+    assert_eq!(info.digest, Some(SchemaDigest::of(&v2)));
+    assert_eq!(info.firmware.as_deref(), Some("2.0.0"));
+    assert_ne!(info.boot_id, before.boot_id);
+    assert_eq!(
+        fake.with(|n| n.firmware_version().map(str::to_owned)),
+        Some("2.0.0".into())
+    );
+    // The node holds the restored value (asked from the node, not the master's copy),
+    // and the new parameter with its default.
+    assert_eq!(m.param_get(&debounce).await.unwrap(), Value::UInt(17));
+    let glitch = format!("{NAME}.in2.glitch_filter_us");
+    assert_eq!(m.param_get(&glitch).await.unwrap(), Value::UInt(40));
+    assert!(fake.with(|n| n
+        .schema()
+        .schema
+        .types
+        .iter()
+        .any(|t| t.params.iter().any(|p| p.name == "glitch_filter_us"))));
+
+    // Progress came on the way: sending with bytes acknowledged, then the reboot, and
+    // the end; the acknowledged count never goes back except after a loss (none here).
+    let mut acked = Vec::new();
+    let mut steps = Vec::new();
+    let mut done = false;
+    while let Ok(e) = events.try_recv() {
+        match e {
+            Event::UpdateProgress { step, progress, .. } => {
+                steps.push(step);
+                acked.push(progress.acked);
+                assert_eq!(progress.size, v2.len() as u64);
+            }
+            Event::UpdateDone { result, .. } => done = result.is_ok(),
+            _ => {}
+        }
+    }
+    assert!(done);
+    assert_eq!(steps.first(), Some(&UpdateStep::Offering));
+    assert!(steps.contains(&UpdateStep::Sending));
+    assert_eq!(steps.last(), Some(&UpdateStep::Rebooting));
+    assert!(acked.windows(2).all(|p| p[0] <= p[1]), "{acked:?}");
+    assert_eq!(acked.last(), Some(&(v2.len() as u64)));
+}
+
+/// A parameter the new schema does not have is reported, not restored; the others are.
+async fn a_parameter_the_new_build_lacks_is_reported(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, _) = board(&w, true).await;
+    let debounce = format!("{NAME}.in0.debounce_ms");
+    let min_on = format!("{NAME}.out1.min_on_ms");
+    m.param_set(&debounce, Value::UInt(9)).await.unwrap();
+    m.param_set(&min_on, Value::UInt(250)).await.unwrap();
+    let mut events = m.events();
+    let report = m
+        .update(
+            node_id(),
+            image(&v3_without_debounce(), "3.0.0"),
+            UpdateConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.restored, vec![min_on.clone()]);
+    assert_eq!(report.dropped, vec![debounce.clone()]);
+    assert_eq!(m.param_get(&min_on).await.unwrap(), Value::UInt(250));
+    assert!(m.param_get(&debounce).await.is_err());
+    // The engine said so as an event too (what `fcan monitor` shows).
+    let mut carried = None;
+    while let Ok(e) = events.try_recv() {
+        if let Event::ParamsCarried {
+            restored, dropped, ..
+        } = e
+        {
+            carried = Some((restored, dropped));
+        }
+    }
+    assert_eq!(carried, Some((vec![min_on], vec![debounce])));
+}
+
+/// An image for another board is refused by the master before a single UPDATE frame.
+async fn an_image_for_another_board_sends_nothing(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, v1) = board(&w, true).await;
+    // The version QUERY a running board is asked once is over before we listen.
+    wait_for(&m, |n| n.firmware.is_some()).await;
+    let mut frames = m.frames();
+    let mut other = image(&v1, "9.9.9");
+    other = UpdateImage::new(
+        other.bytes().to_vec(),
+        other.schema(),
+        "motor_driver{i}",
+        "9.9.9",
+    );
+    let err = m
+        .update(node_id(), other, UpdateConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MasterError::Update(UpdateError::WrongBoard { image, .. }) if image == "motor_driver{i}"),
+        "{err}"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    while let Ok(f) = frames.try_recv() {
+        if let CanId::Extended(_) = f.frame.id() {
+            let cid = ConfigId::from_can_id(f.frame.id()).unwrap();
+            assert_ne!(cid.opcode, Opcode::Update, "an UPDATE frame went out");
+        }
+    }
+}
+
+/// A node that does not announce the capability is not offered anything.
+async fn a_node_without_updates_is_refused(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, v1) = board(&w, false).await;
+    let err = m
+        .update(node_id(), image(&v1, "1.0.1"), UpdateConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, MasterError::Update(UpdateError::NotSupported(n)) if n == node_id()),
+        "{err}"
+    );
+    // And it reports no firmware version.
+    assert_eq!(node_info(&m, ID).await.unwrap().firmware, None);
+}
+
+both_links!(
+    updated_to_a_build_with_one_more_parameter,
+    a_parameter_the_new_build_lacks_is_reported,
+    an_image_for_another_board_sends_nothing,
+    a_node_without_updates_is_refused,
+);
+
+/// The node as the master lists it once `ok` holds (within 3 s).
+async fn wait_for(
+    m: &Master,
+    ok: impl Fn(&fcan_master::NodeInfo) -> bool,
+) -> fcan_master::NodeInfo {
+    for _ in 0..300 {
+        if let Some(n) = node_info(m, ID).await.filter(|n| ok(n)) {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("node {ID} never got there: {:?}", node_info(m, ID).await);
+}
