@@ -35,7 +35,10 @@ fn example_yaml() -> String {
 /// The blob of a schema written as YAML text (through the CLI's loader, as `fcan fake
 /// --schema` compiles it).
 fn blob_of(yaml: &str, tag: &str) -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("fcan-update-{}-{tag}", std::process::id()));
+    // Tests run in parallel: each compile gets its own folder.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("fcan-update-{}-{tag}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file: PathBuf = dir.join("io_board.yaml");
     std::fs::write(&file, yaml).unwrap();
@@ -60,6 +63,23 @@ fn v2() -> Vec<u8> {
     variant(
         |l| format!("{l}      glitch_filter_us: {{ type: u16, default: 40, max: 1000 }}\n"),
         "v2",
+    )
+}
+
+/// Version 2 with 30 more parameters: an image of a few kilobytes, long enough on the
+/// bus for a cut to land in its transfer.
+fn v2_large() -> Vec<u8> {
+    variant(
+        |l| {
+            let mut t = l.to_string();
+            for i in 0..30 {
+                t.push_str(&format!(
+                    "      calibration_table_entry_{i:02}: {{ type: u16, default: {i}, max: 60000 }}\n"
+                ));
+            }
+            t
+        },
+        "v2-large",
     )
 }
 
@@ -256,7 +276,120 @@ async fn a_node_without_updates_is_refused(mtu: Mtu) {
     assert_eq!(node_info(&m, ID).await.unwrap().firmware, None);
 }
 
+/// Frames lost and repeated on the way to the board: the transfer goes back to what the
+/// node has (go-back-N) and the update completes with the right image.
+async fn losses_and_repeats_are_recovered(mtu: Mtu) {
+    use fcan_transport::fault::{FaultConfig, FaultInjector};
+    let w = World::new(mtu);
+    let v1 = blob_of(&example_yaml(), "loss-v1");
+    let mut node = FakeNode::new(
+        FakeSchema::from_blob(&v1).unwrap(),
+        FakeConfig {
+            node_id: node_id(),
+            boot_id: fcan_examples::boot_id(),
+            counts: None,
+            fd_capable: w.fd(),
+            mirror: Mirror::new(),
+        },
+    )
+    .unwrap();
+    node.take_updates("1.0.0");
+    let faults = FaultConfig {
+        drop: 0.03,
+        duplicate: 0.03,
+        ..Default::default()
+    };
+    let _fake = run_fake(FaultInjector::new(w.endpoint(), faults, 26), node);
+    let m = w.start_master().await;
+    wait_running(&m, &[ID], Duration::from_secs(5)).await;
+    let v2 = v2();
+    let mut events = m.events();
+    let report = m
+        .update(node_id(), image(&v2, "2.0.0"), UpdateConfig::default())
+        .await
+        .expect("the update completes despite the losses");
+    assert_eq!(report.schema, SchemaDigest::of(&v2));
+    let mut resent = 0;
+    while let Ok(e) = events.try_recv() {
+        if let Event::UpdateProgress { progress, .. } = e {
+            resent = resent.max(progress.resent);
+        }
+    }
+    assert!(
+        resent > 0,
+        "no chunk was sent again: the faults did not hit the transfer"
+    );
+    assert_eq!(
+        node_info(&m, ID).await.unwrap().digest,
+        Some(SchemaDigest::of(&v2))
+    );
+}
+
+/// The master goes away in the middle of the transfer; the next master offers the same
+/// image and the node resumes from the bytes it stored, not from zero.
+async fn a_new_master_resumes_where_the_lost_one_stopped(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, _) = board(&w, true).await;
+    let v2 = v2_large();
+    let mut events = m.events();
+    let first = {
+        let m = m.clone();
+        let img = image(&v2, "2.0.0");
+        // A small bus share: the transfer takes seconds, so the cut lands in it.
+        let slow = UpdateConfig {
+            share: 0.01,
+            ..UpdateConfig::default()
+        };
+        tokio::spawn(async move { m.update(node_id(), img, slow).await })
+    };
+    // Wait for some bytes to be stored, then pull the master's plug.
+    let stored = loop {
+        match events.recv().await.unwrap() {
+            Event::UpdateProgress { progress, .. } if progress.acked > 0 => break progress.acked,
+            _ => {}
+        }
+    };
+    assert!(
+        stored < v2.len() as u64,
+        "the image went through before the cut: {stored} of {}",
+        v2.len()
+    );
+    first.abort();
+    drop(events);
+    drop(m);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let m2 = w.start_master().await;
+    wait_running(&m2, &[ID], Duration::from_secs(5)).await;
+    let mut events = m2.events();
+    let report = m2
+        .update(node_id(), image(&v2, "2.0.0"), UpdateConfig::default())
+        .await
+        .expect("the second master finishes it");
+    assert_eq!(report.schema, SchemaDigest::of(&v2));
+    // The first progress with a rate (after the node's Receiving answer) starts from
+    // what the node had, not from zero.
+    let mut first_acked = None;
+    while let Ok(e) = events.try_recv() {
+        if let Event::UpdateProgress {
+            step: UpdateStep::Sending,
+            progress,
+            ..
+        } = e
+        {
+            first_acked.get_or_insert(progress.acked);
+        }
+    }
+    let resumed_at = first_acked.expect("a Sending progress");
+    assert!(
+        resumed_at >= stored,
+        "resumed at {resumed_at}, the node had {stored}"
+    );
+}
+
 both_links!(
+    losses_and_repeats_are_recovered,
+    a_new_master_resumes_where_the_lost_one_stopped,
     updated_to_a_build_with_one_more_parameter,
     a_parameter_the_new_build_lacks_is_reported,
     an_image_for_another_board_sends_nothing,
