@@ -22,6 +22,7 @@ Examples:
   fcan --bus socketcan:can0 monitor
   fcan serve --bus socketcan:can0     (the bus-owner daemon: fcan serve --help)
   fcan fake --schema md.yaml --node-id 3   (a fake node of any schema: fcan fake --help)
+  fcan update md3 md-2.1.0.fcimg           (new firmware over the bus: fcan update --help)
 
 Values are JSON or YAML flow syntax. Names: topics and services /<node>/<ns>/<name>,
 parameters <node>.<ns>.<param>. `--json` prints one JSON object per line (docs/cli.md
@@ -142,6 +143,54 @@ one, a one-shot master discovers the nodes first (their provisioning is then not
 raw frames: to keep it, capture with `candump -L` and use `fcan decode --mcap`). The
 file's layout: docs/recording.md.")]
     Record(RecordArgs),
+    /// Write new firmware into a node over the bus, or into every node of a schema.
+    ///
+    /// The node checks the image (size, board, SHA-256 after reading it back), reboots
+    /// into it, and the master provisions it again, restoring the parameters set so far
+    /// that the new schema still has and saying which it no longer has. Stopped or cut
+    /// off, it resumes: run the same command again and the node keeps what it stored.
+    #[command(after_help = UPDATE_HELP)]
+    Update(UpdateArgs),
+}
+
+const UPDATE_HELP: &str = "\
+Examples:
+  fcan update io_board3 io_board-2.1.0.fcimg      (an image file: FCANIMG1 + manifest + binary)
+  fcan update io_board3 firmware.bin --schema io_board.yaml --version 2.1.0
+  fcan update --all-of 'io_board{i}' io_board-2.1.0.fcimg   (every node of that schema, in turn)
+  fcan update io_board7 --schema io_board_v2.yaml --version 2.0.0
+                                                  (a fake node: its firmware is its schema blob)
+
+Only a node built with the runtime's `update` feature takes updates (`fcan nodes` shows
+its firmware version); by default a node refuses while RUNNING unless its application
+agrees (motors disabled). With --all-of, nodes already announcing the image's schema are
+skipped, and the first failure stops the rest (an image that fails on one board is not
+sent to the others). Progress goes to the terminal; --json prints one object per line:
+{\"event\": \"progress\" | \"done\" | \"skipped\", ...} (docs/cli.md).";
+
+/// `fcan update` options.
+#[derive(Args, Debug, Clone)]
+pub struct UpdateArgs {
+    /// `NODE IMAGE` (node name or id, then the image file); with --all-of only `IMAGE`.
+    /// The image may be left out with --schema: the image is then the schema blob itself
+    /// (what a fake node runs).
+    #[arg(value_name = "NODE IMAGE", num_args = 0..=2)]
+    pub targets: Vec<String>,
+    /// Update every node whose schema is this: its name as written (`io_board{i}`) or
+    /// the first hex digits (at least 8) of the SHA-256 nodes announce now.
+    #[arg(long, value_name = "SCHEMA")]
+    pub all_of: Option<String>,
+    /// The schema the new firmware announces (YAML files, or its blob), for a raw
+    /// firmware binary (an image file names it already).
+    #[arg(long, value_name = "FILE")]
+    pub schema: Vec<PathBuf>,
+    /// The new firmware's version string (at most 32 bytes), for a raw binary.
+    #[arg(long, value_name = "TEXT")]
+    pub version: Option<String>,
+    /// Share of the bus the image may take, in percent of its bit time: other nodes'
+    /// data frames win arbitration anyway; the share leaves room for the rest.
+    #[arg(long, default_value_t = 25.0, value_name = "PERCENT")]
+    pub bus_share: f64,
 }
 
 /// `fcan record` options.

@@ -115,6 +115,7 @@ async fn command<M: MasterApi>(
         }
         Command::Monitor(m) => monitor(master, m, sink).await,
         Command::Plan(p) => plan(master, p, sink).await,
+        Command::Update(u) => crate::update::update(master, u, sink).await,
         Command::Record(r) => {
             let summary = crate::record::record(master, r).await?;
             sink.emit(Report::Recorded(summary))

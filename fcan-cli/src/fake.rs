@@ -89,6 +89,11 @@ pub struct FakeCli {
     /// A file of mirror rules, one a line (`#` comments).
     #[arg(long = "mirror-file", value_name = "FILE")]
     pub mirror_file: Vec<PathBuf>,
+    /// Take firmware updates over the bus, reporting this firmware version: the node
+    /// announces the capability, and `fcan update NODE --schema NEW.yaml --version V`
+    /// reboots it with the new schema (a fake node's firmware is its schema blob).
+    #[arg(long, value_name = "VERSION")]
+    pub firmware: Option<String>,
     /// The bus: `sim`, `sim:classic` (simulated, served over Zenoh) or `socketcan:IFACE`.
     #[arg(long, value_name = "SPEC", default_value = "sim")]
     pub bus: String,
@@ -205,7 +210,7 @@ fn nodes(cli: &FakeCli, fd: bool) -> Result<Vec<FakeNode>, CliError> {
         .map(|&id| {
             let node_id = NodeId::new(id)
                 .ok_or_else(|| CliError::Usage(format!("--node-id {id}: 0..=126")))?;
-            FakeNode::new(
+            let mut node = FakeNode::new(
                 Arc::clone(&schema),
                 FakeConfig {
                     node_id,
@@ -215,7 +220,11 @@ fn nodes(cli: &FakeCli, fd: bool) -> Result<Vec<FakeNode>, CliError> {
                     mirror: mirror.clone(),
                 },
             )
-            .map_err(|e| CliError::Usage(e.to_string()))
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+            if let Some(v) = &cli.firmware {
+                node.take_updates(v);
+            }
+            Ok(node)
         })
         .collect()
 }

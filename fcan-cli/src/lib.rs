@@ -32,6 +32,7 @@ pub mod mcap_file;
 mod record;
 mod render;
 pub mod serve;
+mod update;
 mod value_text;
 pub mod views;
 

@@ -69,6 +69,8 @@ impl<'a> Renderer<'a> {
             Report::Plan(v) => self.json_lines(v),
             Report::Dbc(v) => self.json_line(v),
             Report::Recorded(v) => self.json_line(v),
+            Report::UpdateProgress(v) => self.json_line(v),
+            Report::Updated(v) => self.json_line(v),
         }
     }
 
@@ -175,6 +177,84 @@ impl<'a> Renderer<'a> {
                 "wrote {}: {} messages of {} nodes",
                 d.file, d.messages, d.nodes
             )?,
+            Report::UpdateProgress(p) => {
+                let pct = if p.size > 0 {
+                    p.acked as f64 * 100.0 / p.size as f64
+                } else {
+                    0.0
+                };
+                let eta = p
+                    .eta_s
+                    .map_or(String::new(), |s| format!(", {s:.0} s left"));
+                let resent = if p.resent > 0 {
+                    format!(", {} B resent", p.resent)
+                } else {
+                    String::new()
+                };
+                let line = format!(
+                    "{} (node {}): {:<9} {:>5.1} % {}/{} B, {:.1} KiB/s{eta}{resent}",
+                    Untrusted(&p.name),
+                    p.node,
+                    p.step,
+                    pct,
+                    p.acked,
+                    p.size,
+                    p.rate / 1024.0
+                );
+                // To a terminal the line redraws in place (a progress bar); to a file or
+                // pipe each report is its own line.
+                if self.tty {
+                    write!(out, "\r\x1b[K{line}")?;
+                    out.flush()?;
+                } else {
+                    writeln!(out, "{line}")?;
+                }
+            }
+            Report::Updated(u) => {
+                if self.tty {
+                    write!(out, "\r\x1b[K")?;
+                }
+                let version = u
+                    .version
+                    .as_deref()
+                    .map_or("?".to_string(), |v| Untrusted(v).to_string());
+                if u.event == "skipped" {
+                    writeln!(
+                        out,
+                        "{} (node {}): skipped, it runs that schema already (firmware {version})",
+                        Untrusted(&u.name),
+                        u.node
+                    )?;
+                } else {
+                    let schema = u.schema.as_deref().map_or("?", |s| &s[..16.min(s.len())]);
+                    writeln!(
+                        out,
+                        "{} (node {}): runs firmware {version}, schema {schema}{}",
+                        Untrusted(&u.name),
+                        u.node,
+                        if u.schema_changed {
+                            " (new)"
+                        } else {
+                            " (unchanged)"
+                        }
+                    )?;
+                    let list = |v: &Vec<String>| {
+                        if v.is_empty() {
+                            "none".to_string()
+                        } else {
+                            Untrusted(&v.join(", ")).to_string()
+                        }
+                    };
+                    writeln!(out, "  parameters restored: {}", list(&u.restored))?;
+                    if !u.dropped.is_empty() {
+                        writeln!(
+                            out,
+                            "  not in the new schema, not restored: {}",
+                            list(&u.dropped)
+                        )?;
+                    }
+                }
+            }
             Report::Params(params) => {
                 let show = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), Value::to_string);
                 for p in &params {

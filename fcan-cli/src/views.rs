@@ -562,6 +562,52 @@ pub struct DbcView {
     pub nodes: usize,
 }
 
+/// `fcan update`'s progress: `{"event": "progress", "node", "name", "step", "acked",
+/// "size", "rate" (bytes/s), "eta_s", "resent"}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdateProgressView {
+    /// `progress`.
+    pub event: &'static str,
+    /// Node id.
+    pub node: u8,
+    /// Node name.
+    pub name: String,
+    /// `offering`, `sending`, `verifying`, `rebooting`.
+    pub step: String,
+    /// Bytes the node stored.
+    pub acked: u64,
+    /// Image size.
+    pub size: u64,
+    /// Bytes per second.
+    pub rate: f64,
+    /// Seconds left, `null` while unknown.
+    pub eta_s: Option<f64>,
+    /// Bytes sent again after losses.
+    pub resent: u64,
+}
+
+/// `fcan update`'s result per node: `{"event": "done" | "skipped", "node", "name",
+/// "version", "schema", "schema_changed", "restored", "dropped"}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdatedView {
+    /// `done`, or `skipped` (it runs the image's schema already).
+    pub event: &'static str,
+    /// Node id.
+    pub node: u8,
+    /// Node name.
+    pub name: String,
+    /// The version it runs now (for `skipped`: what it reports).
+    pub version: Option<String>,
+    /// Its schema's SHA-256 now (hex).
+    pub schema: Option<String>,
+    /// Whether the schema changed.
+    pub schema_changed: bool,
+    /// Parameters restored (`node.block.param`).
+    pub restored: Vec<String>,
+    /// Parameters the new schema lacks: not restored.
+    pub dropped: Vec<String>,
+}
+
 /// `fcan record`'s summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordedView {
@@ -605,6 +651,10 @@ pub(crate) enum Report {
     Plan(Vec<PlanFrameView>),
     Recorded(RecordedView),
     Dbc(DbcView),
+    /// How far a firmware update is.
+    UpdateProgress(UpdateProgressView),
+    /// A firmware update done (or skipped: the node runs the image's schema already).
+    Updated(UpdatedView),
 }
 
 #[cfg(test)]

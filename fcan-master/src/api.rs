@@ -112,6 +112,17 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
     /// Provisions a running (or failed) node again (see [`Master::reprovision`]).
     fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send;
 
+    /// Writes a firmware image into a node over the bus and returns once it runs it,
+    /// provisioned again (see [`Master::update`]); progress comes as
+    /// [`Event::UpdateProgress`](crate::engine::Event::UpdateProgress) on
+    /// [`events`](Self::events).
+    fn update(
+        &self,
+        node: NodeId,
+        image: crate::update::UpdateImage,
+        cfg: crate::update::UpdateConfig,
+    ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send;
+
     /// Waits until at least `n` nodes are running, polling [`nodes`](Self::nodes).
     fn wait_for_nodes(
         &self,
@@ -161,6 +172,14 @@ impl MasterApi for Master {
     }
     fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
         Master::reprovision(self, node)
+    }
+    fn update(
+        &self,
+        node: NodeId,
+        image: crate::update::UpdateImage,
+        cfg: crate::update::UpdateConfig,
+    ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send {
+        Master::update(self, node, image, cfg)
     }
     fn events(&self) -> broadcast::Receiver<Event> {
         Master::events(self)

@@ -28,7 +28,7 @@ use fcan_core::msg::{BusMode, NodeState};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
-use crate::engine::{EngineStats, Event, Phase};
+use crate::engine::{EngineStats, Event, Phase, UpdateStep};
 use crate::master::{NodeInfo, SchemaSource, Status};
 use crate::text::Untrusted;
 
@@ -229,6 +229,22 @@ pub fn describe_event(e: &Event) -> Option<String> {
                 list(dropped)
             )
         }
+        Event::UpdateProgress {
+            node,
+            step,
+            progress: p,
+            ..
+        } => {
+            let eta = p
+                .eta_s
+                .map_or(String::new(), |s| format!(", {s:.0} s left"));
+            format!(
+                "node {node} update {step}: {} of {} bytes, {:.1} KiB/s{eta}",
+                p.acked,
+                p.size,
+                p.rate / 1024.0
+            )
+        }
         // Request completions are chatty; newer event kinds get no line until they have one.
         _ => return None,
     })
@@ -236,7 +252,7 @@ pub fn describe_event(e: &Event) -> Option<String> {
 
 /// The stable name of an event kind (`announced`, `schema_ready`, `online`, `rebooted`,
 /// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`,
-/// `params_carried`) and the
+/// `params_carried`, `update_progress`) and the
 /// node it is about; `None` for request completions.
 pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
     Some(match e {
@@ -250,13 +266,15 @@ pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
         Event::OtherMaster { .. } => ("other_master", None),
         Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
         Event::ParamsCarried { node, .. } => ("params_carried", Some(node.get())),
+        Event::UpdateProgress { node, .. } => ("update_progress", Some(node.get())),
         _ => return None,
     })
 }
 
 /// An event as JSON: the `fcan monitor --json` event (`kind`, `node`, `text`) plus the
 /// event's own fields (`boot_id`; `digest`, `cached`; `old`, `new`; `reason`;
-/// `boot_ids`; `session`; `restored`, `dropped`), so a reader can rebuild it ([`event_from_json`]). `None` for
+/// `boot_ids`; `session`; `restored`, `dropped`; `id`, `step`, `acked`, `size`, `rate`,
+/// `eta_s`, `resent`), so a reader can rebuild it ([`event_from_json`]). `None` for
 /// request completions.
 pub fn event_to_json(e: &Event) -> Option<Json> {
     let (kind, node) = event_kind(e)?;
@@ -290,6 +308,17 @@ pub fn event_to_json(e: &Event) -> Option<Json> {
         } => {
             m.insert("restored".into(), json!(restored));
             m.insert("dropped".into(), json!(dropped));
+        }
+        Event::UpdateProgress {
+            id, step, progress, ..
+        } => {
+            m.insert("id".into(), (*id).into());
+            m.insert("step".into(), step.to_string().into());
+            m.insert("acked".into(), progress.acked.into());
+            m.insert("size".into(), progress.size.into());
+            m.insert("rate".into(), progress.rate.into());
+            m.insert("eta_s".into(), progress.eta_s.into());
+            m.insert("resent".into(), progress.resent.into());
         }
         _ => {}
     }
@@ -341,6 +370,24 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
             session: u32_of("session")?,
         },
         "classic_node_on_fd_link" => Event::ClassicNodeOnFdLink { node: node()? },
+        "update_progress" => Event::UpdateProgress {
+            id: uint(v, "id")?,
+            node: node()?,
+            step: match string(v, "step")? {
+                "offering" => UpdateStep::Offering,
+                "sending" => UpdateStep::Sending,
+                "verifying" => UpdateStep::Verifying,
+                "rebooting" => UpdateStep::Rebooting,
+                other => return Err(format!("unknown update step `{}`", Untrusted(other))),
+            },
+            progress: crate::update::Progress {
+                acked: uint(v, "acked")?,
+                size: uint(v, "size")?,
+                rate: field(v, "rate")?.as_f64().ok_or("bad `rate`")?,
+                eta_s: field(v, "eta_s")?.as_f64(),
+                resent: uint(v, "resent")?,
+            },
+        },
         "params_carried" => {
             let list = |name: &str| -> Result<Vec<String>, String> {
                 field(v, name)?
@@ -645,5 +692,38 @@ mod tests {
         assert_eq!(back.samples, s.samples);
         assert_eq!(back.stats, s.stats);
         assert_eq!(back.bus_busy, s.bus_busy);
+    }
+}
+
+impl crate::engine::UpdateReport {
+    /// `{"version", "schema" (hex), "schema_changed", "restored": [..], "dropped": [..]}`:
+    /// what `fcan update --json` prints and the remote API replies.
+    pub fn to_json(&self) -> Json {
+        json!({
+            "version": self.version,
+            "schema": self.schema.to_string(),
+            "schema_changed": self.schema_changed,
+            "restored": self.restored,
+            "dropped": self.dropped,
+        })
+    }
+
+    /// Parses [`to_json`](Self::to_json)'s shape back (untrusted input: checked).
+    pub fn from_json(v: &Json) -> Result<Self, String> {
+        let list = |name: &str| -> Result<Vec<String>, String> {
+            field(v, name)?
+                .as_array()
+                .and_then(|a| a.iter().map(|j| j.as_str().map(str::to_owned)).collect())
+                .ok_or_else(|| format!("bad `{name}`"))
+        };
+        Ok(crate::engine::UpdateReport {
+            version: string(v, "version")?.to_string(),
+            schema: SchemaDigest::from_hex(string(v, "schema")?).ok_or("bad `schema`")?,
+            schema_changed: field(v, "schema_changed")?
+                .as_bool()
+                .ok_or("bad `schema_changed`")?,
+            restored: list("restored")?,
+            dropped: list("dropped")?,
+        })
     }
 }

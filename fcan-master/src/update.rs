@@ -93,6 +93,104 @@ impl UpdateImage {
     }
 }
 
+/// The first bytes of an image file ([`UpdateImage::to_file`]).
+pub const IMAGE_MAGIC: &[u8; 8] = b"FCANIMG1";
+
+/// The largest image the master takes (`docs/protocol.md` §3.14: it holds the image in
+/// memory).
+pub const MAX_IMAGE_LEN: usize = 16 << 20;
+
+impl UpdateImage {
+    /// The image as one file: [`IMAGE_MAGIC`], a `u32` little-endian length, a JSON
+    /// manifest of that length (`node`, `version`, `schema` and `sha256` in hex, `size`),
+    /// then the image's bytes. What `fcan update` reads and what a firmware build writes
+    /// beside its binary; the remote API carries it too.
+    ///
+    /// ```
+    /// use fcan_master::update::UpdateImage;
+    /// let image = UpdateImage::new(b"firmware".to_vec(), [7; 32], "io_board{i}", "2.0.0");
+    /// let back = UpdateImage::from_file(&image.to_file()).unwrap();
+    /// assert_eq!((back.node(), back.version(), back.bytes()), ("io_board{i}", "2.0.0", &b"firmware"[..]));
+    /// assert!(UpdateImage::from_file(b"FCANIMG1garbage").is_err());
+    /// ```
+    pub fn to_file(&self) -> Vec<u8> {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let manifest = serde_json::json!({
+            "node": self.node,
+            "version": self.version,
+            "schema": hex(&self.schema),
+            "sha256": hex(&self.sha256),
+            "size": self.bytes.len(),
+        })
+        .to_string();
+        let mut out = Vec::with_capacity(12 + manifest.len() + self.bytes.len());
+        out.extend_from_slice(IMAGE_MAGIC);
+        out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+        out.extend_from_slice(manifest.as_bytes());
+        out.extend_from_slice(&self.bytes);
+        out
+    }
+
+    /// Reads [`to_file`](Self::to_file)'s layout back (untrusted input: every field
+    /// checked, the size and SHA-256 against the bytes).
+    pub fn from_file(file: &[u8]) -> Result<UpdateImage, String> {
+        let rest = file
+            .strip_prefix(IMAGE_MAGIC.as_slice())
+            .ok_or("not an fcan image file (it does not start with FCANIMG1)")?;
+        let (len, rest) = rest
+            .split_first_chunk::<4>()
+            .ok_or("the image file ends before its manifest")?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err("the image file ends inside its manifest".into());
+        }
+        let (manifest, bytes) = rest.split_at(len);
+        let m: serde_json::Value = serde_json::from_slice(manifest)
+            .map_err(|e| format!("the image's manifest is not JSON: {e}"))?;
+        let text = |k: &str| {
+            m.get(k)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| format!("the image's manifest has no `{k}` string"))
+        };
+        let digest = |k: &str| -> Result<Sha256, String> {
+            fcan_core::hash::SchemaDigest::from_hex(text(k)?)
+                .map(|d| d.0)
+                .ok_or_else(|| format!("the manifest's `{k}` is not a SHA-256 in hex"))
+        };
+        let (node, version) = (text("node")?, text("version")?);
+        if node.is_empty() || node.len() > fcan_core::msg::update::NAME_MAX {
+            return Err(format!(
+                "the manifest's `node` must have 1 to {} bytes",
+                fcan_core::msg::update::NAME_MAX
+            ));
+        }
+        if version.len() > fcan_core::msg::update::VERSION_MAX {
+            return Err(format!(
+                "the manifest's `version` has more than {} bytes",
+                fcan_core::msg::update::VERSION_MAX
+            ));
+        }
+        let size = m.get("size").and_then(|v| v.as_u64());
+        if size != Some(bytes.len() as u64) {
+            return Err(format!(
+                "the manifest says {size:?} bytes, the file holds {}",
+                bytes.len()
+            ));
+        }
+        if bytes.is_empty() || bytes.len() > MAX_IMAGE_LEN {
+            return Err(format!(
+                "an image has 1 to {MAX_IMAGE_LEN} bytes, this one {}",
+                bytes.len()
+            ));
+        }
+        let image = UpdateImage::new(bytes.to_vec(), digest("schema")?, node, version);
+        if image.sha256 != digest("sha256")? {
+            return Err("the image's bytes do not match the manifest's SHA-256".into());
+        }
+        Ok(image)
+    }
+}
+
 /// How a session uses the bus.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UpdateConfig {

@@ -185,19 +185,24 @@ impl RemoteMaster {
 
     /// One query: the first reply's payload, or the daemon's error.
     async fn query(&self, key: String, payload: Option<Vec<u8>>) -> Result<Vec<u8>, MasterError> {
-        let mut get = self
-            .inner
-            .session
-            .get(&key)
-            .timeout(self.inner.opts.timeout);
+        self.query_for(key, payload, self.inner.opts.timeout).await
+    }
+
+    /// [`query`](Self::query) with its own time bound.
+    async fn query_for(
+        &self,
+        key: String,
+        payload: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, MasterError> {
+        let mut get = self.inner.session.get(&key).timeout(timeout);
         if let Some(p) = payload {
             get = get.payload(p);
         }
         let replies = get.await.map_err(unreachable)?;
         let reply = replies.recv_async().await.map_err(|_| {
             unreachable(format!(
-                "no fcan daemon answered on {key} within {:?}",
-                self.inner.opts.timeout
+                "no fcan daemon answered on {key} within {timeout:?}"
             ))
         })?;
         match reply.result() {
@@ -457,6 +462,37 @@ impl MasterApi for RemoteMaster {
                 .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
             self.query_json(key, None).await?;
             Ok(())
+        }
+    }
+
+    /// One query on `fcan/<bus>/update/<node>` carrying the image; the daemon answers
+    /// once the node runs it (progress comes as `update_progress` events), so the query
+    /// waits as long as the daemon may ([`crate::server::UPDATE_REQUEST_TIMEOUT`]).
+    fn update(
+        &self,
+        node: NodeId,
+        image: fcan_master::update::UpdateImage,
+        cfg: fcan_master::update::UpdateConfig,
+    ) -> impl Future<Output = Result<fcan_master::engine::UpdateReport, MasterError>> + Send {
+        async move {
+            let nodes = self.nodes().await?;
+            let Some(n) = nodes.iter().find(|n| n.id == node) else {
+                return Err(fcan_master::engine::UpdateError::NodeNotOnline(node).into());
+            };
+            let key = keys::update(&self.inner.bus, &n.name)
+                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            let payload = crate::wire::update_payload(&image, cfg.share);
+            let bytes = self
+                .query_for(
+                    key,
+                    Some(payload),
+                    crate::server::UPDATE_REQUEST_TIMEOUT + self.inner.opts.timeout,
+                )
+                .await?;
+            let j: Json = serde_json::from_slice(&bytes)
+                .map_err(|e| internal(format!("reply is not JSON: {e}")))?;
+            fcan_master::engine::UpdateReport::from_json(&j)
+                .map_err(|e| internal(format!("update report: {e}")))
         }
     }
 

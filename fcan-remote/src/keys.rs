@@ -55,6 +55,8 @@ pub enum Entity {
     Plan(String),
     /// A request to provision a node again, by node name.
     Reprovision(String),
+    /// A firmware update of a node, by node name (a query whose payload is the image).
+    Update(String),
     /// Every frame on the bus (while subscribed).
     Frames,
     /// A node's liveliness token, by node name.
@@ -129,6 +131,13 @@ pub fn node(bus: &str, node: &str) -> Option<String> {
 pub fn reprovision(bus: &str, node: &str) -> Option<String> {
     chunk_ok(node).then_some(())?;
     Some(format!("{}/reprovision/{node}", base(bus)?))
+}
+
+/// The key that writes a firmware image into a node (a query; the payload:
+/// `crate::wire::update_payload`).
+pub fn update(bus: &str, node: &str) -> Option<String> {
+    chunk_ok(node).then_some(())?;
+    Some(format!("{}/update/{node}", base(bus)?))
 }
 
 /// The key of a node's frame plan.
@@ -223,18 +232,18 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
                 }
             }
         }
-        ("node" | "plan" | "reprovision" | "alive" | "schema" | "samples", Some(rest))
-            if chunk_ok(rest) =>
-        {
-            match kind {
-                "node" => Entity::Node(rest.to_string()),
-                "plan" => Entity::Plan(rest.to_string()),
-                "reprovision" => Entity::Reprovision(rest.to_string()),
-                "alive" => Entity::Alive(rest.to_string()),
-                "samples" => Entity::Samples(rest.to_string()),
-                _ => Entity::Schema(rest.to_string()),
-            }
-        }
+        (
+            "node" | "plan" | "reprovision" | "update" | "alive" | "schema" | "samples",
+            Some(rest),
+        ) if chunk_ok(rest) => match kind {
+            "node" => Entity::Node(rest.to_string()),
+            "plan" => Entity::Plan(rest.to_string()),
+            "reprovision" => Entity::Reprovision(rest.to_string()),
+            "update" => Entity::Update(rest.to_string()),
+            "alive" => Entity::Alive(rest.to_string()),
+            "samples" => Entity::Samples(rest.to_string()),
+            _ => Entity::Schema(rest.to_string()),
+        },
         _ => return None,
     };
     Some((bus.to_string(), entity))

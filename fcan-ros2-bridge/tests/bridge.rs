@@ -873,6 +873,14 @@ impl fcan_master::api::MasterApi for Refusing {
     async fn reprovision(&self, node: NodeId) -> Result<(), fcan_master::MasterError> {
         self.inner.reprovision(node).await
     }
+    async fn update(
+        &self,
+        node: NodeId,
+        image: fcan_master::update::UpdateImage,
+        cfg: fcan_master::update::UpdateConfig,
+    ) -> Result<fcan_master::engine::UpdateReport, fcan_master::MasterError> {
+        self.inner.update(node, image, cfg).await
+    }
 }
 
 /// A `ParameterValue` holding a double.

@@ -76,6 +76,11 @@ const BUS_PROBE: Duration = Duration::from_secs(2);
 /// [`Server::start`] was called.
 const TARGET: &str = "fcan::remote";
 
+/// The longest an update query runs on the daemon: the transfer of the largest image
+/// at a small bus share, the node's reboot and provisioning (the engine ends the update
+/// earlier when the node falls silent).
+pub const UPDATE_REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// How a server runs.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -275,6 +280,7 @@ impl<M: MasterApi> Server<M> {
             (keys::all_of(bus, "node"), QKind::Node),
             (keys::all_of(bus, "plan"), QKind::Plan),
             (keys::all_of(bus, "reprovision"), QKind::Reprovision),
+            (keys::all_of(bus, "update"), QKind::Update),
             (keys::all_of(bus, "schema"), QKind::Schema),
             (keys::status(bus), QKind::Status),
             (keys::registry(bus), QKind::Registry),
@@ -414,15 +420,24 @@ impl<M: MasterApi> Shared<M> {
         this.rt.spawn(async move {
             let _permit = permit;
             let payload = q.payload().map(|p| p.to_bytes()).unwrap_or_default();
+            // An update carries an image and lasts as long as its transfer and the
+            // node's reboot: its own bounds (the engine's update has its own timeouts).
+            let (max_payload, timeout) = match k {
+                QKind::Update => (
+                    fcan_master::update::MAX_IMAGE_LEN + 64 * 1024,
+                    UPDATE_REQUEST_TIMEOUT,
+                ),
+                _ => (sh.opts.max_payload, sh.opts.request_timeout),
+            };
             let answer = async {
-                let req = Request::decode(k, q.key_expr(), &payload, sh.opts.max_payload)?;
+                let req = Request::decode(k, q.key_expr(), &payload, max_payload)?;
                 queries::answer(&sh.master, &*sh, req).await
             };
-            let answer = match tokio::time::timeout(sh.opts.request_timeout, answer).await {
+            let answer = match tokio::time::timeout(timeout, answer).await {
                 Ok(a) => a,
                 Err(_) => Err(ErrorReply::new(
                     kind::TIMEOUT,
-                    format!("no answer within {:?}", sh.opts.request_timeout),
+                    format!("no answer within {timeout:?}"),
                 )),
             };
             match answer {

@@ -29,6 +29,7 @@ pub(super) enum QKind {
     Node,
     Plan,
     Reprovision,
+    Update,
     Schema,
     Status,
     Registry,
@@ -58,6 +59,13 @@ pub(super) enum Request {
     Plan { key: String, node: String },
     /// Provision a node again, by node name; replied on `key`.
     Reprovision { key: String, node: String },
+    /// Write a firmware image into a node, by node name (the image and bus share, or
+    /// why the payload is not one); replied on `key` once the node runs it.
+    Update {
+        key: String,
+        node: String,
+        image: Result<(fcan_master::update::UpdateImage, f64), ErrorReply>,
+    },
     /// A schema blob by digest (`hex` as asked); replied on `key`.
     Schema {
         key: String,
@@ -98,7 +106,12 @@ impl Request {
         }
         let one_at_a_time = matches!(
             k,
-            QKind::Plan | QKind::Reprovision | QKind::Schema | QKind::Service | QKind::Param
+            QKind::Plan
+                | QKind::Reprovision
+                | QKind::Update
+                | QKind::Schema
+                | QKind::Service
+                | QKind::Param
         );
         if one_at_a_time && is_wild(key) {
             // Never on a wildcard: a query names one entity (and reprovisioning is one
@@ -120,6 +133,14 @@ impl Request {
             QKind::Reprovision => match entity {
                 Some(Entity::Reprovision(node)) => Request::Reprovision { key: own, node },
                 _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a reprovision key")),
+            },
+            QKind::Update => match entity {
+                Some(Entity::Update(node)) => Request::Update {
+                    key: own,
+                    node,
+                    image: crate::wire::parse_update_payload(payload),
+                },
+                _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not an update key")),
             },
             QKind::Schema => {
                 let Some(Entity::Schema(hex)) = entity else {
@@ -274,6 +295,16 @@ pub(super) async fn answer<M: MasterApi>(
             let n = node_named(master, &node).await?;
             master.reprovision(n).await.map_err(of)?;
             Ok(vec![(key, b"null".to_vec())])
+        }
+        Request::Update { key, node, image } => {
+            let n = node_named(master, &node).await?;
+            let (image, share) = image?;
+            let cfg = fcan_master::update::UpdateConfig {
+                share,
+                ..Default::default()
+            };
+            let report = master.update(n, image, cfg).await.map_err(of)?;
+            Ok(vec![(key, report.to_json().to_string().into_bytes())])
         }
         Request::Schema { key, hex, digest } => {
             let nodes = master.nodes().await.map_err(of)?;
@@ -464,6 +495,20 @@ mod tests {
         async fn reprovision(&self, node: NodeId) -> Result<(), MasterError> {
             self.record(format!("reprovision {node}"));
             Ok(())
+        }
+        async fn update(
+            &self,
+            node: NodeId,
+            image: fcan_master::update::UpdateImage,
+            cfg: fcan_master::update::UpdateConfig,
+        ) -> Result<fcan_master::engine::UpdateReport, MasterError> {
+            self.record(format!(
+                "update {node} {} {} bytes share {}",
+                image.version(),
+                image.len(),
+                cfg.share
+            ));
+            Err(fcan_master::engine::UpdateError::NotSupported(node).into())
         }
     }
 
