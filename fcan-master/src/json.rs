@@ -576,6 +576,39 @@ struct CopyEntryDef {
     dst_offset: u8,
 }
 
+impl crate::engine::UpdateReport {
+    /// `{"version", "schema" (hex), "schema_changed", "restored": [..], "dropped": [..]}`:
+    /// what `fcan update --json` prints and the remote API replies.
+    pub fn to_json(&self) -> Json {
+        json!({
+            "version": self.version,
+            "schema": self.schema.to_string(),
+            "schema_changed": self.schema_changed,
+            "restored": self.restored,
+            "dropped": self.dropped,
+        })
+    }
+
+    /// Parses [`to_json`](Self::to_json)'s shape back (untrusted input: checked).
+    pub fn from_json(v: &Json) -> Result<Self, String> {
+        let list = |name: &str| -> Result<Vec<String>, String> {
+            field(v, name)?
+                .as_array()
+                .and_then(|a| a.iter().map(|j| j.as_str().map(str::to_owned)).collect())
+                .ok_or_else(|| format!("bad `{name}`"))
+        };
+        Ok(crate::engine::UpdateReport {
+            version: string(v, "version")?.to_string(),
+            schema: SchemaDigest::from_hex(string(v, "schema")?).ok_or("bad `schema`")?,
+            schema_changed: field(v, "schema_changed")?
+                .as_bool()
+                .ok_or("bad `schema_changed`")?,
+            restored: list("restored")?,
+            dropped: list("dropped")?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,38 +725,5 @@ mod tests {
         assert_eq!(back.samples, s.samples);
         assert_eq!(back.stats, s.stats);
         assert_eq!(back.bus_busy, s.bus_busy);
-    }
-}
-
-impl crate::engine::UpdateReport {
-    /// `{"version", "schema" (hex), "schema_changed", "restored": [..], "dropped": [..]}`:
-    /// what `fcan update --json` prints and the remote API replies.
-    pub fn to_json(&self) -> Json {
-        json!({
-            "version": self.version,
-            "schema": self.schema.to_string(),
-            "schema_changed": self.schema_changed,
-            "restored": self.restored,
-            "dropped": self.dropped,
-        })
-    }
-
-    /// Parses [`to_json`](Self::to_json)'s shape back (untrusted input: checked).
-    pub fn from_json(v: &Json) -> Result<Self, String> {
-        let list = |name: &str| -> Result<Vec<String>, String> {
-            field(v, name)?
-                .as_array()
-                .and_then(|a| a.iter().map(|j| j.as_str().map(str::to_owned)).collect())
-                .ok_or_else(|| format!("bad `{name}`"))
-        };
-        Ok(crate::engine::UpdateReport {
-            version: string(v, "version")?.to_string(),
-            schema: SchemaDigest::from_hex(string(v, "schema")?).ok_or("bad `schema`")?,
-            schema_changed: field(v, "schema_changed")?
-                .as_bool()
-                .ok_or("bad `schema_changed`")?,
-            restored: list("restored")?,
-            dropped: list("dropped")?,
-        })
     }
 }

@@ -234,6 +234,47 @@ pub fn registry_blocks(j: &Json) -> Vec<(u8, u8)> {
     out
 }
 
+/// The payload of an update query (`fcan/<bus>/update/<node>`): a `u32` little-endian
+/// length, that many bytes of JSON options (`{"share": 0.25}`: the bus share), then the
+/// image file ([`UpdateImage::to_file`]).
+///
+/// ```
+/// use fcan_master::update::UpdateImage;
+/// use fcan_remote::wire::{parse_update_payload, update_payload};
+/// let image = UpdateImage::new(vec![1, 2, 3], [0; 32], "io_board{i}", "2.0.0");
+/// let (back, share) = parse_update_payload(&update_payload(&image, 0.5)).unwrap();
+/// assert_eq!((back.bytes(), share), (&[1u8, 2, 3][..], 0.5));
+/// ```
+pub fn update_payload(image: &UpdateImage, share: f64) -> Vec<u8> {
+    let opts = serde_json::json!({ "share": share }).to_string();
+    let mut out = (opts.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(opts.as_bytes());
+    out.extend_from_slice(&image.to_file());
+    out
+}
+
+/// Reads [`update_payload`] back (untrusted input): the image and the bus share, in
+/// (0, 1].
+pub fn parse_update_payload(p: &[u8]) -> Result<(UpdateImage, f64), ErrorReply> {
+    let bad = |m: String| ErrorReply::new(kind::BAD_VALUE, m);
+    let (len, rest) = p
+        .split_first_chunk::<4>()
+        .ok_or_else(|| bad("an update needs the image as its payload".into()))?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if rest.len() < len {
+        return Err(bad("the update's options are cut short".into()));
+    }
+    let (opts, file) = rest.split_at(len);
+    let opts: Json = serde_json::from_slice(opts)
+        .map_err(|e| bad(format!("the update's options are not JSON: {e}")))?;
+    let share = opts.get("share").and_then(Json::as_f64).unwrap_or(0.25);
+    if !(share > 0.0 && share <= 1.0) {
+        return Err(bad(format!("bus share {share} is not in (0, 1]")));
+    }
+    let image = UpdateImage::from_file(file).map_err(bad)?;
+    Ok((image, share))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,45 +321,4 @@ mod tests {
                        "params": [{"node": 3, "block": 0}, {"node": 300, "block": 0}]});
         assert_eq!(registry_blocks(&j), vec![(1, 2), (3, 0)]);
     }
-}
-
-/// The payload of an update query (`fcan/<bus>/update/<node>`): a `u32` little-endian
-/// length, that many bytes of JSON options (`{"share": 0.25}`: the bus share), then the
-/// image file ([`UpdateImage::to_file`]).
-///
-/// ```
-/// use fcan_master::update::UpdateImage;
-/// use fcan_remote::wire::{parse_update_payload, update_payload};
-/// let image = UpdateImage::new(vec![1, 2, 3], [0; 32], "io_board{i}", "2.0.0");
-/// let (back, share) = parse_update_payload(&update_payload(&image, 0.5)).unwrap();
-/// assert_eq!((back.bytes(), share), (&[1u8, 2, 3][..], 0.5));
-/// ```
-pub fn update_payload(image: &UpdateImage, share: f64) -> Vec<u8> {
-    let opts = serde_json::json!({ "share": share }).to_string();
-    let mut out = (opts.len() as u32).to_le_bytes().to_vec();
-    out.extend_from_slice(opts.as_bytes());
-    out.extend_from_slice(&image.to_file());
-    out
-}
-
-/// Reads [`update_payload`] back (untrusted input): the image and the bus share, in
-/// (0, 1].
-pub fn parse_update_payload(p: &[u8]) -> Result<(UpdateImage, f64), ErrorReply> {
-    let bad = |m: String| ErrorReply::new(kind::BAD_VALUE, m);
-    let (len, rest) = p
-        .split_first_chunk::<4>()
-        .ok_or_else(|| bad("an update needs the image as its payload".into()))?;
-    let len = u32::from_le_bytes(*len) as usize;
-    if rest.len() < len {
-        return Err(bad("the update's options are cut short".into()));
-    }
-    let (opts, file) = rest.split_at(len);
-    let opts: Json = serde_json::from_slice(opts)
-        .map_err(|e| bad(format!("the update's options are not JSON: {e}")))?;
-    let share = opts.get("share").and_then(Json::as_f64).unwrap_or(0.25);
-    if !(share > 0.0 && share <= 1.0) {
-        return Err(bad(format!("bus share {share} is not in (0, 1]")));
-    }
-    let image = UpdateImage::from_file(file).map_err(bad)?;
-    Ok((image, share))
 }
