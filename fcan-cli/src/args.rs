@@ -421,12 +421,15 @@ mod tests {
                 // A file or a name is not a number: it names what it is instead.
                 if matches!(
                     unit.as_deref(),
-                    Some("FILE" | "NAME" | "NODE" | "DRIVER:KEYS")
+                    Some("FILE" | "NAME" | "NODE" | "DRIVER:KEYS" | "SCHEMA" | "TEXT")
                 ) {
                     continue;
                 }
                 assert!(
-                    matches!(unit.as_deref(), Some("SECONDS" | "MS" | "HZ" | "N")),
+                    matches!(
+                        unit.as_deref(),
+                        Some("SECONDS" | "MS" | "HZ" | "N" | "PERCENT")
+                    ),
                     "`{path} --{id}` does not say its unit: {unit:?}"
                 );
             }

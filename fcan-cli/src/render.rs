@@ -588,6 +588,7 @@ mod tests {
             "schema",
             "schema_source",
             "driver",
+            "firmware",
         ];
         expected.sort();
         assert_eq!(keys, expected);

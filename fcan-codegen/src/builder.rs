@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::{generate, load_files, Diagnostics, Output};
+use crate::{load_files, Diagnostics, Output};
 
 /// Compiles schema files from a build script into `OUT_DIR`.
 ///
@@ -67,6 +67,7 @@ pub struct Builder {
     schemas: Vec<PathBuf>,
     out_dir: Option<PathBuf>,
     quiet: bool,
+    opts: crate::Options,
 }
 
 impl Builder {
@@ -104,6 +105,14 @@ impl Builder {
         self
     }
 
+    /// Generates `App::update` for firmware updates over the bus (default: no). The
+    /// firmware then enables `fcan-runtime-nostd`'s `update` feature and returns its
+    /// staging area from `App::update` ([`crate::Options::firmware_updates`]).
+    pub fn firmware_updates(mut self, yes: bool) -> Self {
+        self.opts.firmware_updates = yes;
+        self
+    }
+
     /// Validates the schemas and writes the outputs. Returns what was written.
     pub fn compile(&self) -> Result<Output, BuildError> {
         if self.schemas.is_empty() {
@@ -128,7 +137,7 @@ impl Builder {
                 .ok_or(BuildError::NoOutDir)?,
         };
         let out = load_files(&self.schemas)
-            .and_then(|l| generate(&l))
+            .and_then(|l| crate::generate_with(&l, &self.opts))
             .map_err(BuildError::Schema)?;
         out.write_to(&dir).map_err(|e| BuildError::Io(dir, e))?;
         Ok(out)

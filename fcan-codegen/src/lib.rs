@@ -66,9 +66,26 @@ impl Output {
 /// Compiles a loaded schema: blob, digest and Rust source. Fails only on problems that
 /// are about Rust (two generated names that collide, names Rust cannot use).
 pub fn generate(loaded: &Loaded) -> Result<Output, Diagnostics> {
+    generate_with(loaded, &Options::default())
+}
+
+/// What the generated code offers beyond the schema's own items.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Firmware updates over the bus (`docs/protocol.md` §3.14): the generated `App`
+    /// trait gets `fn update(&mut self) -> Option<&mut dyn Update>` (by default `None`,
+    /// refusing every offer) and the runtime is handed it. The firmware must enable
+    /// `fcan-runtime-nostd`'s `update` feature; without this option it can leave the
+    /// feature off and pays nothing.
+    pub firmware_updates: bool,
+}
+
+/// [`generate`] with options.
+pub fn generate_with(loaded: &Loaded, opts: &Options) -> Result<Output, Diagnostics> {
     let blob = fcan_core::blob::encode(&loaded.schema);
     let digest = SchemaDigest::of(&blob);
-    let rust = rust::render(loaded, &blob, &digest)?;
+    let rust = rust::render(loaded, &blob, &digest, opts)?;
     Ok(Output { blob, digest, rust })
 }
 

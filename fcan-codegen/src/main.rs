@@ -59,6 +59,10 @@ enum Command {
         /// Output directory (created if missing).
         #[arg(long, short, value_name = "DIR")]
         out: PathBuf,
+        /// Generate `App::update` for firmware updates over the bus (the firmware
+        /// enables fcan-runtime-nostd's `update` feature; docs/protocol.md §3.14).
+        #[arg(long)]
+        firmware_updates: bool,
     },
     /// Show the numbering: blocks, each type's params (with changed-mask bits), topics
     /// and services, their packed sizes and frames on Classical CAN and CAN FD.
@@ -243,8 +247,14 @@ fn main() -> ExitCode {
             }
             Err(d) => report(&d),
         },
-        Command::Generate { files, out } => {
-            let result = load_files(&files).and_then(|l| generate(&l));
+        Command::Generate {
+            files,
+            out,
+            firmware_updates,
+        } => {
+            let mut opts = fcan_codegen::Options::default();
+            opts.firmware_updates = firmware_updates;
+            let result = load_files(&files).and_then(|l| fcan_codegen::generate_with(&l, &opts));
             match result {
                 Ok(o) => match o.write_to(&out) {
                     Ok(paths) => {

@@ -367,6 +367,8 @@ struct Ctx {
     arrays: Vec<ArrayCtx>,
     blocks: Vec<BlockCtx>,
     has_services: bool,
+    /// `App::update` and its forwarding ([`crate::Options::firmware_updates`]).
+    updates: bool,
     topic_bytes: usize,
     stage_bytes: usize,
     param_bytes: usize,
@@ -459,7 +461,12 @@ impl Names {
 }
 
 /// Renders the Rust module for a loaded schema.
-pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<String, Diagnostics> {
+pub fn render(
+    loaded: &Loaded,
+    blob: &[u8],
+    digest: &SchemaDigest,
+    opts: &crate::Options,
+) -> Result<String, Diagnostics> {
     let schema = &loaded.schema;
     let numbering = Numbering::of(schema).expect("a validated schema numbers");
     let tables = Tables::of(schema, &numbering);
@@ -477,7 +484,8 @@ pub fn render(loaded: &Loaded, blob: &[u8], digest: &SchemaDigest) -> Result<Str
     if !diags.is_empty() {
         return Err(name_errors(loaded, diags));
     }
-    let ctx = module_ctx(loaded, blob, digest, &tables, types, arrays);
+    let mut ctx = module_ctx(loaded, blob, digest, &tables, types, arrays);
+    ctx.updates = opts.firmware_updates;
     Ok(render_template(&ctx) + "\n")
 }
 
@@ -917,6 +925,7 @@ fn module_ctx(
             service_reassembly: l.service_reassembly,
         },
         has_services: schema.types.iter().any(|t| !t.services.is_empty()),
+        updates: false,
         types,
         arrays,
         blocks: block_ctxs(tables),

@@ -327,10 +327,21 @@ use fcan::{analog_sensor as analog, digital_in, digital_out, App, Deferred, Node
 use fcan_runtime_nostd::{Event, Reply};
 
 /// The board's application.
-#[derive(Default)]
 pub struct Board {
     pending: Option<(u8, Deferred<digital_out::SetResponse>)>,
     safe: bool,
+    /// Its staging area for firmware updates (the build script asks for `App::update`).
+    flash: fcan_runtime_nostd::update::SimFlash<1024>,
+}
+
+impl Default for Board {
+    fn default() -> Self {
+        Board {
+            pending: None,
+            safe: false,
+            flash: fcan_runtime_nostd::update::SimFlash::new(b"v1", "1.0.0"),
+        }
+    }
 }
 
 impl digital_out::Handler for Board {
@@ -385,6 +396,10 @@ impl App for Board {
         if event == Event::MasterLost {
             self.safe = true;
         }
+    }
+
+    fn update(&mut self) -> Option<&mut dyn fcan_runtime_nostd::Update> {
+        Some(&mut self.flash)
     }
 }
 
@@ -517,7 +532,7 @@ impl g::App for A {
     write(
         &root.join("built/Cargo.toml"),
         &format!(
-            "[package]\nname = \"built\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nfcan-runtime-nostd = {{ path = {:?} }}\n\n[build-dependencies]\nfcan-codegen = {{ path = {:?}, default-features = false }}\n",
+            "[package]\nname = \"built\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nfcan-runtime-nostd = {{ path = {:?}, features = [\"update\"] }}\n\n[build-dependencies]\nfcan-codegen = {{ path = {:?}, default-features = false }}\n",
             runtime.display().to_string(),
             ws.join("fcan-codegen").display().to_string()
         ),
@@ -526,7 +541,7 @@ impl g::App for A {
     write(
         &root.join("built/build.rs"),
         &format!(
-            "fn main() -> Result<(), fcan_codegen::BuildError> {{\n    fcan_codegen::Builder::new()\n        .schemas([{:?}])\n        .compile()?;\n    Ok(())\n}}\n",
+            "fn main() -> Result<(), fcan_codegen::BuildError> {{\n    fcan_codegen::Builder::new()\n        .schemas([{:?}])\n        .firmware_updates(true)\n        .compile()?;\n    Ok(())\n}}\n",
             io_board.display().to_string()
         ),
     );
@@ -565,6 +580,12 @@ impl g::App for A {
 
     let (ok, log) = cargo(&root, &["build", "-p", "built"]);
     assert!(ok, "the build.rs Builder crate failed:\n{log}");
+    // With `firmware_updates(true)` and the runtime's `update` feature, for the board too.
+    let (ok, log) = cargo(&root, &["build", "-p", "built", "--target", TARGET]);
+    assert!(
+        ok,
+        "the Builder crate (firmware updates) for {TARGET} failed:\n{log}"
+    );
     let tgt = inner_target().join("debug/build");
     let outputs: Vec<String> = std::fs::read_dir(&tgt)
         .expect("build dir")

@@ -145,10 +145,13 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
                 ("schema", T::OptStr),
                 ("schema_source", T::OptStr),
                 ("driver", T::OptStr),
+                ("firmware", T::OptStr),
             ],
         );
         // Boards all: no driver presents them.
         assert_eq!(n["driver"], Json::Null, "{n}");
+        // The example firmwares take no updates: no version to report.
+        assert_eq!(n["firmware"], Json::Null, "{n}");
         one_of("nodes.state", &n["state"], STATES);
         one_of("nodes.mode", &n["mode"], MODES);
         one_of(

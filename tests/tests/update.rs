@@ -387,7 +387,31 @@ async fn a_new_master_resumes_where_the_lost_one_stopped(mtu: Mtu) {
     );
 }
 
+/// An image the node verifies but does not boot (for a fake node: bytes that are not a
+/// schema blob; on a board, a bootloader that keeps the old firmware): the update ends
+/// with the reason, the node runs its old firmware and is provisioned again.
+async fn an_image_that_does_not_boot_is_reported(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, v1) = board(&w, true).await;
+    let junk = UpdateImage::new(vec![0xA5; 3000], [0x11; 32], "io_board{i}", "6.6.6");
+    let err = m
+        .update(node_id(), junk, UpdateConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, MasterError::Update(UpdateError::NotBooted(n)) if n == node_id()),
+        "{err}"
+    );
+    let info = wait_for(&m, |n| {
+        n.phase == fcan_master::Phase::Running && n.firmware.is_some()
+    })
+    .await;
+    assert_eq!(info.digest, Some(SchemaDigest::of(&v1)));
+    assert_eq!(info.firmware.as_deref(), Some("1.0.0"));
+}
+
 both_links!(
+    an_image_that_does_not_boot_is_reported,
     losses_and_repeats_are_recovered,
     a_new_master_resumes_where_the_lost_one_stopped,
     updated_to_a_build_with_one_more_parameter,
@@ -408,4 +432,79 @@ async fn wait_for(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("node {ID} never got there: {:?}", node_info(m, ID).await);
+}
+
+/// Figures for docs/performance.md: how long the other nodes' data frames wait for the
+/// bus (queueing and lost arbitrations, from the simulated bus's exact record) while an
+/// update runs at a given bus share, against the same bus without one. Two motor drivers
+/// (12 motors, their feedback every 5 ms) and the fake I/O board being written a
+/// 400 kB image, for 2 s of bus time after the transfer started.
+#[tokio::test(start_paused = true)]
+#[ignore = "figures for docs/performance.md: cargo test --workspace --test update -- --ignored --nocapture"]
+async fn latency_figures() {
+    use fcan_transport::sim::{SimBus, SimConfig};
+    for mtu in [Mtu::Fd, Mtu::Classic] {
+        for share in [None, Some(0.1), Some(0.25), Some(0.5), Some(1.0)] {
+            let mut w = World::new(mtu);
+            w.bus = SimBus::new(SimConfig {
+                history: 1 << 20,
+                ..SimConfig::default()
+            });
+            w.add_motor(MD1, 8);
+            w.add_motor(MD2, 4);
+            let (m, _fake, _) = board(&w, true).await;
+            wait_running(&m, &[MD1, MD2, ID], Duration::from_secs(5)).await;
+            wait_for(&m, |n| n.firmware.is_some()).await;
+            let mut task = None;
+            if let Some(share) = share {
+                let m = m.clone();
+                let img = UpdateImage::new(vec![0x5A; 400_000], [0x22; 32], "io_board{i}", "big");
+                let cfg = UpdateConfig {
+                    share,
+                    ..UpdateConfig::default()
+                };
+                task = Some(tokio::spawn(
+                    async move { m.update(node_id(), img, cfg).await },
+                ));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let t0 = w.bus.now();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let t1 = w.bus.now();
+            let hist: Vec<_> = w
+                .bus
+                .history()
+                .into_iter()
+                .filter(|r| r.start >= t0 && r.start < t1)
+                .collect();
+            let mut waits: Vec<f64> = hist
+                .iter()
+                .filter(|r| matches!(r.frame.id(), CanId::Standard(_)))
+                .map(|r| r.queueing_latency().as_secs_f64() * 1e6)
+                .collect();
+            waits.sort_by(f64::total_cmp);
+            let update_bytes: usize = hist
+                .iter()
+                .filter(|r| {
+                    ConfigId::from_can_id(r.frame.id()).is_ok_and(|c| c.opcode == Opcode::Update)
+                })
+                .map(|r| r.frame.data().len())
+                .sum();
+            let busy: f64 = hist.iter().map(|r| (r.end - r.start).as_secs_f64()).sum();
+            let pct = |p: f64| waits[((waits.len() - 1) as f64 * p) as usize];
+            println!(
+                "{mtu:?} update share {:>5}: {} data frames, wait p50 {:6.1} us p99 {:6.1} us max {:6.1} us; UPDATE payload {:6.1} KiB/s, bus busy {:4.1} %",
+                share.map_or("none".to_string(), |s| format!("{:.0} %", s * 100.0)),
+                waits.len(),
+                pct(0.5),
+                pct(0.99),
+                waits.last().copied().unwrap_or(0.0),
+                update_bytes as f64 / 1024.0 / (t1 - t0).as_secs_f64(),
+                busy / (t1 - t0).as_secs_f64() * 100.0
+            );
+            if let Some(t) = task {
+                t.abort();
+            }
+        }
+    }
 }

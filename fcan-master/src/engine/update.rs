@@ -24,6 +24,11 @@ pub const PROGRESS_PERIOD_US: u64 = 250_000;
 /// [`MAX_OUTSTANDING_REQUESTS`] a node's user requests may hold.
 const MAX_UPDATE_TRANSFERS: usize = 64;
 
+/// Times the master offers the image again after the node came back without it (a
+/// power cut while it verified boots the old firmware: offered again, it resumes)
+/// before the update ends in [`UpdateError::NotBooted`].
+pub const MAX_REOFFERS: u8 = 2;
+
 /// QUERYs sent for a node's firmware version before the master stops asking.
 const VERSION_QUERIES: u8 = 3;
 
@@ -121,6 +126,11 @@ pub enum UpdateError {
         /// Why.
         reason: String,
     },
+    /// The node rebooted after the image was committed but announces another schema
+    /// than the image declares, more than [`MAX_REOFFERS`] times (its boot code kept the
+    /// old firmware, or the image declares the wrong schema).
+    #[error("node {0} came back without the new firmware (it announces another schema than the image's)")]
+    NotBooted(NodeId),
     /// Cancelled by the user (the node keeps what it stored).
     #[error("the update of node {0} was cancelled")]
     Cancelled(NodeId),
@@ -167,6 +177,8 @@ pub(crate) struct UpdateRun {
     next_progress: u64,
     /// The schema before the update.
     old_schema: Option<SchemaDigest>,
+    /// Reboots after COMMIT without the new firmware so far.
+    reoffers: u8,
 }
 
 impl UpdateRun {
@@ -255,6 +267,7 @@ impl Engine {
             last_step: None,
             next_progress: now,
             old_schema,
+            reoffers: 0,
         };
         if let Some(rec) = self.nodes.get_mut(&raw) {
             rec.update = Some(run);
@@ -428,7 +441,24 @@ impl Engine {
             return;
         };
         run.transfers.clear();
+        let new = run.session.image().schema().get(..8) == Some(&prefix[..]);
+        let committed = matches!(
+            run.session.state(),
+            SessionState::Committing | SessionState::Verifying | SessionState::Done
+        );
         run.session.node_rebooted(prefix);
+        if committed && !new {
+            // Committed (or verified), and back with another schema: the old firmware
+            // runs. Offered again (it resumes), a few times.
+            run.reoffers += 1;
+            if run.reoffers > MAX_REOFFERS || run.session.state() == SessionState::Done {
+                let id = run.id;
+                rec.update = None;
+                self.finish_update(node, id, Err(UpdateError::NotBooted(nid(node))));
+                return;
+            }
+            run.stage = Stage::Transfer;
+        }
         if run.session.state() == SessionState::Done && matches!(run.stage, Stage::Transfer) {
             run.stage = Stage::Rebooting {
                 deadline: now + REBOOT_TIMEOUT_US,
