@@ -10,7 +10,8 @@
 # can-utils' `cangen` (copied in with --with; installed here if missing and root) fills
 # about half the bus with random standard and extended frames.
 # `fake_vm` (fcan-e2e) runs `fcan fake` with the ancestor's motor-driver schema on vcan0,
-# owned by `fcan serve`, and drives it with `fcan` commands, at both MTUs.
+# owned by `fcan serve`, and drives it with `fcan` commands, at both MTUs; and updates a
+# fake I/O board's firmware with `fcan update` through the daemon, at both MTUs.
 # `devices_vm` (fcan-examples) runs simulated RobStride and MIT devices (`fcan fake
 # --device`) beside the example boards, driven by `fcan serve --device`, with `fcan`
 # commands and a candump capture decoded by `fcan decode --device`, at both MTUs.
@@ -91,6 +92,25 @@ for mtu in 72 16; do
     fi
   else
     echo "vm-e2e: fake_vm, MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+
+for mtu in 72 16; do
+  # Firmware update over SocketCAN: `fcan update` through `fcan serve` into a fake I/O
+  # board that takes updates (the example schema copied in).
+  echo "==> fake_io_board_updated_on_vcan0 in the VM, vcan0 MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_IO_BOARD_YAML=/payload/files/io_board.yaml \
+      "${with[@]}" --file "$root/schema/examples/io_board.yaml" \
+      "$fake_bin" --ignored --exact fake_io_board_updated_on_vcan0 --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if ! grep -q '^test result: ok\. 1 passed' "$log"; then
+      echo "vm-e2e: fake_io_board_updated_on_vcan0, MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-e2e: fake_io_board_updated_on_vcan0, MTU $mtu: FAILED" >&2
     status=1
   fi
   rm -f "$log"

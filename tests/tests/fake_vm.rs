@@ -228,3 +228,100 @@ fn fake_fibril_node_on_vcan0() {
     );
     assert!(!log.contains(" 0 service calls answered"), "{log}");
 }
+
+/// Firmware update over real kernel SocketCAN: the example I/O board
+/// (`schema/examples/io_board.yaml`, copied into the VM, path in `$FCAN_IO_BOARD_YAML`)
+/// faked on `vcan0` taking updates as firmware 1.0.0, owned by `fcan serve`; `fcan
+/// update` writes the "new build" (the schema with one more parameter: a fake node's
+/// firmware is its schema blob) through the daemon. The node verifies it and reboots into
+/// it; the daemon re-provisions it and keeps the parameter set before; `fcan nodes` shows
+/// the new schema and version.
+#[test]
+#[ignore = "needs SocketCAN: .ci/vm-e2e.sh runs it in a VM"]
+fn fake_io_board_updated_on_vcan0() {
+    let mtu = std::fs::read_to_string("/sys/class/net/vcan0/mtu")
+        .unwrap_or_else(|e| panic!("vcan0: {e} (this test needs SocketCAN with vcan0 up)"));
+    println!("vcan0 MTU {}", mtu.trim());
+    let v1 = std::env::var("FCAN_IO_BOARD_YAML").expect("FCAN_IO_BOARD_YAML names the example schema");
+    let line = "      debounce_ms: { type: u8, default: 5, min: 0, max: 200 }\n";
+    let yaml = std::fs::read_to_string(&v1).unwrap();
+    assert!(yaml.contains(line), "the example schema changed: update this test");
+    let v2 = std::env::temp_dir().join("io_board_v2.yaml");
+    std::fs::write(
+        &v2,
+        yaml.replace(
+            line,
+            &format!("{line}      glitch_filter_us: {{ type: u16, default: 40, max: 1000 }}\n"),
+        ),
+    )
+    .unwrap();
+
+    let _fake = Bg(
+        Command::new(fcan_bin())
+            .args(["fake", "--schema", &v1, "--node-id", "7", "--firmware", "1.0.0"])
+            .args(["--bus", "socketcan:vcan0"])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fcan fake starts"),
+        "fcan fake",
+    );
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let serve = Bg(
+        Command::new(fcan_bin())
+            .args(["serve", "--bus", "socketcan:vcan0", "--listen", &ep, "--no-cache"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fcan serve starts"),
+        "fcan serve",
+    );
+    let node_when = |ok: &dyn Fn(&serde_json::Value) -> bool| {
+        let t0 = Instant::now();
+        loop {
+            let o = fcan(&ep, &["--json", "nodes"]);
+            if o.status.success() {
+                if let Some(n) = stdout(&o)
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .find(|n| n["name"] == "io_board7" && ok(n))
+                {
+                    return n;
+                }
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "never: {}", stdout(&o));
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    let before = node_when(&|n| n["phase"] == "running" && n["firmware"] == "1.0.0");
+    let o = fcan(&ep, &["param", "set", "io_board7.in2.debounce_ms", "17"]);
+    assert!(o.status.success());
+
+    let o = fcan(
+        &ep,
+        &["--json", "update", "io_board7", "--schema", v2.to_str().unwrap(), "--version", "2.0.0"],
+    );
+    assert!(o.status.success(), "fcan update failed");
+    let done: serde_json::Value =
+        serde_json::from_str(stdout(&o).lines().last().expect("a result line")).unwrap();
+    assert_eq!(done["event"], "done");
+    assert_eq!(done["restored"], serde_json::json!(["io_board7.in2.debounce_ms"]));
+    assert_eq!(done["dropped"], serde_json::json!([]));
+    assert_eq!(done["schema_changed"], true);
+
+    let after = node_when(&|n| n["phase"] == "running" && n["firmware"] == "2.0.0");
+    assert_eq!(after["schema"], done["schema"]);
+    assert_ne!(after["schema"], before["schema"]);
+    assert_ne!(after["boot_id"], before["boot_id"]);
+    let o = fcan(&ep, &["--json", "param", "get", "io_board7.in2.debounce_ms"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["value"], 17, "the parameter set before the update was restored");
+    let o = fcan(&ep, &["--json", "param", "get", "io_board7.in2.glitch_filter_us"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["value"], 40, "the new parameter, at its default");
+    // The text view too: the version beside the schema.
+    let o = fcan(&ep, &["nodes"]);
+    assert!(stdout(&o).contains("firmware 2.0.0"), "{}", stdout(&o));
+
+    let (status, log) = serve.interrupt();
+    assert!(status.success(), "fcan serve: {log}");
+    assert!(log.contains("io_board7"), "{log}");
+}
