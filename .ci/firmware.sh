@@ -22,6 +22,7 @@ step "the firmware crates build with their rust-version (1.85)"
 rustup toolchain install 1.85 --profile minimal
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-core --no-default-features
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd
+env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd --features update
 # The async firmware's executor crates (embassy) declare no rust-version: checked here for
 # the firmware target, with the versions Cargo.lock pins.
 rustup target add --toolchain 1.85 thumbv7em-none-eabihf
@@ -40,6 +41,9 @@ done
 step "example firmware libraries (generated code) for both targets"
 for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   cargo build -p fcan-example-motor-driver -p fcan-example-io-board --target "$t"
+  # With firmware updates: the generated `App::update` and the application's rule.
+  cargo build -p fcan-example-motor-driver --features update --target "$t"
+  cargo build -p fcan-runtime-nostd --features update --target "$t"
 done
 
 step "examples/firmware: Cortex-M4F binary with the self-test master (release)"

@@ -3,7 +3,9 @@
 # fat LTO, codegen-units 1, panic abort), built WITHOUT the self-test master
 # (`--no-default-features`): node + application + mailbox driver + startup, the main loop
 # reading the controller. Then the same with the receive interrupt feeding the node
-# through the runtime's `Mailbox` (`--features irq-receive`), whose cost is printed.
+# through the runtime's `Mailbox` (`--features irq-receive`), and with firmware updates
+# over the bus (`--features update`: the runtime's update state machine, SHA-256, the
+# staging area's code), whose costs are printed (neither counts against the budget).
 #
 # Fails (exit 1) when the node is above its budget: runtime + fcan-core + generated code
 # (+ heapless) over 16 KiB of flash, the node over 4 KiB of RAM, or the node's `static`
@@ -29,14 +31,20 @@ python3 -c 'import elftools' 2>/dev/null || python3 -m pip install --quiet pyelf
 elf="$here/target/thumbv7em-none-eabihf/release/fcan-example-firmware"
 flash_of() { grep -E '^\| flash: fcan-runtime-nostd' "$1" | cut -d'|' -f3 | tr -d ' '; }
 
-# The interrupt-fed variant first, so the ELF left behind is the measured one.
+# The variants first, so the ELF left behind is the measured one.
 cargo build --release --no-default-features --features irq-receive
 irq_md="$(mktemp)"
 python3 "$here/size_breakdown.py" "$elf" "$irq_md" >/dev/null
 irq_flash="$(flash_of "$irq_md")"
 rm -f "$irq_md"
 
+# Berkeley sizes (text, bss) of the whole binary, for the update variant's cost.
+berkeley() { "$size" "$elf" | awk 'NR==2 {print $1, $3}'; }
+cargo build --release --no-default-features --features update
+read -r upd_text upd_bss <<<"$(berkeley)"
+
 cargo build --release --no-default-features
+read -r base_text base_bss <<<"$(berkeley)"
 
 echo
 echo "== llvm-size -A (sections, bytes)"
@@ -53,6 +61,11 @@ poll_flash="$(flash_of "$md")"
   echo "With the receive interrupt feeding the node through \`fcan_runtime_nostd::Mailbox\`"
   echo "(\`--features irq-receive\`): runtime + fcan-core + generated code + heapless $irq_flash B"
   echo "of flash ($((irq_flash - poll_flash)) B for the mailbox and \`Node::receive_from\`), the same RAM for the node."
+  echo
+  echo "With firmware updates over the bus (\`--features update\`: the runtime's update state"
+  echo "machine, SHA-256, the application's rule and a 4 KiB staging slot in RAM standing in for"
+  echo "the spare flash bank): the whole binary $upd_text B of flash (+$((upd_text - base_text)) B) and"
+  echo "$upd_bss B of .bss (+$((upd_bss - base_bss)) B, of which 4096 B are the staging slot, flash on a board)."
 } | tee -a "$md"
 over="$(grep -E '^\| (flash: fcan-runtime-nostd \+ fcan-core \+ generated code \+ heapless \(attributed\)|static RAM: the node|flash: the node.s initialiser image) ' "$md" | grep -c '| NO |' || true)"
 

@@ -242,10 +242,14 @@ fn fake_io_board_updated_on_vcan0() {
     let mtu = std::fs::read_to_string("/sys/class/net/vcan0/mtu")
         .unwrap_or_else(|e| panic!("vcan0: {e} (this test needs SocketCAN with vcan0 up)"));
     println!("vcan0 MTU {}", mtu.trim());
-    let v1 = std::env::var("FCAN_IO_BOARD_YAML").expect("FCAN_IO_BOARD_YAML names the example schema");
+    let v1 =
+        std::env::var("FCAN_IO_BOARD_YAML").expect("FCAN_IO_BOARD_YAML names the example schema");
     let line = "      debounce_ms: { type: u8, default: 5, min: 0, max: 200 }\n";
     let yaml = std::fs::read_to_string(&v1).unwrap();
-    assert!(yaml.contains(line), "the example schema changed: update this test");
+    assert!(
+        yaml.contains(line),
+        "the example schema changed: update this test"
+    );
     let v2 = std::env::temp_dir().join("io_board_v2.yaml");
     std::fs::write(
         &v2,
@@ -258,7 +262,15 @@ fn fake_io_board_updated_on_vcan0() {
 
     let _fake = Bg(
         Command::new(fcan_bin())
-            .args(["fake", "--schema", &v1, "--node-id", "7", "--firmware", "1.0.0"])
+            .args([
+                "fake",
+                "--schema",
+                &v1,
+                "--node-id",
+                "7",
+                "--firmware",
+                "1.0.0",
+            ])
             .args(["--bus", "socketcan:vcan0"])
             .stderr(Stdio::null())
             .spawn()
@@ -268,7 +280,14 @@ fn fake_io_board_updated_on_vcan0() {
     let ep = format!("tcp/127.0.0.1:{}", free_port());
     let serve = Bg(
         Command::new(fcan_bin())
-            .args(["serve", "--bus", "socketcan:vcan0", "--listen", &ep, "--no-cache"])
+            .args([
+                "serve",
+                "--bus",
+                "socketcan:vcan0",
+                "--listen",
+                &ep,
+                "--no-cache",
+            ])
             .stderr(Stdio::piped())
             .spawn()
             .expect("fcan serve starts"),
@@ -287,7 +306,11 @@ fn fake_io_board_updated_on_vcan0() {
                     return n;
                 }
             }
-            assert!(t0.elapsed() < Duration::from_secs(60), "never: {}", stdout(&o));
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "never: {}",
+                stdout(&o)
+            );
             std::thread::sleep(Duration::from_millis(300));
         }
     };
@@ -297,13 +320,24 @@ fn fake_io_board_updated_on_vcan0() {
 
     let o = fcan(
         &ep,
-        &["--json", "update", "io_board7", "--schema", v2.to_str().unwrap(), "--version", "2.0.0"],
+        &[
+            "--json",
+            "update",
+            "io_board7",
+            "--schema",
+            v2.to_str().unwrap(),
+            "--version",
+            "2.0.0",
+        ],
     );
     assert!(o.status.success(), "fcan update failed");
     let done: serde_json::Value =
         serde_json::from_str(stdout(&o).lines().last().expect("a result line")).unwrap();
     assert_eq!(done["event"], "done");
-    assert_eq!(done["restored"], serde_json::json!(["io_board7.in2.debounce_ms"]));
+    assert_eq!(
+        done["restored"],
+        serde_json::json!(["io_board7.in2.debounce_ms"])
+    );
     assert_eq!(done["dropped"], serde_json::json!([]));
     assert_eq!(done["schema_changed"], true);
 
@@ -311,10 +345,19 @@ fn fake_io_board_updated_on_vcan0() {
     assert_eq!(after["schema"], done["schema"]);
     assert_ne!(after["schema"], before["schema"]);
     assert_ne!(after["boot_id"], before["boot_id"]);
-    let o = fcan(&ep, &["--json", "param", "get", "io_board7.in2.debounce_ms"]);
+    let o = fcan(
+        &ep,
+        &["--json", "param", "get", "io_board7.in2.debounce_ms"],
+    );
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-    assert_eq!(v["value"], 17, "the parameter set before the update was restored");
-    let o = fcan(&ep, &["--json", "param", "get", "io_board7.in2.glitch_filter_us"]);
+    assert_eq!(
+        v["value"], 17,
+        "the parameter set before the update was restored"
+    );
+    let o = fcan(
+        &ep,
+        &["--json", "param", "get", "io_board7.in2.glitch_filter_us"],
+    );
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(v["value"], 40, "the new parameter, at its default");
     // The text view too: the version beside the schema.

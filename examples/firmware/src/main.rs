@@ -13,6 +13,8 @@
 //!   master loss, checks what comes back, and exits QEMU through semihosting.
 //! - Without it (`--no-default-features`, the size build): the endless node loop, with the
 //!   motor duties written to PWM compare registers (stand-ins in RAM).
+//! - Feature `update` (on with `selftest`): firmware updates over the bus into the spare
+//!   region of [`staging`].
 //!
 //! `unsafe` is used only here, in the firmware binary, and every block says why it is
 //! sound: the static node ([`boot`]), the controller's rings ([`mailbox`]), the PWM
@@ -25,6 +27,8 @@ mod clock;
 mod mailbox;
 #[cfg(feature = "selftest")]
 mod selftest;
+#[cfg(feature = "update")]
+mod staging;
 mod stop;
 
 use core::ptr::addr_of_mut;
@@ -71,6 +75,8 @@ fn boot(boot_id: u32) -> Option<&'static mut MotorDriver> {
         controller: Controller::Fd,
     };
     fw.configure(config).ok()?;
+    #[cfg(feature = "update")]
+    fw.take_updates(staging::Staging::take()?);
     Some(fw)
 }
 

@@ -13,7 +13,12 @@
 //! 7. velocity target 10 rev/s every 20 ms: feedback must arrive, `ready`, velocity rising;
 //! 8. heartbeats stop (targets continue): after the timeout the node must report master
 //!    loss (SUSPENDED, re-announcing), stop sending data, and the motor must stop;
-//! 9. the master acknowledges again and re-STARTs: feedback resumes, `ready` again.
+//! 9. the master acknowledges again and re-STARTs: feedback resumes, `ready` again;
+//! 10. (feature `update`) firmware update over the bus: an OFFER while a motor is driven
+//!     is refused (the application's rule); with the master gone and the motors stopped,
+//!     a 2 KiB image goes in as DATA chunks, COMMIT, the node reads it back and answers
+//!     Verified; the spare slot holds it, the boot record names its SHA-256, and the node
+//!     asked to reboot.
 //!
 //! The script is written once, as an `async fn` over [`Firmware`], the node as the bench
 //! sees it, and shared by both binaries: the polling one runs it through [`run`], where a
@@ -36,6 +41,11 @@ use fcan_runtime_nostd::fcan_core::msg::{
     SchemaRead, Start,
 };
 use fcan_runtime_nostd::fcan_core::segment::{ReassemblyPool, Segmenter};
+
+#[cfg(feature = "update")]
+use fcan_runtime_nostd::fcan_core::msg::{
+    UpdateOffer, UpdatePhase, UpdateReason, UpdateReply, UpdateRequest,
+};
 
 use crate::mailbox::MAILBOX_SLOTS;
 use crate::mailbox::{self, TxMailbox};
@@ -83,6 +93,24 @@ struct Seen {
     feedback_count: u32,
     group_drops: u32,
     unexpected: u32,
+    /// The node's last UPDATE answer, with its transfer id.
+    #[cfg(feature = "update")]
+    update: Option<(u8, UpdateSeen)>,
+}
+
+/// An UPDATE answer, copied out of the reassembly buffer.
+#[cfg(feature = "update")]
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum UpdateSeen {
+    Status {
+        phase: UpdatePhase,
+        reason: UpdateReason,
+        offset: u32,
+        max_chunk: u16,
+    },
+    Progress {
+        next: u32,
+    },
 }
 
 /// The self-test master.
@@ -115,6 +143,8 @@ impl Master {
                 feedback_count: 0,
                 group_drops: 0,
                 unexpected: 0,
+                #[cfg(feature = "update")]
+                update: None,
             },
             node,
             next_transfer: 0,
@@ -129,7 +159,8 @@ impl Master {
     /// Sends one configuration message to `to`, segmented for Classical CAN; returns its
     /// transfer id.
     fn send(&mut self, to: NodeId, msg: &ConfigMessage<'_>) -> Res<u8> {
-        let mut buf = [0u8; 64];
+        // An UPDATE OFFER (two digests and two names) is the largest message sent.
+        let mut buf = [0u8; 128];
         let n = msg
             .encode(&mut buf)
             .map_err(|_| "encode a master message")?;
@@ -245,6 +276,23 @@ fn seen_message(s: &mut Seen, transfer: u8, msg: ConfigMessage<'_>, now: u32) {
                 }
                 None => s.unexpected += 1,
             }
+        }
+        #[cfg(feature = "update")]
+        ConfigMessage::UpdateReply(r) => {
+            let seen = match r {
+                UpdateReply::Status(st) => UpdateSeen::Status {
+                    phase: st.phase,
+                    reason: st.reason,
+                    offset: st.offset,
+                    max_chunk: st.max_chunk,
+                },
+                UpdateReply::Progress { next } => UpdateSeen::Progress { next },
+                _ => {
+                    s.unexpected += 1;
+                    return;
+                }
+            };
+            s.update = Some((transfer, seen));
         }
         _ => s.unexpected += 1,
     }
@@ -735,6 +783,10 @@ pub async fn script<F: Firmware>(f: F, name: &str, clock: &str) -> Res {
         return Err("node did not resume after the master came back");
     }
 
+    // 10. Firmware update over the bus.
+    #[cfg(feature = "update")]
+    update(&mut b, node).await?;
+
     let c = b.f.driver().node.counters();
     hprintln!(
         "  node counters: rx_handled {}, rx_malformed {}, rx_ignored {}, rx_bad_state {}, reassembly_dropped {}, tx_frames {}, tx_refused {}, naks {}, master_lost {}",
@@ -766,6 +818,180 @@ pub async fn script<F: Firmware>(f: F, name: &str, clock: &str) -> Res {
         if complete { "" } else { ">= " },
         used
     );
+    Ok(())
+}
+
+/// Bytes of the image the self-test writes.
+#[cfg(feature = "update")]
+const IMAGE: usize = 2048;
+/// DATA bytes per chunk: fits the self-test master's send buffer with the 7-byte header.
+#[cfg(feature = "update")]
+const UPDATE_CHUNK: usize = 48;
+
+/// Sends one UPDATE request and runs until the node answers it (same transfer id).
+#[cfg(feature = "update")]
+async fn ask_update<F: Firmware>(
+    b: &mut Bench<F>,
+    node: NodeId,
+    what: &'static str,
+    req: UpdateRequest<'_>,
+) -> Res<UpdateSeen> {
+    b.m.seen.update = None;
+    let t = b.m.send(node, &ConfigMessage::UpdateRequest(req))?;
+    b.until(
+        what,
+        200_000,
+        |m, _| matches!(m.seen.update, Some((x, _)) if x == t),
+    )
+    .await?;
+    b.m.seen.update.map(|(_, s)| s).ok_or(what)
+}
+
+/// Step 10: the update, as the PC master's `UpdateSession` does it (one chunk at a time).
+#[cfg(feature = "update")]
+async fn update<F: Firmware>(b: &mut Bench<F>, node: NodeId) -> Res {
+    use crate::staging;
+    let mut image = [0u8; IMAGE];
+    for (i, x) in image.iter_mut().enumerate() {
+        *x = (i as u32).wrapping_mul(31).wrapping_add(7) as u8;
+    }
+    let sha = SchemaDigest::of(&image).0;
+    let offer = UpdateOffer {
+        size: IMAGE as u32,
+        image: sha,
+        schema: gen::SCHEMA_SHA256,
+        node: gen::NODE_NAME,
+        version: "1.1.0",
+    };
+    // Motors driven by fresh targets: the application refuses.
+    let r = ask_update(
+        b,
+        node,
+        "UPDATE STATUS to an offer while driving",
+        UpdateRequest::Offer(offer),
+    )
+    .await?;
+    if !matches!(
+        r,
+        UpdateSeen::Status {
+            reason: UpdateReason::NotSafe,
+            ..
+        }
+    ) {
+        hprintln!("  answer: {:?}", r);
+        return Err("an offer while a motor is driven was not refused as not safe");
+    }
+    hprintln!(
+        "[{:5} ms] update offered while motor0 is driven: refused (not safe)",
+        b.ms()
+    );
+
+    // The master goes away (targets and heartbeats stop): the node suspends and its
+    // motors stop; then the offer is taken.
+    b.m.target = None;
+    b.m.heartbeats = false;
+    let lost = b.f.driver().app.events.master_lost;
+    b.until("master lost before the update", 2_000_000, |_, fw| {
+        fw.app.events.master_lost == lost + 1
+    })
+    .await?;
+    b.run_for(20_000).await?;
+    let r = ask_update(
+        b,
+        node,
+        "UPDATE STATUS to the offer",
+        UpdateRequest::Offer(offer),
+    )
+    .await?;
+    let UpdateSeen::Status {
+        phase: UpdatePhase::Receiving,
+        reason: UpdateReason::None,
+        offset: 0,
+        max_chunk,
+    } = r
+    else {
+        hprintln!("  answer: {:?}", r);
+        return Err("the offer was not accepted with the motors stopped");
+    };
+    if (max_chunk as usize) < UPDATE_CHUNK {
+        return Err("the node takes smaller chunks than the self-test sends");
+    }
+    let t0 = b.now;
+    let mut at = 0;
+    while at < IMAGE {
+        let end = (at + UPDATE_CHUNK).min(IMAGE);
+        let req = UpdateRequest::Data {
+            offset: at as u32,
+            data: &image[at..end],
+        };
+        match ask_update(b, node, "UPDATE PROGRESS", req).await? {
+            UpdateSeen::Progress { next } if next as usize == end => at = end,
+            other => {
+                hprintln!("  at {}: {:?}", at, other);
+                return Err("a chunk was not stored");
+            }
+        }
+    }
+    let r = ask_update(
+        b,
+        node,
+        "UPDATE STATUS to COMMIT",
+        UpdateRequest::Commit { image: sha },
+    )
+    .await?;
+    if !matches!(
+        r,
+        UpdateSeen::Status {
+            phase: UpdatePhase::Verifying | UpdatePhase::Verified,
+            ..
+        }
+    ) {
+        hprintln!("  answer: {:?}", r);
+        return Err("COMMIT was not taken");
+    }
+    // The node reads the image back in steps across its polls, then answers Verified
+    // (unsolicited, under the COMMIT's transfer id) and asks to reboot.
+    b.until("UPDATE Verified", 2_000_000, |m, _| {
+        matches!(
+            m.seen.update,
+            Some((
+                _,
+                UpdateSeen::Status {
+                    phase: UpdatePhase::Verified,
+                    ..
+                }
+            ))
+        )
+    })
+    .await?;
+    b.run_for(10_000).await?;
+    let record = staging::record().ok_or("no boot record after Verified")?;
+    let mut slot = [0u8; IMAGE];
+    if !staging::read_slot(0, &mut slot) {
+        return Err("the spare slot cannot be read");
+    }
+    hprintln!(
+        "[{:5} ms] update: {} B in {} chunks of {} B in {} ms, verified by the node; boot record {} B, SHA-256 {:02x}{:02x}{:02x}{:02x}...; reboot asked {} time(s)",
+        b.ms(),
+        IMAGE,
+        IMAGE.div_ceil(UPDATE_CHUNK),
+        UPDATE_CHUNK,
+        b.now.wrapping_sub(t0) / 1000,
+        record.size,
+        record.sha256[0],
+        record.sha256[1],
+        record.sha256[2],
+        record.sha256[3],
+        staging::reboots()
+    );
+    if record.size as usize != IMAGE
+        || record.sha256 != sha
+        || SchemaDigest::of(&slot).0 != sha
+        || slot != image
+        || staging::reboots() != 1
+    {
+        return Err("the staged image, its boot record or the reboot request is wrong");
+    }
     Ok(())
 }
 

@@ -61,6 +61,9 @@ struct Axis {
     command_timeout_us: u32,
     /// The motor was stopped (no fresh command, or no master): loop history cleared.
     stopped: bool,
+    /// A fresh command drove it at the last control step (an update is refused then).
+    #[cfg(feature = "update")]
+    driven: bool,
 }
 
 /// A command the loop acts on: mode, value, velocity feed-forward, when it arrived.
@@ -77,6 +80,8 @@ impl Axis {
         filtered_velocity: 0.0,
         command_timeout_us: 0,
         stopped: false,
+        #[cfg(feature = "update")]
+        driven: false,
     };
 
     fn tune(&mut self, p: &MotorParams) {
@@ -130,6 +135,10 @@ impl Axis {
         let duty = match command {
             Some((m, value, feed_forward, at)) if running && fresh(at) && value.is_finite() => {
                 self.stopped = false;
+                #[cfg(feature = "update")]
+                {
+                    self.driven = true;
+                }
                 match m {
                     mode::DUTY => clamp(value, -1.0, 1.0),
                     mode::VELOCITY => self.velocity_pid.update(value - self.filtered_velocity, dt),
@@ -147,6 +156,10 @@ impl Axis {
                     self.velocity_pid.reset();
                     self.position_pid.reset();
                     self.stopped = true;
+                }
+                #[cfg(feature = "update")]
+                {
+                    self.driven = false;
                 }
                 0.0
             }
@@ -168,6 +181,10 @@ pub struct MotorApp {
     master_present: bool,
     /// Events seen, for diagnostics and tests.
     pub events: EventLog,
+    /// Where firmware updates are staged (the board's spare flash), once the firmware
+    /// gave one ([`MotorDriver::take_updates`]).
+    #[cfg(feature = "update")]
+    staging: Option<&'static mut dyn fcan_runtime_nostd::Update>,
 }
 
 /// Counts of the events the runtime reported.
@@ -226,6 +243,14 @@ impl motor::Handler for MotorApp {
 }
 
 impl gen::App for MotorApp {
+    #[cfg(feature = "update")]
+    fn update(&mut self) -> Option<&mut dyn fcan_runtime_nostd::Update> {
+        match self.staging {
+            Some(_) => Some(self),
+            None => None,
+        }
+    }
+
     fn on_event(&mut self, event: Event) {
         match event {
             Event::Started => {
@@ -240,6 +265,75 @@ impl gen::App for MotorApp {
             Event::PlanReset => self.master_present = false,
             Event::IdCollision => self.events.collisions += 1,
             Event::Acknowledged => {}
+        }
+    }
+}
+
+/// Firmware updates: the staging area the firmware gave, with the application's say on
+/// when an update may start: never while a motor is driven by a fresh command (its
+/// output is live), in any node state otherwise (a node the master lost has stopped its
+/// motors, and takes an update).
+#[cfg(feature = "update")]
+impl fcan_runtime_nostd::Update for MotorApp {
+    fn capacity(&self) -> u32 {
+        self.staging.as_ref().map_or(0, |s| s.capacity())
+    }
+
+    fn chunk(&self) -> u16 {
+        self.staging.as_ref().map_or(256, |s| s.chunk())
+    }
+
+    fn version(&self) -> &str {
+        self.staging.as_ref().map_or("", |s| s.version())
+    }
+
+    fn offered(
+        &mut self,
+        offer: &fcan_runtime_nostd::fcan_core::msg::UpdateOffer<'_>,
+        state: fcan_runtime_nostd::fcan_core::msg::NodeState,
+    ) -> Result<(), fcan_runtime_nostd::fcan_core::msg::UpdateReason> {
+        let _ = (offer, state);
+        if self.axes.iter().any(|a| a.driven) {
+            return Err(fcan_runtime_nostd::fcan_core::msg::UpdateReason::NotSafe);
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, size: u32) -> Result<(), fcan_runtime_nostd::FlashError> {
+        self.staging
+            .as_mut()
+            .ok_or(fcan_runtime_nostd::FlashError)?
+            .begin(size)
+    }
+
+    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), fcan_runtime_nostd::FlashError> {
+        self.staging
+            .as_mut()
+            .ok_or(fcan_runtime_nostd::FlashError)?
+            .write(offset, data)
+    }
+
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), fcan_runtime_nostd::FlashError> {
+        self.staging
+            .as_mut()
+            .ok_or(fcan_runtime_nostd::FlashError)?
+            .read(offset, buf)
+    }
+
+    fn mark_bootable(
+        &mut self,
+        size: u32,
+        sha256: &[u8; 32],
+    ) -> Result<(), fcan_runtime_nostd::FlashError> {
+        self.staging
+            .as_mut()
+            .ok_or(fcan_runtime_nostd::FlashError)?
+            .mark_bootable(size, sha256)
+    }
+
+    fn reboot(&mut self) {
+        if let Some(s) = self.staging.as_mut() {
+            s.reboot();
         }
     }
 }
@@ -287,9 +381,18 @@ impl MotorDriver {
                     master_lost: 0,
                     collisions: 0,
                 },
+                #[cfg(feature = "update")]
+                staging: None,
             },
             next_control_us: 0,
         }
+    }
+
+    /// Takes firmware updates over the bus into `staging` (the board's spare flash; the
+    /// node announces the capability from its next poll). Only with the `update` feature.
+    #[cfg(feature = "update")]
+    pub fn take_updates(&mut self, staging: &'static mut dyn fcan_runtime_nostd::Update) {
+        self.app.staging = Some(staging);
     }
 
     /// Boots the firmware in place: the node configured afresh (`config.counts.motor`

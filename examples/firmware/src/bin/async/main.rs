@@ -41,6 +41,9 @@ mod mailbox;
 #[cfg(feature = "selftest")]
 #[path = "../../selftest.rs"]
 mod selftest;
+#[cfg(feature = "update")]
+#[path = "../../staging.rs"]
+mod staging;
 #[path = "../../stop.rs"]
 mod stop;
 mod systick_driver;
@@ -106,7 +109,16 @@ mod motor {
             counts: gen::Counts::MAX,
             controller: Controller::Fd,
         };
-        DRIVER.borrow().borrow_mut().configure(config).is_ok()
+        let mut fw = DRIVER.borrow().borrow_mut();
+        if fw.configure(config).is_err() {
+            return false;
+        }
+        #[cfg(feature = "update")]
+        match crate::staging::Staging::take() {
+            Some(s) => fw.take_updates(s),
+            None => return false,
+        }
+        true
     }
 
     /// The controller's transmit ring, noting whether it refused a frame.
