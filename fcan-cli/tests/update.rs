@@ -224,3 +224,101 @@ fn the_example_board_updated_through_the_daemon() {
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["event"], "skipped", "{}", text(&o));
 }
+
+/// `--all-of`: every node of the schema, one after the other, each with its result; a
+/// node already on the image's schema is skipped.
+#[test]
+fn all_of_a_schema_updates_each_node_in_turn() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let mut child = Kill(
+        Command::new(env!("CARGO_BIN_EXE_fcan"))
+            .arg("fake")
+            .arg("--schema")
+            .arg(example())
+            .args(["--node-id", "7", "--node-id", "8", "--firmware", "1.0.0"])
+            .args(["--no-cache", "--listen", &ep])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("ready") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "fcan fake exited early: {log}"
+        );
+        log.push_str(&line);
+    }
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    node_when(&ep, |n| n["phase"] == "running" && n["firmware"] == "1.0.0");
+    let t0 = Instant::now();
+    while !String::from_utf8_lossy(&fcan(&ep, &["--json", "nodes"]).stdout).contains("io_board8") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "io_board8 never showed up"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let dir = std::env::temp_dir().join(format!("fcan-cli-update-all-{}", std::process::id()));
+    let v2 = v2_schema(&dir);
+    let o = fcan(
+        &ep,
+        &[
+            "--json",
+            "update",
+            "--all-of",
+            "io_board{i}",
+            "--schema",
+            v2.to_str().unwrap(),
+            "--version",
+            "2.0.0",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let results: Vec<Json> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).unwrap())
+        .filter(|l| l["event"] != "progress")
+        .collect();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["io_board7", "io_board8"], "{}", text(&o));
+    assert!(
+        results
+            .iter()
+            .all(|r| r["event"] == "done" && r["version"] == "2.0.0"),
+        "{}",
+        text(&o)
+    );
+    // One after the other: every progress line of node 7 comes before node 8's first.
+    let order: Vec<u64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Json>(l).unwrap()["node"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+    for id in ["io_board7", "io_board8"] {
+        let t0 = Instant::now();
+        loop {
+            let o = fcan(&ep, &["--json", "nodes"]);
+            let ok = String::from_utf8_lossy(&o.stdout).lines().any(|l| {
+                let v: Json = serde_json::from_str(l).unwrap();
+                v["name"] == id && v["firmware"] == "2.0.0" && v["phase"] == "running"
+            });
+            if ok {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "{id}: {}", text(&o));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
