@@ -165,7 +165,9 @@ Only a node built with the runtime's `update` feature takes updates (`fcan nodes
 its firmware version); by default a node refuses while RUNNING unless its application
 agrees (motors disabled). With --all-of, nodes already announcing the image's schema are
 skipped, and the first failure stops the rest (an image that fails on one board is not
-sent to the others). Progress goes to the terminal; --json prints one object per line:
+sent to the others). Attached to a daemon the update runs in the daemon: a client cut off
+(Ctrl-C) may run the same command again, and follows the same update to its end.
+Progress goes to the terminal; --json prints one object per line:
 {\"event\": \"progress\" | \"done\" | \"skipped\", ...} (docs/cli.md).";
 
 /// `fcan update` options.

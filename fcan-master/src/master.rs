@@ -527,7 +527,8 @@ enum Waiting {
         oneshot::Sender<Result<Value, MasterError>>,
     ),
     ParamSet(oneshot::Sender<Result<(), MasterError>>),
-    Update(oneshot::Sender<Result<crate::engine::UpdateReport, MasterError>>),
+    /// Everyone waiting for one update (the same image asked again joins it).
+    Update(Vec<oneshot::Sender<Result<crate::engine::UpdateReport, MasterError>>>),
 }
 
 struct Task<T> {
@@ -669,8 +670,10 @@ impl<T: Transport> Task<T> {
                     _ => {}
                 },
                 Event::UpdateDone { id, result, .. } => {
-                    if let Some(Waiting::Update(tx)) = self.waiting.remove(id) {
-                        let _ = tx.send(result.clone().map_err(MasterError::Update));
+                    if let Some(Waiting::Update(txs)) = self.waiting.remove(id) {
+                        for tx in txs {
+                            let _ = tx.send(result.clone().map_err(MasterError::Update));
+                        }
                     }
                     self.registry_dirty = true;
                 }
@@ -707,9 +710,12 @@ impl<T: Transport> Task<T> {
             }
             Command::Update(node, image, cfg, tx) => {
                 match self.engine.start_update(node, *image, cfg, now) {
-                    Ok(id) => {
-                        self.waiting.insert(id, Waiting::Update(tx));
-                    }
+                    Ok(id) => match self.waiting.get_mut(&id) {
+                        Some(Waiting::Update(txs)) => txs.push(tx),
+                        _ => {
+                            self.waiting.insert(id, Waiting::Update(vec![tx]));
+                        }
+                    },
                     Err(e) => {
                         let _ = tx.send(Err(e.into()));
                     }

@@ -83,6 +83,23 @@ fn v2_large() -> Vec<u8> {
     )
 }
 
+/// Another large build (one parameter's default differs from [`v2_large`]).
+fn v2_large_variant() -> Vec<u8> {
+    variant(
+        |l| {
+            let mut t = l.to_string();
+            for i in 0..30 {
+                t.push_str(&format!(
+                    "      calibration_table_entry_{i:02}: {{ type: u16, default: {}, max: 60000 }}\n",
+                    i + 1
+                ));
+            }
+            t
+        },
+        "v2-large-variant",
+    )
+}
+
 /// Version 3: `debounce_ms` gone.
 fn v3_without_debounce() -> Vec<u8> {
     variant(
@@ -410,7 +427,40 @@ async fn an_image_that_does_not_boot_is_reported(mtu: Mtu) {
     assert_eq!(info.firmware.as_deref(), Some("1.0.0"));
 }
 
+/// Asked again while it runs (a client cut off runs its command again), the same image
+/// joins the running update and both callers get its end; another image is refused.
+async fn the_same_image_again_joins_the_running_update(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, _) = board(&w, true).await;
+    let v2 = v2_large();
+    let slow = UpdateConfig {
+        share: 0.02,
+        ..UpdateConfig::default()
+    };
+    let first = {
+        let (m, img) = (m.clone(), image(&v2, "2.0.0"));
+        tokio::spawn(async move { m.update(node_id(), img, slow).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let other = m
+        .update(node_id(), image(&v2_large_variant(), "2.0.1"), slow)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(other, MasterError::Update(UpdateError::Busy(n)) if n == node_id()),
+        "{other}"
+    );
+    let again = m
+        .update(node_id(), image(&v2, "2.0.0"), slow)
+        .await
+        .unwrap();
+    let first = first.await.unwrap().unwrap();
+    assert_eq!(again, first);
+    assert_eq!(first.schema, SchemaDigest::of(&v2));
+}
+
 both_links!(
+    the_same_image_again_joins_the_running_update,
     an_image_that_does_not_boot_is_reported,
     losses_and_repeats_are_recovered,
     a_new_master_resumes_where_the_lost_one_stopped,

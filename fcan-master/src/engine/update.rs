@@ -101,7 +101,7 @@ pub enum UpdateError {
     #[error("the image is empty or too large ({0} bytes)")]
     BadImage(usize),
     /// An update of that node is already running.
-    #[error("node {0} is already being updated")]
+    #[error("node {0} is already being updated with another image")]
     Busy(NodeId),
     /// The node refused or ended the transfer.
     #[error("node {node} refused: {}", reason_text(*.reason))]
@@ -222,7 +222,8 @@ impl Engine {
     /// [`Event::UpdateDone`]; [`Event::UpdateProgress`] reports on the way). Checked
     /// first, with nothing sent: the node runs or is provisioned (not offline), it
     /// announced the update capability, the image names the node's schema name, and no
-    /// other update of it runs.
+    /// other update of it runs. The same image asked again while its update runs returns
+    /// that update's id (whoever asks again waits for the same end).
     pub fn start_update(
         &mut self,
         node: NodeId,
@@ -240,7 +241,14 @@ impl Engine {
         if rec.announce.caps & caps::UPDATE == 0 {
             return Err(UpdateError::NotSupported(node));
         }
-        if rec.update.is_some() {
+        if let Some(run) = &rec.update {
+            // The same image again (a client that was cut off runs its command again):
+            // it joins the update that runs, which goes on from where it is.
+            if run.session.image().sha256() == image.sha256()
+                && run.session.image().schema() == image.schema()
+            {
+                return Ok(run.id);
+            }
             return Err(UpdateError::Busy(node));
         }
         if image.is_empty() || u32::try_from(image.len()).is_err() {
