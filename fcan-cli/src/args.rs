@@ -160,6 +160,8 @@ Examples:
   fcan update --all-of 'io_board{i}' io_board-2.1.0.fcimg   (every node of that schema, in turn)
   fcan update io_board7 --schema io_board_v2.yaml --version 2.0.0
                                                   (a fake node: its firmware is its schema blob)
+  fcan update firmware.bin --schema io_board.yaml --version 2.1.0 --write-image io_board-2.1.0.fcimg
+                                                  (make the image file, offline)
 
 Only a node built with the runtime's `update` feature takes updates (`fcan nodes` shows
 its firmware version); by default a node refuses while RUNNING unless its application
@@ -193,6 +195,11 @@ pub struct UpdateArgs {
     /// data frames win arbitration anyway; the share leaves room for the rest.
     #[arg(long, default_value_t = 25.0, value_name = "PERCENT")]
     pub bus_share: f64,
+    /// Write the image file (FCANIMG1: manifest + bytes) made of a raw binary with
+    /// --schema and --version, instead of updating anything: no bus, no daemon. Give only
+    /// the binary (no node), or nothing for a fake node's image (its schema blob).
+    #[arg(long, value_name = "FILE")]
+    pub write_image: Option<PathBuf>,
 }
 
 /// `fcan record` options.

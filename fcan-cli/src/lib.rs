@@ -132,6 +132,12 @@ pub async fn run_with(
 ) -> Result<(), CliError> {
     let o = Output { json: cli.json };
     let devices = device_specs(&cli)?;
+    if let Command::Update(u) = &cli.command {
+        if let Some(path) = &u.write_image {
+            // Offline: the image file is made of local files only.
+            return update::write_image(u, path, cli.json, out);
+        }
+    }
     if let Command::Decode(args) = &cli.command {
         // Offline: no bus, no daemon; the blob cache only for schemas the capture lacks.
         let store = (!cli.no_cache).then(|| blob_store(cli.cache_dir.as_deref()));

@@ -126,6 +126,53 @@ async fn one<M: MasterApi>(
     }
 }
 
+/// `fcan update --write-image FILE`: the image file of a raw binary (or of the schema
+/// blob alone), written and described; nothing is sent.
+pub(crate) fn write_image(
+    args: &UpdateArgs,
+    path: &std::path::Path,
+    json: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    if args.all_of.is_some() || args.targets.len() > 1 {
+        return Err(usage(
+            "--write-image takes the firmware binary only (no node, no --all-of)",
+        ));
+    }
+    let file = args.targets.first().map(String::as_str);
+    if file.is_some_and(|f| std::fs::read(f).is_ok_and(|b| b.starts_with(IMAGE_MAGIC))) {
+        return Err(usage("--write-image: that file is an image file already"));
+    }
+    let image = load_image(file, args)?;
+    std::fs::write(path, image.to_file())
+        .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    let schema = SchemaDigest(image.schema()).to_string();
+    let sha = SchemaDigest(image.sha256()).to_string();
+    if json {
+        let line = serde_json::json!({
+            "file": path.display().to_string(),
+            "size": image.len(),
+            "node": image.node(),
+            "version": image.version(),
+            "schema": schema,
+            "sha256": sha,
+        });
+        writeln!(out, "{}", fcan_master::text::json_safe(line.to_string()))?;
+    } else {
+        writeln!(
+            out,
+            "wrote {}: {} B image for `{}` boards, version {}, schema {}, SHA-256 {}",
+            path.display(),
+            image.len(),
+            Untrusted(image.node()),
+            Untrusted(image.version()),
+            &schema[..16],
+            &sha[..16]
+        )?;
+    }
+    Ok(())
+}
+
 fn usage(m: &str) -> CliError {
     CliError::Usage(format!("fcan update: {m} (fcan update --help)"))
 }

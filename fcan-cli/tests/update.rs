@@ -204,8 +204,31 @@ fn the_example_board_updated_through_the_daemon() {
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["value"], 40, "{}", text(&o));
 
-    // The same image again with --all-of: the node runs that schema, so it is skipped.
+    // The same image again, as an image file written offline, with --all-of: the node
+    // runs that schema, so it is skipped.
     let v2 = v2_schema(&dir);
+    let file = dir.join("io_board-2.0.0.fcimg");
+    let o = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args([
+            "--json",
+            "update",
+            "--schema",
+            v2.to_str().unwrap(),
+            "--version",
+            "2.0.0",
+        ])
+        .arg("--write-image")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let written: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        written["schema"], done["schema"],
+        "the image declares the schema the node announced"
+    );
+    assert_eq!(written["node"], "io_board{i}");
+    assert!(std::fs::read(&file).unwrap().starts_with(b"FCANIMG1"));
     let o = fcan(
         &ep,
         &[
@@ -213,10 +236,7 @@ fn the_example_board_updated_through_the_daemon() {
             "update",
             "--all-of",
             "io_board{i}",
-            "--schema",
-            v2.to_str().unwrap(),
-            "--version",
-            "2.0.0",
+            file.to_str().unwrap(),
         ],
     );
     let _ = std::fs::remove_dir_all(&dir);

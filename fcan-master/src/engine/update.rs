@@ -5,9 +5,7 @@
 //! (one QUERY once it runs), so `fcan nodes` shows what each board runs.
 
 use super::*;
-use crate::update::{
-    Failure, Outgoing, Progress, SessionState, UpdateConfig, UpdateImage, UpdateSession,
-};
+use crate::update::{Failure, Outgoing, SessionState, UpdateConfig, UpdateImage, UpdateSession};
 use fcan_core::msg::{UpdatePhase, UpdateReason, UpdateReply, UpdateRequest};
 
 /// How long the master waits, after the node verified the image, for it to come back
@@ -131,9 +129,6 @@ pub enum UpdateError {
     /// old firmware, or the image declares the wrong schema).
     #[error("node {0} came back without the new firmware (it announces another schema than the image's)")]
     NotBooted(NodeId),
-    /// Cancelled by the user (the node keeps what it stored).
-    #[error("the update of node {0} was cancelled")]
-    Cancelled(NodeId),
 }
 
 /// A node's update reason in words.
@@ -282,24 +277,6 @@ impl Engine {
         }
         self.poll_update(raw, now);
         Ok(id)
-    }
-
-    /// Stops the update of `node`: nothing more is sent, and it ends with
-    /// [`UpdateError::Cancelled`]. The node keeps what it stored (an ABORT is not sent:
-    /// the same image offered later resumes). False when no update of it runs.
-    pub fn cancel_update(&mut self, node: NodeId) -> bool {
-        let raw = node.get();
-        let Some(run) = self.nodes.get_mut(&raw).and_then(|r| r.update.take()) else {
-            return false;
-        };
-        self.finish_update(raw, run.id, Err(UpdateError::Cancelled(node)));
-        true
-    }
-
-    /// How far the update of `node` is, if one runs.
-    pub fn update_progress(&self, node: NodeId) -> Option<(UpdateStep, Progress)> {
-        let run = self.nodes.get(&node.get())?.update.as_ref()?;
-        Some((run.step(), run.session.progress()))
     }
 
     pub(super) fn update_deadline(rec: &NodeRecord) -> Option<u64> {
