@@ -162,6 +162,7 @@ Examples:
                                                   (a fake node: its firmware is its schema blob)
   fcan update firmware.bin --schema io_board.yaml --version 2.1.0 --write-image io_board-2.1.0.fcimg
                                                   (make the image file, offline)
+  fcan update io_board3 --abort                   (drop the transfer; the old firmware runs on)
 
 Only a node built with the runtime's `update` feature takes updates (`fcan nodes` shows
 its firmware version); by default a node refuses while RUNNING unless its application
@@ -170,7 +171,7 @@ skipped, and the first failure stops the rest (an image that fails on one board 
 sent to the others). Attached to a daemon the update runs in the daemon: a client cut off
 (Ctrl-C) may run the same command again, and follows the same update to its end.
 Progress goes to the terminal; --json prints one object per line:
-{\"event\": \"progress\" | \"done\" | \"skipped\", ...} (docs/cli.md).";
+{\"event\": \"progress\" | \"done\" | \"skipped\" | \"aborted\", ...} (docs/cli.md).";
 
 /// `fcan update` options.
 #[derive(Args, Debug, Clone)]
@@ -200,6 +201,10 @@ pub struct UpdateArgs {
     /// the binary (no node), or nothing for a fake node's image (its schema blob).
     #[arg(long, value_name = "FILE")]
     pub write_image: Option<PathBuf>,
+    /// Tell the node to drop the update transfer it holds (ABORT) and end the update of
+    /// it that runs, if any; it keeps running the firmware it has. Give only the node.
+    #[arg(long)]
+    pub abort: bool,
 }
 
 /// `fcan record` options.

@@ -218,7 +218,14 @@ impl<'a> Renderer<'a> {
                     .version
                     .as_deref()
                     .map_or("?".to_string(), |v| Untrusted(v).to_string());
-                if u.event == "skipped" {
+                if u.event == "aborted" {
+                    writeln!(
+                        out,
+                        "{} (node {}): update aborted; it runs the firmware it had ({version})",
+                        Untrusted(&u.name),
+                        u.node
+                    )?;
+                } else if u.event == "skipped" {
                     writeln!(
                         out,
                         "{} (node {}): skipped, it runs that schema already (firmware {version})",

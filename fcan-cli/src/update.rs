@@ -19,6 +19,9 @@ pub(crate) async fn update<M: MasterApi>(
     args: &UpdateArgs,
     sink: &mut dyn Sink,
 ) -> Result<(), CliError> {
+    if args.abort {
+        return abort(master, args, sink).await;
+    }
     let (node, file) = match (&args.all_of, args.targets.as_slice()) {
         (Some(_), []) => (None, None),
         (Some(_), [image]) => (None, Some(image.as_str())),
@@ -89,6 +92,37 @@ pub(crate) async fn update<M: MasterApi>(
         }))?;
     }
     Ok(())
+}
+
+/// `fcan update NODE --abort`.
+async fn abort<M: MasterApi>(
+    master: &M,
+    args: &UpdateArgs,
+    sink: &mut dyn Sink,
+) -> Result<(), CliError> {
+    let [node] = args.targets.as_slice() else {
+        return Err(usage(
+            "--abort takes the node only: fcan update NODE --abort",
+        ));
+    };
+    if args.all_of.is_some() || !args.schema.is_empty() || args.version.is_some() {
+        return Err(usage(
+            "--abort takes the node only (no image, --all-of, --schema or --version)",
+        ));
+    }
+    let nodes = master.nodes().await?;
+    let n = find_node(&nodes, node)?;
+    master.abort_update(n.id).await?;
+    sink.emit(Report::Updated(UpdatedView {
+        event: "aborted",
+        node: n.id.get(),
+        name: n.name.clone(),
+        version: n.firmware.clone(),
+        schema: n.digest.map(|d| d.to_string()),
+        schema_changed: false,
+        restored: Vec::new(),
+        dropped: Vec::new(),
+    }))
 }
 
 /// One node's update, reporting its progress events as they come.

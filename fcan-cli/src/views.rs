@@ -586,11 +586,11 @@ pub struct UpdateProgressView {
     pub resent: u64,
 }
 
-/// `fcan update`'s result per node: `{"event": "done" | "skipped", "node", "name",
+/// `fcan update`'s result per node: `{"event": "done" | "skipped" | "aborted", "node", "name",
 /// "version", "schema", "schema_changed", "restored", "dropped"}`.
 #[derive(Clone, Debug, Serialize)]
 pub struct UpdatedView {
-    /// `done`, or `skipped` (it runs the image's schema already).
+    /// `done`, `skipped` (it runs the image's schema already) or `aborted`.
     pub event: &'static str,
     /// Node id.
     pub node: u8,

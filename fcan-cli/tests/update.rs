@@ -243,6 +243,15 @@ fn the_example_board_updated_through_the_daemon() {
     assert!(o.status.success(), "{}", text(&o));
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["event"], "skipped", "{}", text(&o));
+
+    // --abort through the daemon: nothing runs, the node is told to drop any transfer.
+    let o = fcan(&ep, &["--json", "update", "io_board7", "--abort"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["event"], "aborted", "{}", text(&o));
+    assert_eq!(v["version"], "2.0.0", "it runs the firmware it had");
+    let o = fcan(&ep, &["update", "io_board7", "--abort", "--version", "3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
 /// `--all-of`: every node of the schema, one after the other, each with its result; a

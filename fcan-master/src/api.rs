@@ -123,6 +123,10 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         cfg: crate::update::UpdateConfig,
     ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send;
 
+    /// Drops the node's update transfer and ends an update of it (see
+    /// [`Master::abort_update`]).
+    fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send;
+
     /// Waits until at least `n` nodes are running, polling [`nodes`](Self::nodes).
     fn wait_for_nodes(
         &self,
@@ -180,6 +184,9 @@ impl MasterApi for Master {
         cfg: crate::update::UpdateConfig,
     ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send {
         Master::update(self, node, image, cfg)
+    }
+    fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::abort_update(self, node)
     }
     fn events(&self) -> broadcast::Receiver<Event> {
         Master::events(self)

@@ -235,6 +235,7 @@ enum Command {
     ParamGet(String, oneshot::Sender<Result<Value, MasterError>>),
     ParamSet(String, Value, oneshot::Sender<Result<(), MasterError>>),
     Reprovision(NodeId, oneshot::Sender<Result<(), MasterError>>),
+    AbortUpdate(NodeId, oneshot::Sender<Result<(), MasterError>>),
     Update(
         NodeId,
         Box<crate::update::UpdateImage>,
@@ -504,6 +505,13 @@ impl Master {
             .await?
     }
 
+    /// Tells `node` to drop the update transfer it holds (ABORT) and ends this master's
+    /// update of it, if one runs ([`crate::engine::UpdateError::Aborted`] to whoever
+    /// waits for it). The node keeps running the firmware it has.
+    pub async fn abort_update(&self, node: NodeId) -> Result<(), MasterError> {
+        self.ask(|r| Command::AbortUpdate(node, r)).await?
+    }
+
     /// Writes a parameter (checked here first; the node checks again). The master
     /// restores it after every reboot of the node.
     pub async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
@@ -706,6 +714,10 @@ impl<T: Transport> Task<T> {
                     .engine
                     .reprovision(node.get(), now)
                     .map_err(MasterError::from);
+                let _ = tx.send(r);
+            }
+            Command::AbortUpdate(node, tx) => {
+                let r = self.engine.abort_update(node).map_err(MasterError::from);
                 let _ = tx.send(r);
             }
             Command::Update(node, image, cfg, tx) => {

@@ -496,6 +496,21 @@ impl MasterApi for RemoteMaster {
         }
     }
 
+    /// A query on `fcan/<bus>/update/<node>` with the options `{"abort": true}`.
+    fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
+        async move {
+            let nodes = self.nodes().await?;
+            let Some(n) = nodes.iter().find(|n| n.id == node) else {
+                return Err(fcan_master::engine::UpdateError::NodeNotOnline(node).into());
+            };
+            let key = keys::update(&self.inner.bus, &n.name)
+                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            self.query_json(key, Some(crate::wire::abort_payload()))
+                .await?;
+            Ok(())
+        }
+    }
+
     fn events(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }

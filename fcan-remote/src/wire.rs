@@ -91,7 +91,10 @@ impl ErrorReply {
                     U::Busy(_) => kind::BUSY,
                     U::BadImage(_) => kind::BAD_VALUE,
                     U::Silent(_) | U::NotBack(_) => kind::TIMEOUT,
-                    U::NotSupported(_) | U::WrongBoard { .. } | U::Refused { .. } => kind::REFUSED,
+                    U::NotSupported(_)
+                    | U::WrongBoard { .. }
+                    | U::Refused { .. }
+                    | U::Aborted(_) => kind::REFUSED,
                     _ => kind::INTERNAL,
                 }
             }
@@ -251,6 +254,50 @@ pub fn update_payload(image: &UpdateImage, share: f64) -> Vec<u8> {
     out.extend_from_slice(opts.as_bytes());
     out.extend_from_slice(&image.to_file());
     out
+}
+
+/// What an update query asks: write an image at a bus share, or drop the node's transfer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum UpdateAsk {
+    /// Write this image, DATA paced to this share of the bus.
+    Start(Box<UpdateImage>, f64),
+    /// Drop the node's transfer (ABORT) and end the update of it.
+    Abort,
+}
+
+/// The payload of an abort on `fcan/<bus>/update/<node>`: the options
+/// `{"abort": true}` and no image.
+pub fn abort_payload() -> Vec<u8> {
+    let opts = serde_json::json!({ "abort": true }).to_string();
+    let mut out = (opts.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(opts.as_bytes());
+    out
+}
+
+/// Reads [`update_payload`] or [`abort_payload`] back (untrusted input).
+pub fn parse_update_ask(p: &[u8]) -> Result<UpdateAsk, ErrorReply> {
+    let (len, rest) = p.split_first_chunk::<4>().ok_or_else(|| {
+        ErrorReply::new(kind::BAD_VALUE, "an update needs the image as its payload")
+    })?;
+    let len = u32::from_le_bytes(*len) as usize;
+    let opts: Option<Json> = rest.get(..len).and_then(|o| serde_json::from_slice(o).ok());
+    if opts
+        .as_ref()
+        .and_then(|o| o.get("abort"))
+        .and_then(Json::as_bool)
+        == Some(true)
+    {
+        if rest.len() != len {
+            return Err(ErrorReply::new(
+                kind::BAD_VALUE,
+                "an abort carries no image",
+            ));
+        }
+        return Ok(UpdateAsk::Abort);
+    }
+    let (image, share) = parse_update_payload(p)?;
+    Ok(UpdateAsk::Start(Box::new(image), share))
 }
 
 /// Reads [`update_payload`] back (untrusted input): the image and the bus share, in

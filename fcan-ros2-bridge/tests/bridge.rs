@@ -881,6 +881,9 @@ impl fcan_master::api::MasterApi for Refusing {
     ) -> Result<fcan_master::engine::UpdateReport, fcan_master::MasterError> {
         self.inner.update(node, image, cfg).await
     }
+    async fn abort_update(&self, node: NodeId) -> Result<(), fcan_master::MasterError> {
+        self.inner.abort_update(node).await
+    }
 }
 
 /// A `ParameterValue` holding a double.

@@ -289,6 +289,11 @@ async fn a_node_without_updates_is_refused(mtu: Mtu) {
         matches!(err, MasterError::Update(UpdateError::NotSupported(n)) if n == node_id()),
         "{err}"
     );
+    let err = m.abort_update(node_id()).await.unwrap_err();
+    assert!(
+        matches!(err, MasterError::Update(UpdateError::NotSupported(_))),
+        "{err}"
+    );
     // And it reports no firmware version.
     assert_eq!(node_info(&m, ID).await.unwrap().firmware, None);
 }
@@ -459,7 +464,67 @@ async fn the_same_image_again_joins_the_running_update(mtu: Mtu) {
     assert_eq!(first.schema, SchemaDigest::of(&v2));
 }
 
+/// An abort ends the running update (its caller learns why) and the node drops what it
+/// stored: the same image offered again starts from byte 0, and still goes through.
+async fn an_abort_ends_the_update_and_the_node_starts_over(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, v1) = board(&w, true).await;
+    // Nothing runs: the ABORT goes out all the same (a lost master's transfer).
+    m.abort_update(node_id()).await.unwrap();
+    let v2 = v2_large();
+    let mut events = m.events();
+    let first = {
+        let (m, img) = (m.clone(), image(&v2, "2.0.0"));
+        let slow = UpdateConfig {
+            share: 0.01,
+            ..UpdateConfig::default()
+        };
+        tokio::spawn(async move { m.update(node_id(), img, slow).await })
+    };
+    let stored = loop {
+        match events.recv().await.unwrap() {
+            Event::UpdateProgress { progress, .. } if progress.acked > 0 => break progress.acked,
+            _ => {}
+        }
+    };
+    assert!(stored < v2.len() as u64);
+    m.abort_update(node_id()).await.unwrap();
+    let err = first.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, MasterError::Update(UpdateError::Aborted(n)) if n == node_id()),
+        "{err}"
+    );
+    // The node still runs what it had.
+    assert_eq!(
+        node_info(&m, ID).await.unwrap().digest,
+        Some(SchemaDigest::of(&v1))
+    );
+    let mut events = m.events();
+    let report = m
+        .update(node_id(), image(&v2, "2.0.0"), UpdateConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(report.schema, SchemaDigest::of(&v2));
+    let mut first_sending = None;
+    while let Ok(e) = events.try_recv() {
+        if let Event::UpdateProgress {
+            step: UpdateStep::Sending,
+            progress,
+            ..
+        } = e
+        {
+            first_sending.get_or_insert(progress.acked);
+        }
+    }
+    assert_eq!(
+        first_sending,
+        Some(0),
+        "the node kept bytes of the aborted transfer"
+    );
+}
+
 both_links!(
+    an_abort_ends_the_update_and_the_node_starts_over,
     the_same_image_again_joins_the_running_update,
     an_image_that_does_not_boot_is_reported,
     losses_and_repeats_are_recovered,

@@ -116,6 +116,9 @@ pub enum UpdateError {
     /// The node verified the image but did not come back running it in time.
     #[error("node {0} verified the image but did not come back running it")]
     NotBack(NodeId),
+    /// Aborted by the user ([`Engine::abort_update`]): the node dropped what it stored.
+    #[error("the update of node {0} was aborted; the node runs the firmware it had")]
+    Aborted(NodeId),
     /// The new firmware runs, but the master could not provision it.
     #[error("node {node} runs the new firmware but could not be provisioned: {}", crate::text::Untrusted(.reason))]
     Provisioning {
@@ -286,6 +289,37 @@ impl Engine {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Tells `node` to forget its update transfer (ABORT: what it stored is dropped; the
+    /// firmware it runs stays) and ends this master's update of it, if one runs, with
+    /// [`UpdateError::Aborted`]. Sent also when none runs here: a node may hold the
+    /// transfer of a master that was lost. Checked first: the node is known, not offline,
+    /// and takes updates.
+    pub fn abort_update(&mut self, node: NodeId) -> Result<(), UpdateError> {
+        let raw = node.get();
+        let Some(rec) = self.nodes.get_mut(&raw) else {
+            return Err(UpdateError::NodeNotOnline(node));
+        };
+        if rec.phase == Phase::Offline {
+            return Err(UpdateError::NodeNotOnline(node));
+        }
+        if rec.announce.caps & caps::UPDATE == 0 {
+            return Err(UpdateError::NotSupported(node));
+        }
+        let run = rec.update.take();
+        let transfer = rec.transfer();
+        let mtu = rec.mode.mtu();
+        self.send(
+            node,
+            transfer,
+            &ConfigMessage::UpdateRequest(UpdateRequest::Abort),
+            mtu,
+        );
+        if let Some(run) = run {
+            self.finish_update(raw, run.id, Err(UpdateError::Aborted(node)));
+        }
+        Ok(())
     }
 
     fn finish_update(&mut self, node: u8, id: u64, result: Result<UpdateReport, UpdateError>) {

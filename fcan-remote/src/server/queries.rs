@@ -64,7 +64,7 @@ pub(super) enum Request {
     Update {
         key: String,
         node: String,
-        image: Result<(fcan_master::update::UpdateImage, f64), ErrorReply>,
+        ask: Result<crate::wire::UpdateAsk, ErrorReply>,
     },
     /// A schema blob by digest (`hex` as asked); replied on `key`.
     Schema {
@@ -138,7 +138,7 @@ impl Request {
                 Some(Entity::Update(node)) => Request::Update {
                     key: own,
                     node,
-                    image: crate::wire::parse_update_payload(payload),
+                    ask: crate::wire::parse_update_ask(payload),
                 },
                 _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not an update key")),
             },
@@ -296,15 +296,22 @@ pub(super) async fn answer<M: MasterApi>(
             master.reprovision(n).await.map_err(of)?;
             Ok(vec![(key, b"null".to_vec())])
         }
-        Request::Update { key, node, image } => {
+        Request::Update { key, node, ask } => {
             let n = node_named(master, &node).await?;
-            let (image, share) = image?;
-            let cfg = fcan_master::update::UpdateConfig {
-                share,
-                ..Default::default()
-            };
-            let report = master.update(n, image, cfg).await.map_err(of)?;
-            Ok(vec![(key, report.to_json().to_string().into_bytes())])
+            match ask? {
+                crate::wire::UpdateAsk::Start(image, share) => {
+                    let cfg = fcan_master::update::UpdateConfig {
+                        share,
+                        ..Default::default()
+                    };
+                    let report = master.update(n, *image, cfg).await.map_err(of)?;
+                    Ok(vec![(key, report.to_json().to_string().into_bytes())])
+                }
+                crate::wire::UpdateAsk::Abort => {
+                    master.abort_update(n).await.map_err(of)?;
+                    Ok(vec![(key, b"null".to_vec())])
+                }
+            }
         }
         Request::Schema { key, hex, digest } => {
             let nodes = master.nodes().await.map_err(of)?;
@@ -509,6 +516,10 @@ mod tests {
                 cfg.share
             ));
             Err(fcan_master::engine::UpdateError::NotSupported(node).into())
+        }
+        async fn abort_update(&self, node: NodeId) -> Result<(), MasterError> {
+            self.record(format!("abort_update {node}"));
+            Ok(())
         }
     }
 
@@ -791,5 +802,41 @@ mod tests {
         let (master, r) = ask(QKind::Reprovision, "fcan/can0/reprovision/md7", "").await;
         assert_eq!(error(r).0, kind::UNKNOWN_NAME);
         assert_eq!(master.asked(), Vec::<String>::new());
+    }
+
+    /// An update query starts an update with the image and share it carries, or aborts
+    /// with `{"abort": true}`; a payload that is neither is `bad_value` and asks nothing.
+    #[tokio::test]
+    async fn update_queries_start_or_abort_by_their_options() {
+        let own = "fcan/can0/update/md2";
+        let key = KeyExpr::try_from(own).unwrap();
+        let master = FakeMaster::new();
+        let ask = |payload: Vec<u8>| {
+            let req = Request::decode(QKind::Update, &key, &payload, 1 << 20);
+            let master = &master;
+            async move {
+                match req {
+                    Ok(req) => answer(master, &View, req).await,
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        let r = ask(crate::wire::abort_payload()).await;
+        assert_eq!(json_replies(r), [(own.to_string(), Json::Null)]);
+        let image = fcan_master::update::UpdateImage::new(vec![1; 10], [0; 32], "md{i}", "2.0.0");
+        // The fake master refuses every update (no capability): the kind says so.
+        let r = ask(crate::wire::update_payload(&image, 0.5)).await;
+        assert_eq!(error(r).0, kind::REFUSED);
+        assert_eq!(
+            master.asked(),
+            ["abort_update 2", "update 2 2.0.0 10 bytes share 0.5"]
+        );
+        for bad in [Vec::new(), b"\x02\0\0\0{}".to_vec(), vec![0xFF; 40]] {
+            assert_eq!(error(ask(bad).await).0, kind::BAD_VALUE);
+        }
+        let mut extra = crate::wire::abort_payload();
+        extra.extend_from_slice(&image.to_file());
+        assert_eq!(error(ask(extra).await).0, kind::BAD_VALUE);
+        assert_eq!(master.asked().len(), 2, "nothing more asked");
     }
 }
