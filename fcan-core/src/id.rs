@@ -103,9 +103,8 @@ pub enum Opcode {
 }
 
 impl Opcode {
-    /// Every opcode, in wire order.
-    #[cfg(feature = "update")]
-    pub const ALL: [Opcode; 12] = [
+    /// Every opcode but UPDATE, in wire order.
+    const WITHOUT_UPDATE: [Opcode; 11] = [
         Opcode::Heartbeat,
         Opcode::Start,
         Opcode::Service,
@@ -117,23 +116,21 @@ impl Opcode {
         Opcode::Discover,
         Opcode::Stats,
         Opcode::Schema,
-        Opcode::Update,
     ];
     /// Every opcode, in wire order.
     #[cfg(not(feature = "update"))]
-    pub const ALL: [Opcode; 11] = [
-        Opcode::Heartbeat,
-        Opcode::Start,
-        Opcode::Service,
-        Opcode::ParamSet,
-        Opcode::ParamGet,
-        Opcode::Result,
-        Opcode::AnnounceAck,
-        Opcode::FrameDefine,
-        Opcode::Discover,
-        Opcode::Stats,
-        Opcode::Schema,
-    ];
+    pub const ALL: [Opcode; 11] = Opcode::WITHOUT_UPDATE;
+    /// Every opcode, in wire order (UPDATE, 0xF, last).
+    #[cfg(feature = "update")]
+    pub const ALL: [Opcode; 12] = {
+        let mut all = [Opcode::Update; 12];
+        let mut i = 0;
+        while i < Opcode::WITHOUT_UPDATE.len() {
+            all[i] = Opcode::WITHOUT_UPDATE[i];
+            i += 1;
+        }
+        all
+    };
 
     /// The opcode for a 4-bit value, or `None` for a reserved value.
     pub const fn from_u8(v: u8) -> Option<Opcode> {
