@@ -81,6 +81,37 @@ fn node_when(ep: &str, ok: impl Fn(&Json) -> bool) -> Json {
     }
 }
 
+/// `fcan fake` running the example I/O board as these node ids, taking updates as
+/// firmware 1.0.0, served on a free loopback port: the endpoint, and the process (killed
+/// when dropped) once it says it is ready.
+fn fake_boards(ids: &[&str]) -> (String, Kill) {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fcan"));
+    cmd.arg("fake").arg("--schema").arg(example());
+    for id in ids {
+        cmd.args(["--node-id", id]);
+    }
+    let mut child = Kill(
+        cmd.args(["--firmware", "1.0.0", "--no-cache", "--listen", &ep])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("ready") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "fcan fake exited early: {log}"
+        );
+        log.push_str(&line);
+    }
+    // Keep draining its stderr so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    (ep, child)
+}
+
 #[test]
 fn help_has_examples() {
     let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
@@ -101,37 +132,7 @@ fn help_has_examples() {
 
 #[test]
 fn the_example_board_updated_through_the_daemon() {
-    let ep = format!("tcp/127.0.0.1:{}", free_port());
-    let mut child = Kill(
-        Command::new(env!("CARGO_BIN_EXE_fcan"))
-            .arg("fake")
-            .arg("--schema")
-            .arg(example())
-            .args([
-                "--node-id",
-                "7",
-                "--firmware",
-                "1.0.0",
-                "--no-cache",
-                "--listen",
-                &ep,
-            ])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "fcan fake exited early: {log}"
-        );
-        log.push_str(&line);
-    }
-    // Keep draining its stderr so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
+    let (ep, _fake) = fake_boards(&["7"]);
 
     let before = node_when(&ep, |n| n["phase"] == "running" && n["firmware"] == "1.0.0");
     let o = fcan(&ep, &["param", "set", "io_board7.in2.debounce_ms", "17"]);
@@ -258,29 +259,7 @@ fn the_example_board_updated_through_the_daemon() {
 /// node already on the image's schema is skipped.
 #[test]
 fn all_of_a_schema_updates_each_node_in_turn() {
-    let ep = format!("tcp/127.0.0.1:{}", free_port());
-    let mut child = Kill(
-        Command::new(env!("CARGO_BIN_EXE_fcan"))
-            .arg("fake")
-            .arg("--schema")
-            .arg(example())
-            .args(["--node-id", "7", "--node-id", "8", "--firmware", "1.0.0"])
-            .args(["--no-cache", "--listen", &ep])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "fcan fake exited early: {log}"
-        );
-        log.push_str(&line);
-    }
-    std::thread::spawn(move || for _ in stderr.lines() {});
+    let (ep, _fake) = fake_boards(&["7", "8"]);
     node_when(&ep, |n| n["phase"] == "running" && n["firmware"] == "1.0.0");
     let t0 = Instant::now();
     while !String::from_utf8_lossy(&fcan(&ep, &["--json", "nodes"]).stdout).contains("io_board8") {

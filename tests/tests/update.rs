@@ -66,38 +66,29 @@ fn v2() -> Vec<u8> {
     )
 }
 
-/// Version 2 with 30 more parameters: an image of a few kilobytes, long enough on the
-/// bus for a cut to land in its transfer.
-fn v2_large() -> Vec<u8> {
+/// Version 2 with 30 more parameters, their defaults from `first`: an image of a few
+/// kilobytes, long enough on the bus for a cut to land in its transfer.
+fn v2_large_from(first: u16, tag: &str) -> Vec<u8> {
     variant(
         |l| {
-            let mut t = l.to_string();
-            for i in 0..30 {
-                t.push_str(&format!(
-                    "      calibration_table_entry_{i:02}: {{ type: u16, default: {i}, max: 60000 }}\n"
-                ));
-            }
-            t
+            (0..30u16).fold(l.to_string(), |t, i| {
+                t + &format!(
+                    "      calibration_table_entry_{i:02}: {{ type: u16, default: {}, max: 60000 }}\n",
+                    first + i
+                )
+            })
         },
-        "v2-large",
+        tag,
     )
 }
 
-/// Another large build (one parameter's default differs from [`v2_large`]).
+fn v2_large() -> Vec<u8> {
+    v2_large_from(0, "v2-large")
+}
+
+/// Another large build (every default one more than [`v2_large`]'s).
 fn v2_large_variant() -> Vec<u8> {
-    variant(
-        |l| {
-            let mut t = l.to_string();
-            for i in 0..30 {
-                t.push_str(&format!(
-                    "      calibration_table_entry_{i:02}: {{ type: u16, default: {}, max: 60000 }}\n",
-                    i + 1
-                ));
-            }
-            t
-        },
-        "v2-large-variant",
-    )
+    v2_large_from(1, "v2-large-variant")
 }
 
 /// Version 3: `debounce_ms` gone.
