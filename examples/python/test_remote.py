@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import re
+import struct
 import sys
 import time
 import traceback
@@ -191,6 +192,44 @@ def run(args, c: Checks) -> None:
             c.check(False, "an unknown parameter is an error", "answered")
         except fx.RemoteError as e:
             c.check(e.kind == "unknown_name", "an unknown parameter is unknown_name", e.kind)
+
+        # Firmware update (docs/remote.md): the payloads built here from the page alone.
+        # The example boards take no updates: the daemon parses what was sent and the
+        # master refuses it for the capability; a manifest that lies is a bad value.
+        c.check(info.get("firmware", "absent") is None, "a board without updates reports no firmware version", info)
+        update_key = f"fcan/{bus}/update/{args.node}"
+
+        def update_reply(payload: bytes):
+            for r in session.get(update_key, payload=payload, timeout=10.0):
+                if r.ok is not None:
+                    return ("ok", r.ok.payload.to_string())
+                err = json.loads(r.err.payload.to_string())
+                return (err.get("error"), err.get("message", ""))
+            return ("no answer", "")
+
+        def framed(opts: dict, file: bytes = b"") -> bytes:
+            o = json.dumps(opts).encode()
+            return struct.pack("<I", len(o)) + o + file
+
+        image = bytes((i * 31 + 7) % 256 for i in range(1000))
+        manifest = {
+            "node": "motor_driver{i}",
+            "version": "9.9.9",
+            "schema": digest,
+            "sha256": hashlib.sha256(image).hexdigest(),
+            "size": len(image),
+        }
+
+        def image_file(m: dict) -> bytes:
+            text = json.dumps(m).encode()
+            return b"FCANIMG1" + struct.pack("<I", len(text)) + text + image
+
+        kind, msg = update_reply(framed({"abort": True}))
+        c.check(kind == "refused" and "firmware updates" in msg, "an update abort to a board without updates is refused for the capability", f"{kind}: {msg}")
+        kind, msg = update_reply(framed({"share": 0.25}, image_file(manifest)))
+        c.check(kind == "refused" and "firmware updates" in msg, "an image file written here is parsed, then refused for the capability", f"{kind}: {msg}")
+        kind, msg = update_reply(framed({"share": 0.25}, image_file({**manifest, "sha256": "00" * 32})))
+        c.check(kind == "bad_value" and "SHA-256" in msg, "a manifest whose SHA-256 does not match its bytes is a bad value", f"{kind}: {msg}")
 
         # Streamed commands: the motor follows while they flow and stops when they cease.
         feedback.take()
