@@ -21,6 +21,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "==> installing Node.js and npm (apt-get)"
@@ -33,15 +34,10 @@ echo "==> npm ci (tests/foxglove)"
 (cd tests/foxglove && npm ci --no-audit --no-fund --loglevel=error)
 
 echo "==> building serve-sim, the demo and fcan"
-cargo build --quiet -p fcan-examples --bin serve-sim --bin demo -p fcan-cli --bin fcan
-exe() {
-  cargo build -p "$1" --bin "$2" --message-format=json 2>/dev/null \
-    | grep -o "\"executable\":\"[^\"]*/$2\"" | sed 's/^"executable":"//; s/"$//' | tail -1
-}
-serve_sim=$(exe fcan-examples serve-sim)
-demo=$(exe fcan-examples demo)
-fcan=$(exe fcan-cli fcan)
-[[ -x $serve_sim && -x $demo && -x $fcan ]] || { echo "foxglove-peer: serve-sim, demo or fcan not built" >&2; exit 1; }
+exes=$(cargo_exes build --quiet -p fcan-examples --bin serve-sim --bin demo -p fcan-cli --bin fcan)
+serve_sim=$(exe_named serve-sim <<<"$exes")
+demo=$(exe_named demo <<<"$exes")
+fcan=$(exe_named fcan <<<"$exes")
 
 free_port() {
   node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'

@@ -9,6 +9,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 
 venv=$root/target/ros2-dds-venv
 py=$venv/bin/python
@@ -20,14 +21,9 @@ if ! "$py" -c "import cyclonedds" 2>/dev/null; then
 fi
 
 echo "==> building serve-sim and fcan"
-cargo build --quiet -p fcan-examples --bin serve-sim -p fcan-cli --bin fcan
-exe() {
-  cargo build -p "$1" --bin "$2" --message-format=json 2>/dev/null \
-    | grep -o "\"executable\":\"[^\"]*/$2\"" | sed 's/^"executable":"//; s/"$//' | tail -1
-}
-serve_sim=$(exe fcan-examples serve-sim)
-fcan=$(exe fcan-cli fcan)
-[[ -x $serve_sim && -x $fcan ]] || { echo "joints-dds-peer: serve-sim or fcan not built" >&2; exit 1; }
+exes=$(cargo_exes build --quiet -p fcan-examples --bin serve-sim -p fcan-cli --bin fcan)
+serve_sim=$(exe_named serve-sim <<<"$exes")
+fcan=$(exe_named fcan <<<"$exes")
 
 ns=fcan-joints-$$
 ip netns add "$ns"

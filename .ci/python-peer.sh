@@ -14,6 +14,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 
 zenoh_version=$(awk '$0 == "name = \"zenoh\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 [[ -n $zenoh_version ]] || { echo "python-peer: no zenoh crate in Cargo.lock" >&2; exit 1; }
@@ -40,10 +41,7 @@ command -v openssl >/dev/null || { echo "python-peer: openssl is needed" >&2; ex
 (cd examples/zenoh && "$py" check_acl.py)
 
 echo "==> building the demo"
-cargo build --quiet -p fcan-examples --bin demo
-demo=$(cargo build -p fcan-examples --bin demo --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*/demo"' | sed 's/^"executable":"//; s/"$//' | tail -1)
-[[ -x $demo ]] || { echo "python-peer: demo not built" >&2; exit 1; }
+demo=$(cargo_exes build --quiet -p fcan-examples --bin demo | exe_named demo)
 
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 endpoint="tcp/127.0.0.1:$port"

@@ -17,6 +17,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 
 venv=$root/target/ros2-rclpy-venv
 ws=$root/target/ros2-rclpy-ws
@@ -76,15 +77,10 @@ if ! "$py" -c "import rclpy, colcon_core" 2>/dev/null; then
 fi
 
 echo "==> building fcan-codegen, serve-sim and fcan"
-cargo build --quiet -p fcan-codegen -p fcan-examples --bin serve-sim -p fcan-cli --bin fcan
-exe() {
-  cargo build -p "$1" --bin "$2" --message-format=json 2>/dev/null \
-    | grep -o "\"executable\":\"[^\"]*/$2\"" | sed 's/^"executable":"//; s/"$//' | tail -1
-}
-codegen=$(exe fcan-codegen fcan-codegen)
-serve_sim=$(exe fcan-examples serve-sim)
-fcan=$(exe fcan-cli fcan)
-[[ -x $codegen && -x $serve_sim && -x $fcan ]] || { echo "ros2-rclpy-peer: a binary was not built" >&2; exit 1; }
+exes=$(cargo_exes build --quiet -p fcan-codegen -p fcan-examples --bin serve-sim -p fcan-cli --bin fcan)
+codegen=$(exe_named fcan-codegen <<<"$exes")
+serve_sim=$(exe_named serve-sim <<<"$exes")
+fcan=$(exe_named fcan <<<"$exes")
 
 # Run in a subshell: colcon's setup scripts read unset variables.
 activate() {

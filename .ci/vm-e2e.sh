@@ -21,14 +21,12 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 runner="${FCAN_VM_RUNNER:-$root/../shared/tools/run-in-vm.sh}"
 [[ -f $runner ]] || { echo "vm-e2e: $runner not found" >&2; exit 1; }
 
 echo "==> building fcan, motor-node and io-node (release)"
-build=(cargo build --release -p fcan-examples -p fcan-cli --bin fcan --bin motor-node --bin io-node)
-"${build[@]}"
-bins=$("${build[@]}" --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
+bins=$(cargo_exes build --release -p fcan-examples -p fcan-cli --bin fcan --bin motor-node --bin io-node)
 # The VM unpacks its initrd into RAM (1 GiB): copies without debug info keep it small
 # (the debug test binary alone is ~210 MB with it, ~45 MB without; unpacked whole, it did
 # not fit, and the guest reported the program "not found").
@@ -37,8 +35,7 @@ trap 'rm -rf "$stripped"' EXIT
 strip_copy() { objcopy --strip-debug "$1" "$stripped/$(basename "$1")" && echo "$stripped/$(basename "$1")"; }
 with=()
 for name in fcan motor-node io-node; do
-  exe=$(grep -E "/$name\$" <<<"$bins" | tail -1 || true)
-  [[ -n $exe && -x $exe ]] || { echo "vm-e2e: $name not built" >&2; exit 1; }
+  exe=$(exe_named "$name" <<<"$bins")
   with+=(--with "$(strip_copy "$exe")")
 done
 
@@ -53,17 +50,11 @@ command -v cangen >/dev/null && command -v candump >/dev/null \
 with+=(--with cangen --with candump)
 
 echo "==> building the vm_quickstart test binary"
-cargo test -p fcan-examples --test vm_quickstart --no-run
-test_bin=$(cargo test -p fcan-examples --test vm_quickstart --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*vm_quickstart[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
-[[ -n $test_bin && -x $test_bin ]] || { echo "vm-e2e: test binary not found" >&2; exit 1; }
+test_bin=$(cargo_exes test -p fcan-examples --test vm_quickstart --no-run | exe_named vm_quickstart)
 test_bin=$(strip_copy "$test_bin")
 
 echo "==> building the fake_vm test binary (fcan fake with an ancestor schema)"
-cargo test -p fcan-e2e --test fake_vm --no-run
-fake_bin=$(cargo test -p fcan-e2e --test fake_vm --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*fake_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
-[[ -n $fake_bin && -x $fake_bin ]] || { echo "vm-e2e: fake_vm test binary not found" >&2; exit 1; }
+fake_bin=$(cargo_exes test -p fcan-e2e --test fake_vm --no-run | exe_named fake_vm)
 fake_bin=$(strip_copy "$fake_bin")
 # The ancestor's schemas go into the VM as they are (read in place here, never copied
 # into the project).
@@ -73,10 +64,7 @@ fibril_files=()
 for f in "$fibril"/*.yaml; do fibril_files+=(--file "$f"); done
 
 echo "==> building the devices_vm test binary (RobStride and MIT devices beside boards)"
-cargo test -p fcan-examples --test devices_vm --no-run
-devices_bin=$(cargo test -p fcan-examples --test devices_vm --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*devices_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
-[[ -n $devices_bin && -x $devices_bin ]] || { echo "vm-e2e: devices_vm test binary not found" >&2; exit 1; }
+devices_bin=$(cargo_exes test -p fcan-examples --test devices_vm --no-run | exe_named devices_vm)
 devices_bin=$(strip_copy "$devices_bin")
 
 status=0

@@ -13,18 +13,13 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 runner="$root/../shared/tools/run-in-vm.sh"
 [[ -f $runner ]] || { echo "vm-router: $runner not found" >&2; exit 1; }
 
 echo "==> building fcan-router and the router_vm test binary"
-cargo build -p fcan-router --bin fcan-router
-router=$(cargo build -p fcan-router --bin fcan-router --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*/fcan-router"' | tail -1 | sed 's/^"executable":"//; s/"$//')
-[[ -n $router && -x $router ]] || { echo "vm-router: fcan-router binary not found" >&2; exit 1; }
-cargo test -p fcan-e2e --test router_vm --no-run
-bin=$(cargo test -p fcan-e2e --test router_vm --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*router_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
-[[ -n $bin && -x $bin ]] || { echo "vm-router: test binary not found" >&2; exit 1; }
+router=$(cargo_exes build -p fcan-router --bin fcan-router | exe_named fcan-router)
+bin=$(cargo_exes test -p fcan-e2e --test router_vm --no-run | exe_named router_vm)
 
 status=0
 for mtu in 72 16; do

@@ -14,6 +14,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
+source .ci/lib.sh
 runner=${FCAN_VM_RUNNER:-"$root/../shared/tools/run-in-vm.sh"}
 [[ -f $runner ]] || { echo "vm-socketcan: $runner not found" >&2; exit 1; }
 
@@ -64,10 +65,7 @@ else
 fi
 
 echo "==> building the socketcan_vm test binary"
-cargo test -p fcan-transport --test socketcan_vm --no-run
-bin=$(cargo test -p fcan-transport --test socketcan_vm --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*socketcan_vm[^"]*"' | tail -1 | sed 's/^"executable":"//; s/"$//')
-[[ -n $bin && -x $bin ]] || { echo "vm-socketcan: test binary not found" >&2; exit 1; }
+bin=$(cargo_exes test -p fcan-transport --test socketcan_vm --no-run | exe_named socketcan_vm)
 # Its tests are #[ignore]d (no SocketCAN on a host); here every test of it runs.
 args=(--include-ignored ${skip[@]+"${skip[@]}"})
 want=$("$bin" --list "${args[@]}" | grep -c ': test$' || true)
