@@ -326,7 +326,12 @@ pub struct UpdateSession {
     /// When the last request needing an answer went out or the last answer came.
     last_heard_us: u64,
     waiting: bool,
+    /// Silences, and rounds answered without progress, since the node last acknowledged
+    /// a new byte.
     retries: u32,
+    /// Where the last rewind after a gap went: answers to chunks sent before it report
+    /// the same gap and must not send the window again.
+    rewound_to: Option<u32>,
     started_us: Option<u64>,
     first_acked: u32,
     now_us: u64,
@@ -350,6 +355,7 @@ impl UpdateSession {
             last_heard_us: 0,
             waiting: false,
             retries: 0,
+            rewound_to: None,
             started_us: None,
             first_acked: 0,
             now_us: 0,
@@ -435,6 +441,7 @@ impl UpdateSession {
                     }
                     // Go back to what the node has.
                     self.rewind(self.acked);
+                    self.rewound_to = Some(self.acked);
                 }
                 while self.in_flight.len() < self.cfg.window.max(1)
                     && self.send_at < self.size()
@@ -559,24 +566,30 @@ impl UpdateSession {
                 self.state = SessionState::Sending;
             }
             (UpdateReply::Progress { next }, SessionState::Sending) => {
-                self.retries = 0;
                 self.last_heard_us = now_us;
                 if next > self.acked {
                     self.acked = next.min(self.size());
+                    // Progress: only rounds without any count against the retries (a
+                    // node that answers every chunk and stores none would otherwise
+                    // keep the transfer going for ever).
+                    self.retries = 0;
                 }
                 if let Some(o) = answered {
                     if let Some(i) = self.in_flight.iter().position(|&x| x == o) {
                         self.in_flight.remove(i);
                     }
-                    if o > next {
-                        // That chunk was not stored: something before it was lost.
+                    if o > next && self.rewound_to != Some(self.acked) {
+                        // That chunk was not stored: something before it was lost. Once
+                        // per gap: the answers to the chunks after it say the same.
                         self.rewind(self.acked);
+                        self.rewound_to = Some(self.acked);
                     }
                 }
                 // Chunks the node has already are no longer in flight.
                 let acked = self.acked;
                 self.in_flight.retain(|&x| x >= acked);
-                self.waiting = !self.in_flight.is_empty();
+                // Sent and not acknowledged: a silence from here on is a lost round.
+                self.waiting = self.send_at > self.acked;
             }
             // DATA without an offer (the node dropped the transfer: a flash error).
             (UpdateReply::Status(s), SessionState::Sending) if s.reason != UpdateReason::None => {

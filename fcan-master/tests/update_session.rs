@@ -76,6 +76,10 @@ struct World {
     pool: ReassemblyPool<2, 8192>,
     /// Drop every n-th master→node frame (0: none).
     drop_every: usize,
+    /// Drop the frame with this number (counted from 1), once.
+    drop_one: usize,
+    /// The largest DATA chunk sent, bytes.
+    max_chunk: u16,
     /// Deliver nothing to the node at all.
     deaf: bool,
     frames_to_node: usize,
@@ -102,6 +106,8 @@ impl World {
             offsets: HashMap::new(),
             pool: ReassemblyPool::new(),
             drop_every: 0,
+            drop_one: 0,
+            max_chunk: 0,
             deaf: false,
             frames_to_node: 0,
             data_wire_us: 0.0,
@@ -142,7 +148,10 @@ impl World {
                 self.data_wire_us += self.rates.frame_time(&f).as_secs_f64() * 1e6;
             }
             self.frames_to_node += 1;
-            if self.deaf || (self.drop_every > 0 && self.frames_to_node % self.drop_every == 0) {
+            if self.deaf
+                || self.frames_to_node == self.drop_one
+                || (self.drop_every > 0 && self.frames_to_node % self.drop_every == 0)
+            {
                 continue;
             }
             self.node.receive(&f, self.now_us as u32);
@@ -163,7 +172,10 @@ impl World {
         if let Some(s) = s {
             for out in s.poll(now) {
                 let data = match out {
-                    Outgoing::Data { offset, .. } => Some(offset),
+                    Outgoing::Data { offset, len } => {
+                        self.max_chunk = self.max_chunk.max(len);
+                        Some(offset)
+                    }
                     _ => None,
                 };
                 let msg = ConfigMessage::UpdateRequest(out.request(s));
@@ -247,6 +259,66 @@ fn lost_frames_are_sent_again_and_the_image_still_arrives() {
     assert_eq!(w.run(&mut s, 120_000_000), SessionState::Done);
     assert_eq!(w.app.0.boot(), Some(&img[..]));
     assert!(s.progress().resent > 0, "losses cost resending");
+}
+
+/// One chunk lost with a window of chunks after it in flight: the node's answers to each
+/// of those say the same gap, and the window is sent again once, not once per answer.
+#[test]
+fn one_lost_chunk_costs_one_window_at_most() {
+    for mtu in [Mtu::Fd, Mtu::Classic] {
+        let img = image(20_000);
+        let mut w = World::new(mtu);
+        let mut s = session(&img, "update_me", mtu);
+        // Into the transfer, then the next frame to the node is lost.
+        while s.progress().acked < 5_000 {
+            w.advance(1_000, Some(&mut s));
+        }
+        w.drop_one = w.frames_to_node + 1;
+        assert_eq!(w.run(&mut s, 60_000_000), SessionState::Done, "{mtu:?}");
+        assert_eq!(w.app.0.boot(), Some(&img[..]), "{mtu:?}");
+        let window = UpdateConfig::default().window as u64;
+        let resent = s.progress().resent;
+        assert!(resent > 0, "{mtu:?}: the loss cost nothing?");
+        assert!(
+            resent <= window * u64::from(w.max_chunk),
+            "{mtu:?}: {resent} bytes sent again for one lost chunk (window {window} of {} B)",
+            w.max_chunk
+        );
+    }
+}
+
+/// A node that answers every chunk but never stores one (PROGRESS `next` stays 0) ends
+/// the session after its retries: answers that acknowledge nothing are no progress.
+#[test]
+fn a_node_that_never_stores_a_byte_ends_the_session() {
+    let img = image(2_000);
+    let cfg = UpdateConfig::default();
+    let mut s = session(&img, "update_me", Mtu::Fd);
+    let accept = fcan_core::msg::UpdateStatus {
+        phase: fcan_core::msg::UpdatePhase::Receiving,
+        reason: UpdateReason::None,
+        offset: 0,
+        max_chunk: 48,
+        version: "1.0",
+    };
+    let (mut now, mut sent) = (0u64, 0u64);
+    while now < 600_000_000 && !matches!(s.state(), SessionState::Failed(_) | SessionState::Done)
+    {
+        now += 1_000;
+        for out in s.poll(now) {
+            match out {
+                Outgoing::Offer => s.on_reply(&UpdateReply::Status(accept), None, now),
+                Outgoing::Data { offset, len } => {
+                    sent += u64::from(len);
+                    s.on_reply(&UpdateReply::Progress { next: 0 }, Some(offset), now);
+                }
+                other => panic!("{other:?} with nothing stored"),
+            }
+        }
+    }
+    assert_eq!(s.state(), SessionState::Failed(Failure::Silent));
+    let most = u64::from(cfg.max_retries + 2) * img.len() as u64;
+    assert!(sent <= most, "{sent} bytes sent to a node that stores none");
 }
 
 #[test]

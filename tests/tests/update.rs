@@ -108,6 +108,15 @@ fn image(blob: &[u8], version: &str) -> UpdateImage {
 
 /// A master and the fake board running v1, taking updates as firmware `1.0.0`.
 async fn board(w: &World, takes_updates: bool) -> (Master, Running, Vec<u8>) {
+    let (fake, v1) = fake_board(w, takes_updates);
+    let m = w.start_master().await;
+    wait_running(&m, &[ID], Duration::from_secs(3)).await;
+    (m, fake, v1)
+}
+
+/// The fake board running v1 (no master yet), taking updates as firmware `1.0.0` if
+/// `takes_updates`.
+fn fake_board(w: &World, takes_updates: bool) -> (Running, Vec<u8>) {
     let v1 = blob_of(&example_yaml(), "v1");
     let mut node = FakeNode::new(
         FakeSchema::from_blob(&v1).unwrap(),
@@ -123,10 +132,7 @@ async fn board(w: &World, takes_updates: bool) -> (Master, Running, Vec<u8>) {
     if takes_updates {
         node.take_updates("1.0.0");
     }
-    let fake = run_fake(w.endpoint(), node);
-    let m = w.start_master().await;
-    wait_running(&m, &[ID], Duration::from_secs(3)).await;
-    (m, fake, v1)
+    (run_fake(w.endpoint(), node), v1)
 }
 
 fn node_id() -> NodeId {
@@ -514,7 +520,73 @@ async fn an_abort_ends_the_update_and_the_node_starts_over(mtu: Mtu) {
     );
 }
 
+/// `fcan update` with no daemon (the one-shot master, as on a bus nobody serves): the
+/// command line discovers the board, writes an image file into it and reports each step
+/// as JSON lines; a second one-shot command, `fcan nodes`, sees the new schema and
+/// version.
+async fn one_shot_fcan_update_writes_an_image_file(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (fake, v1) = fake_board(&w, true);
+    let v2 = v2();
+    let dir = std::env::temp_dir().join(format!(
+        "fcan-update-one-shot-{}-{mtu:?}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("io_board-2.0.0.fcanimg");
+    std::fs::write(&file, image(&v2, "2.0.0").to_file()).unwrap();
+    let lines = one_shot(&w, &["update", NAME, file.to_str().unwrap()]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let done = lines.last().expect("a result line");
+    assert_eq!(done["event"], "done", "{lines:?}");
+    assert_eq!(done["node"], ID);
+    assert_eq!(done["name"], NAME);
+    assert_eq!(done["version"], "2.0.0");
+    assert_eq!(done["schema"], SchemaDigest::of(&v2).to_string());
+    assert_eq!(done["schema_changed"], true);
+    let progress: Vec<_> = lines.iter().filter(|l| l["event"] == "progress").collect();
+    assert!(progress.iter().any(|p| p["step"] == "sending"), "{lines:?}");
+    assert_eq!(
+        fake.with(|n| n.firmware_version().map(str::to_owned)),
+        Some("2.0.0".into())
+    );
+
+    let nodes = one_shot(&w, &["nodes"]).await;
+    let node = nodes
+        .iter()
+        .find(|n| n["name"] == NAME)
+        .unwrap_or_else(|| panic!("{NAME} not listed: {nodes:?}"));
+    assert_eq!(node["firmware"], "2.0.0");
+    assert_eq!(node["schema"], done["schema"]);
+    assert_ne!(node["schema"], SchemaDigest::of(&v1).to_string());
+}
+
+/// Runs `fcan --bus sim --no-cache --json ARGS` as a one-shot master on the world's bus
+/// (no daemon looked for) and returns its JSON lines.
+async fn one_shot(w: &World, args: &[&str]) -> Vec<serde_json::Value> {
+    use clap::Parser;
+    let argv = ["fcan", "--bus", "sim", "--no-cache", "--json"]
+        .iter()
+        .chain(args)
+        .copied();
+    let cli = fcan_cli::Cli::try_parse_from(argv).expect("the command line parses");
+    let (mut out, mut notes) = (Vec::new(), Vec::new());
+    let r = fcan_cli::run_with(cli, Some(&w.bus), None, &mut out, &mut notes).await;
+    let out = String::from_utf8(out).unwrap();
+    if let Err(e) = r {
+        panic!(
+            "fcan {args:?}: {e}\n{out}{}",
+            String::from_utf8_lossy(&notes)
+        );
+    }
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 both_links!(
+    one_shot_fcan_update_writes_an_image_file,
     an_abort_ends_the_update_and_the_node_starts_over,
     the_same_image_again_joins_the_running_update,
     an_image_that_does_not_boot_is_reported,

@@ -8,7 +8,11 @@
 //! blobs of `schema/examples` (or junk), SCHEMA_DATA with the bytes asked for, RESULT,
 //! PARAM_VALUE and SERVICE responses, each sometimes wrong (corrupt chunk, wrong
 //! transfer, NAK, bad status, wrong length, a segment dropped) — so the fuzzer reaches
-//! downloaded, provisioned and running nodes and the requests to them.
+//! downloaded, provisioned and running nodes and the requests to them. Firmware updates
+//! too: the harness starts and aborts them (images built from the example blobs, for the
+//! right board or not), and the node side answers OFFER, DATA, COMMIT, ABORT and the
+//! version QUERY with STATUS and PROGRESS that are right, stale, out of order or absurd
+//! (any phase, reason, offset, chunk size, version text).
 //!
 //! Checked after every step:
 //! - no panic (debug assertions are on, so arithmetic overflow counts);
@@ -18,11 +22,13 @@
 //!   FD frame on a Classical CAN link;
 //! - `EngineStats::pending_requests` equals the requests the harness holds open (the
 //!   engine forgets none silently and holds none that ended);
-//! - every `CallDone` / `ParamDone` names a request id the engine returned and that has
-//!   not ended yet.
+//! - every `CallDone` / `ParamDone` / `UpdateDone` names a request id the engine returned
+//!   and that has not ended yet; `UpdateProgress` names an update that runs, and its
+//!   bytes never exceed the image's.
 //!
 //! At the end, time jumps past every timeout with no input: every request id returned
-//! must have got exactly one `CallDone` / `ParamDone`, and none may stay pending.
+//! must have got exactly one `CallDone` / `ParamDone` / `UpdateDone`, and none may stay
+//! pending.
 #![no_main]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -35,6 +41,7 @@ use fcan_core::msg::*;
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_master::cache::{BlobStore, MemoryStore};
 use fcan_master::engine::{Engine, EngineConfig, EngineStats, Event, SampleSink};
+use fcan_master::update::{UpdateConfig, UpdateImage};
 use libfuzzer_sys::fuzz_target;
 
 /// The example schemas' blobs, as `fcan-codegen` writes them.
@@ -129,6 +136,20 @@ enum Req {
         block: u8,
         service: u8,
     },
+    Update {
+        transfer: u8,
+        ask: UpdateAsk,
+    },
+}
+
+/// An UPDATE request, what the simulated node needs of it to answer.
+#[derive(Clone, Copy, Debug)]
+enum UpdateAsk {
+    Offer { size: u32 },
+    Data { offset: u32, len: u32 },
+    Commit,
+    Abort,
+    Query,
 }
 
 /// The node side of one node id.
@@ -138,6 +159,8 @@ struct SimNode {
     boot_id: u32,
     mode: Option<BusMode>,
     recent: VecDeque<Req>,
+    /// Image bytes stored from offset 0 on (what STATUS and PROGRESS report when right).
+    stored: u32,
 }
 
 impl SimNode {
@@ -167,6 +190,8 @@ struct Harness<'p> {
     pool: &'p mut Pool,
     /// Request ids returned and not ended yet.
     open: BTreeSet<u64>,
+    /// Updates running: request id → image size.
+    images: BTreeMap<u64, u64>,
     last_id: u64,
     stats: EngineStats,
     /// `FCAN_FUZZ_TRACE=1`: print every event and the final state.
@@ -252,6 +277,19 @@ impl Harness<'_> {
                     block: r.block,
                     service: r.service,
                 }),
+                ConfigMessage::UpdateRequest(r) => Some(Req::Update {
+                    transfer: t,
+                    ask: match r {
+                        UpdateRequest::Offer(o) => UpdateAsk::Offer { size: o.size },
+                        UpdateRequest::Data { offset, data } => UpdateAsk::Data {
+                            offset,
+                            len: data.len() as u32,
+                        },
+                        UpdateRequest::Commit { .. } => UpdateAsk::Commit,
+                        UpdateRequest::Abort => UpdateAsk::Abort,
+                        _ => UpdateAsk::Query,
+                    },
+                }),
                 _ => None,
             };
             if let (Some(req), Some(s)) = (req, self.sims.get_mut(&node)) {
@@ -275,10 +313,27 @@ impl Harness<'_> {
                 eprintln!("{:>12} {e:?}", self.now);
             }
             match e {
-                Event::CallDone { id, .. } | Event::ParamDone { id, .. } => {
+                Event::CallDone { id, .. }
+                | Event::ParamDone { id, .. }
+                | Event::UpdateDone { id, .. } => {
                     assert!(
                         self.open.remove(&id),
                         "request {id} ended twice or never began"
+                    );
+                    self.images.remove(&id);
+                }
+                Event::UpdateProgress { id, progress, .. } => {
+                    assert!(
+                        self.open.contains(&id),
+                        "progress of update {id}, not running"
+                    );
+                    let size = self.images.get(&id).copied();
+                    assert_eq!(Some(progress.size), size, "update {id}'s size");
+                    assert!(
+                        progress.acked <= progress.size,
+                        "update {id}: {} of {} bytes",
+                        progress.acked,
+                        progress.size
                     );
                 }
                 Event::Failed { reason, .. } => assert!(reason.len() < 4096),
@@ -384,6 +439,11 @@ impl Harness<'_> {
         sim.boot_id = boot_id;
         sim.mode = None;
         sim.recent.clear();
+        // Flags bit 7 (no capability): the staged image survived the reboot (a flash
+        // staging area), else it is gone (a RAM one).
+        if flags & 0x80 == 0 {
+            sim.stored = 0;
+        }
         let transfer = inp.u8();
         self.reply(node, transfer, &msg, Mtu::Classic, None);
     }
@@ -508,6 +568,157 @@ impl Harness<'_> {
                         });
                     }
                 }
+            }
+            Req::Update { transfer, ask } => {
+                let reply = self.update_reply(inp, node, ask, v);
+                let mut text = [0u8; 16];
+                let msg = match reply {
+                    Answer::Progress(next) => UpdateReply::Progress { next },
+                    Answer::Status {
+                        phase,
+                        reason,
+                        offset,
+                        max_chunk,
+                        version,
+                    } => {
+                        // Any bytes the input gives, as long as they are text (the
+                        // decoder refuses the rest, which raw frames cover).
+                        let n = version.len().min(text.len());
+                        text[..n].copy_from_slice(&version[..n]);
+                        let version = std::str::from_utf8(&text[..n]).unwrap_or("1.0.0");
+                        return self.reply(
+                            node,
+                            fix(transfer),
+                            &ConfigMessage::UpdateReply(UpdateReply::Status(UpdateStatus {
+                                phase,
+                                reason,
+                                offset,
+                                max_chunk,
+                                version,
+                            })),
+                            mtu,
+                            drop,
+                        );
+                    }
+                };
+                self.reply(
+                    node,
+                    fix(transfer),
+                    &ConfigMessage::UpdateReply(msg),
+                    mtu,
+                    drop,
+                );
+            }
+        }
+    }
+
+    /// The simulated node's answer to an UPDATE request: mostly what a node would say
+    /// (`v & 3 != 3`), else any phase, reason, offset or chunk size.
+    fn update_reply(&mut self, inp: &mut Input, node: u8, ask: UpdateAsk, v: u8) -> Answer {
+        let sane = v & 3 != 3;
+        let Some(sim) = self.sims.get_mut(&node) else {
+            return Answer::Progress(0);
+        };
+        let status = |phase, reason, offset, max_chunk| Answer::Status {
+            phase,
+            reason,
+            offset,
+            max_chunk,
+            version: b"1.0.0".to_vec(),
+        };
+        if !sane {
+            return match v >> 6 {
+                0 => Answer::Progress(inp.u32()),
+                _ => Answer::Status {
+                    phase: UpdatePhase::from_u8(inp.u8() % 5).unwrap_or(UpdatePhase::Idle),
+                    reason: UpdateReason::from_u8(inp.u8() % 16).unwrap_or(UpdateReason::None),
+                    offset: inp.u32(),
+                    max_chunk: inp.u16(),
+                    version: {
+                        let n = inp.u8() as usize % 17;
+                        inp.bytes(n)
+                    },
+                },
+            };
+        }
+        match ask {
+            UpdateAsk::Offer { size } => match v >> 5 {
+                // Accepted, from what it has (a resume), taking chunks of 1 to 256 bytes.
+                0..=4 => status(
+                    UpdatePhase::Receiving,
+                    UpdateReason::None,
+                    sim.stored.min(size),
+                    inp.u8() as u16 + 1,
+                ),
+                5 | 6 => status(
+                    UpdatePhase::Idle,
+                    UpdateReason::from_u8(inp.u8() % 14 + 1).unwrap_or(UpdateReason::TooLarge),
+                    0,
+                    0,
+                ),
+                // It had the whole image already verified (a master lost after COMMIT).
+                _ => status(UpdatePhase::Verified, UpdateReason::None, size, 0),
+            },
+            UpdateAsk::Data { offset, len } => {
+                if offset <= sim.stored {
+                    sim.stored = sim.stored.max(offset.saturating_add(len));
+                }
+                Answer::Progress(sim.stored)
+            }
+            UpdateAsk::Commit => match v >> 6 {
+                0 | 1 => status(UpdatePhase::Verified, UpdateReason::None, sim.stored, 0),
+                2 => status(UpdatePhase::Verifying, UpdateReason::None, sim.stored, 0),
+                _ => {
+                    sim.stored = 0;
+                    status(UpdatePhase::Idle, UpdateReason::HashMismatch, 0, 0)
+                }
+            },
+            UpdateAsk::Abort => {
+                sim.stored = 0;
+                status(UpdatePhase::Idle, UpdateReason::Aborted, 0, 0)
+            }
+            UpdateAsk::Query => {
+                let phase = UpdatePhase::from_u8((v >> 5) % 4).unwrap_or(UpdatePhase::Idle);
+                status(phase, UpdateReason::None, sim.stored, 64)
+            }
+        }
+    }
+
+    /// Starts an update of a node: an image built from an example blob (the firmware of
+    /// a simulated node is its blob), for the node's board or not, of any size.
+    fn start_update(&mut self, inp: &mut Input) {
+        let node = inp.node();
+        let flags = inp.u8();
+        let Some(id) = NodeId::new(node) else { return };
+        let k = (flags & 1) as usize;
+        let mut bytes = BLOBS[k].to_vec();
+        if flags & 2 != 0 {
+            // Another size: cut short, or grown past what one window carries.
+            let n = inp.u16() as usize;
+            bytes.resize(n, 0xA5);
+        }
+        let board = match flags >> 2 & 3 {
+            0 | 1 => fcan_core::blob::decode(BLOBS[k]).map_or_else(|_| String::new(), |s| s.node),
+            2 => "no_such_board".to_owned(),
+            _ => {
+                let n = inp.u8() as usize % 40;
+                String::from_utf8_lossy(&inp.bytes(n)).into_owned()
+            }
+        };
+        let schema = blob_info()[(flags >> 4 & 1) as usize].0 .0;
+        let image = UpdateImage::new(bytes, schema, &board, "2.0.0");
+        let size = image.len() as u64;
+        let cfg = UpdateConfig {
+            share: (inp.u8() as f64 + 1.0) / 256.0,
+            window: inp.u8() as usize % 8 + 1,
+            max_retries: inp.u8() as u32 % 4,
+            ..UpdateConfig::default()
+        };
+        if let Ok(r) = self.engine.start_update(id, image, cfg, self.now) {
+            // The same image asked again joins the running update: the same id.
+            if !self.open.contains(&r) {
+                self.accepted(Ok(r));
+                self.images.insert(r, size);
             }
         }
     }
@@ -642,69 +853,91 @@ impl Harness<'_> {
                         .publish(id, block, topic, &bytes, self.now, &mut Counting);
                 }
             }
-            _ => match inp.u8() % 4 {
-                0 => self.engine.discover(),
-                3 => {
-                    // A burst of calls to one service, up to 600 at once: more than the
-                    // 256 transfer ids one node has.
-                    let (node, block, service) = (inp.node(), inp.u8() % 24, inp.u8() % 4);
-                    let count = inp.u16() % 600;
-                    let n = self.size(
-                        inp,
-                        node,
-                        |l| l.requests.get(service as usize).map(|m| m.size),
-                        block,
-                    );
-                    let body = inp.value(n);
-                    let Some(id) = NodeId::new(node) else {
-                        return;
-                    };
-                    for _ in 0..count {
-                        let r = self
-                            .engine
-                            .call_service(id, block, service, &body, self.now);
-                        self.accepted(r);
-                        self.drain();
-                    }
-                }
-                1 => {
-                    // A data frame on an identifier a node's plan uses.
+            _ => match inp.u8() {
+                // Above 248 (values that meant the ops below before updates came).
+                249..=253 => self.start_update(inp),
+                254 | 255 => {
                     let node = inp.node();
-                    let k = inp.u8() as usize;
-                    let Some(h) = NodeId::new(node)
-                        .and_then(|id| self.engine.node(id))
-                        .and_then(|r| r.plan.as_ref())
-                        .and_then(|p| p.frames.get(k % p.frames.len().max(1)))
-                        .map(|f| f.header)
-                    else {
-                        return;
-                    };
-                    let data = inp.value(h.len as usize);
-                    let mtu = self.sims.get(&node).map_or(Mtu::Classic, |s| s.mtu());
-                    if let Ok(f) = Frame::padded(mtu, CanId::Standard(h.std_id), &data) {
-                        self.inject(&f);
+                    if let Some(id) = NodeId::new(node) {
+                        let _ = self.engine.abort_update(id);
                     }
                 }
-                _ => {
-                    // Another master's heartbeat.
-                    let msg =
-                        ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: inp.u32() });
-                    let mut buf = [0u8; 8];
-                    if let Ok(len) = msg.encode(&mut buf) {
-                        let id = ConfigId::single(
-                            Opcode::Heartbeat,
-                            Direction::ToNode,
-                            NodeId::BROADCAST,
-                            0,
+                b => match b % 4 {
+                    0 => self.engine.discover(),
+                    3 => {
+                        // A burst of calls to one service, up to 600 at once: more than the
+                        // 256 transfer ids one node has.
+                        let (node, block, service) = (inp.node(), inp.u8() % 24, inp.u8() % 4);
+                        let count = inp.u16() % 600;
+                        let n = self.size(
+                            inp,
+                            node,
+                            |l| l.requests.get(service as usize).map(|m| m.size),
+                            block,
                         );
-                        if let Ok(f) = Frame::classic(id.can_id(), &buf[..len]) {
+                        let body = inp.value(n);
+                        let Some(id) = NodeId::new(node) else {
+                            return;
+                        };
+                        for _ in 0..count {
+                            let r = self
+                                .engine
+                                .call_service(id, block, service, &body, self.now);
+                            self.accepted(r);
+                            self.drain();
+                        }
+                    }
+                    1 => {
+                        // A data frame on an identifier a node's plan uses.
+                        let node = inp.node();
+                        let k = inp.u8() as usize;
+                        let Some(h) = NodeId::new(node)
+                            .and_then(|id| self.engine.node(id))
+                            .and_then(|r| r.plan.as_ref())
+                            .and_then(|p| p.frames.get(k % p.frames.len().max(1)))
+                            .map(|f| f.header)
+                        else {
+                            return;
+                        };
+                        let data = inp.value(h.len as usize);
+                        let mtu = self.sims.get(&node).map_or(Mtu::Classic, |s| s.mtu());
+                        if let Ok(f) = Frame::padded(mtu, CanId::Standard(h.std_id), &data) {
                             self.inject(&f);
                         }
                     }
-                }
+                    _ => {
+                        // Another master's heartbeat.
+                        let msg =
+                            ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: inp.u32() });
+                        let mut buf = [0u8; 8];
+                        if let Ok(len) = msg.encode(&mut buf) {
+                            let id = ConfigId::single(
+                                Opcode::Heartbeat,
+                                Direction::ToNode,
+                                NodeId::BROADCAST,
+                                0,
+                            );
+                            if let Ok(f) = Frame::classic(id.can_id(), &buf[..len]) {
+                                self.inject(&f);
+                            }
+                        }
+                    }
+                },
             },
         }
     }
+}
+
+/// What the simulated node answers to an UPDATE request.
+enum Answer {
+    Progress(u32),
+    Status {
+        phase: UpdatePhase,
+        reason: UpdateReason,
+        offset: u32,
+        max_chunk: u16,
+        version: Vec<u8>,
+    },
 }
 
 thread_local! {
@@ -739,6 +972,7 @@ fn run(data: &[u8], pool: &mut Pool) {
         sims: BTreeMap::new(),
         pool,
         open: BTreeSet::new(),
+        images: BTreeMap::new(),
         last_id: 0,
         stats: EngineStats::default(),
         trace: std::env::var_os("FCAN_FUZZ_TRACE").is_some(),
