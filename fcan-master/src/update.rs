@@ -290,6 +290,17 @@ pub enum Failure {
     Node(UpdateReason),
     /// The node stopped answering (`max_retries` silences in a row).
     Silent,
+    /// The node kept saying it verifies for longer than [`verify_budget_us`] allows.
+    NotVerified,
+}
+
+/// How long a node may verify an image of `size` bytes (read it back and hash it) before
+/// the session gives up: 30 s, plus the image read back at 16 KiB/s (the runtime reads a
+/// few hundred bytes per poll, so a node polled at 1 kHz reads ten times faster; a slow
+/// external flash still fits). Without a bound a node answering "verifying" for ever
+/// would hold its update, and whoever waits for it, for ever.
+pub fn verify_budget_us(size: usize) -> u64 {
+    30_000_000 + size as u64 * 1_000_000 / (16 * 1024)
 }
 
 /// How far the transfer is.
@@ -332,6 +343,8 @@ pub struct UpdateSession {
     /// Where the last rewind after a gap went: answers to chunks sent before it report
     /// the same gap and must not send the window again.
     rewound_to: Option<u32>,
+    /// When verifying must have ended ([`verify_budget_us`] after the first Verifying).
+    verify_deadline_us: Option<u64>,
     started_us: Option<u64>,
     first_acked: u32,
     now_us: u64,
@@ -356,6 +369,7 @@ impl UpdateSession {
             waiting: false,
             retries: 0,
             rewound_to: None,
+            verify_deadline_us: None,
             started_us: None,
             first_acked: 0,
             now_us: 0,
@@ -484,8 +498,14 @@ impl UpdateSession {
                 }
             }
             SessionState::Verifying => {
+                if self.verify_deadline_us.is_some_and(|d| now_us >= d) {
+                    self.state = SessionState::Failed(Failure::NotVerified);
+                    return out;
+                }
                 if now_us.saturating_sub(self.last_heard_us) >= self.cfg.query_us {
-                    if self.waiting && !self.count_retry(silent) {
+                    // The last QUERY went unanswered: a silence (the period is shorter
+                    // than `retry_us`, so `silent` would never say so).
+                    if self.waiting && !self.count_retry(true) {
                         return out;
                     }
                     out.push(Outgoing::Query);
@@ -596,12 +616,19 @@ impl UpdateSession {
                 self.state = SessionState::Failed(Failure::Node(s.reason));
             }
             (UpdateReply::Status(s), SessionState::Committing | SessionState::Verifying) => {
-                self.retries = 0;
-                self.last_heard_us = now_us;
-                self.waiting = false;
                 match (s.phase, s.reason) {
                     (UpdatePhase::Verified, _) => self.state = SessionState::Done,
-                    (UpdatePhase::Verifying, _) => self.state = SessionState::Verifying,
+                    (UpdatePhase::Verifying, _) => {
+                        self.retries = 0;
+                        self.last_heard_us = now_us;
+                        self.waiting = false;
+                        self.state = SessionState::Verifying;
+                        self.verify_deadline_us
+                            .get_or_insert(now_us + verify_budget_us(self.image.len()));
+                    }
+                    // Says nothing of the COMMIT (not a phase it answers with): no
+                    // progress, so the retry timer goes on. Answering it as progress let
+                    // a node that says so to every COMMIT draw one after another for ever.
                     (_, UpdateReason::None) => {}
                     (_, r) => self.state = SessionState::Failed(Failure::Node(r)),
                 }

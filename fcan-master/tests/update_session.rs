@@ -1,17 +1,21 @@
 //! The master's update session (`fcan_master::update`) against the node runtime's own
 //! update state machine and its reference A/B flash, frame by frame on a virtual clock:
 //! the image arrives, is verified and boots; losses are repaired; a new master resumes;
-//! refusals and silence end the session; DATA keeps to its share of the bus.
+//! refusals and silence end the session; DATA keeps to its share of the bus. Scripted
+//! nodes that misbehave (store nothing, never take the COMMIT, verify for ever, go quiet
+//! while verifying) end the session within its bounds.
 
 use std::collections::HashMap;
 
 use fcan_core::frame::{Frame, Mtu};
 use fcan_core::hash::HashPrefix;
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
-use fcan_core::msg::{BusMode, ConfigMessage, UpdateReason, UpdateReply};
+use fcan_core::msg::{
+    BusMode, ConfigMessage, UpdatePhase, UpdateReason, UpdateReply, UpdateStatus,
+};
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_master::update::{
-    Failure, Outgoing, SessionState, UpdateConfig, UpdateImage, UpdateSession,
+    verify_budget_us, Failure, Outgoing, SessionState, UpdateConfig, UpdateImage, UpdateSession,
 };
 use fcan_runtime_nostd::codegen::*;
 use fcan_runtime_nostd::update::SimFlash;
@@ -287,6 +291,44 @@ fn one_lost_chunk_costs_one_window_at_most() {
     }
 }
 
+/// A scripted node: answers each request at once with what `answer` says (or nothing).
+/// Runs the session until it ends or 20 minutes pass, polling every millisecond; returns
+/// the requests it sent by kind (offers, data bytes, commits, queries) and when it ended.
+fn scripted(
+    s: &mut UpdateSession,
+    mut answer: impl FnMut(&Outgoing) -> Option<UpdateReply<'static>>,
+) -> ([u64; 4], u64) {
+    let mut sent = [0u64; 4];
+    let mut now = 0u64;
+    while now < 1_200_000_000 && !matches!(s.state(), SessionState::Failed(_) | SessionState::Done)
+    {
+        now += 1_000;
+        for out in s.poll(now) {
+            let (k, n, answered) = match out {
+                Outgoing::Offer => (0, 1, None),
+                Outgoing::Data { offset, len } => (1, u64::from(len), Some(offset)),
+                Outgoing::Commit => (2, 1, None),
+                _ => (3, 1, None),
+            };
+            sent[k] += n;
+            if let Some(r) = answer(&out) {
+                s.on_reply(&r, answered, now);
+            }
+        }
+    }
+    (sent, now)
+}
+
+fn status(phase: UpdatePhase, offset: u32) -> UpdateReply<'static> {
+    UpdateReply::Status(UpdateStatus {
+        phase,
+        reason: UpdateReason::None,
+        offset,
+        max_chunk: 48,
+        version: "1.0",
+    })
+}
+
 /// A node that answers every chunk but never stores one (PROGRESS `next` stays 0) ends
 /// the session after its retries: answers that acknowledge nothing are no progress.
 #[test]
@@ -294,31 +336,98 @@ fn a_node_that_never_stores_a_byte_ends_the_session() {
     let img = image(2_000);
     let cfg = UpdateConfig::default();
     let mut s = session(&img, "update_me", Mtu::Fd);
-    let accept = fcan_core::msg::UpdateStatus {
-        phase: fcan_core::msg::UpdatePhase::Receiving,
-        reason: UpdateReason::None,
-        offset: 0,
-        max_chunk: 48,
-        version: "1.0",
-    };
-    let (mut now, mut sent) = (0u64, 0u64);
-    while now < 600_000_000 && !matches!(s.state(), SessionState::Failed(_) | SessionState::Done)
-    {
-        now += 1_000;
-        for out in s.poll(now) {
-            match out {
-                Outgoing::Offer => s.on_reply(&UpdateReply::Status(accept), None, now),
-                Outgoing::Data { offset, len } => {
-                    sent += u64::from(len);
-                    s.on_reply(&UpdateReply::Progress { next: 0 }, Some(offset), now);
-                }
-                other => panic!("{other:?} with nothing stored"),
-            }
-        }
-    }
+    let (sent, _) = scripted(&mut s, |out| match out {
+        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
+        Outgoing::Data { .. } => Some(UpdateReply::Progress { next: 0 }),
+        other => panic!("{other:?} with nothing stored"),
+    });
     assert_eq!(s.state(), SessionState::Failed(Failure::Silent));
     let most = u64::from(cfg.max_retries + 2) * img.len() as u64;
-    assert!(sent <= most, "{sent} bytes sent to a node that stores none");
+    assert!(
+        sent[1] <= most,
+        "{} bytes sent to a node that stores none",
+        sent[1]
+    );
+}
+
+/// Every byte stored, but each COMMIT is answered with a phase that says nothing of it
+/// (Receiving, no reason): COMMIT is sent again only after a silence, and the session
+/// gives up after its retries instead of drawing one answer after another.
+#[test]
+fn a_node_that_never_takes_the_commit_ends_the_session() {
+    let img = image(2_000);
+    let cfg = UpdateConfig::default();
+    let mut s = session(&img, "update_me", Mtu::Fd);
+    let mut stored = 0;
+    let (sent, took) = scripted(&mut s, |out| match *out {
+        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
+        Outgoing::Data { offset, len } => {
+            if offset == stored {
+                stored += u32::from(len);
+            }
+            Some(UpdateReply::Progress { next: stored })
+        }
+        _ => Some(status(UpdatePhase::Receiving, stored)),
+    });
+    assert_eq!(s.state(), SessionState::Failed(Failure::Silent));
+    assert!(
+        sent[2] <= u64::from(cfg.max_retries + 1),
+        "{} COMMITs",
+        sent[2]
+    );
+    assert!(took <= cfg.retry_us * u64::from(cfg.max_retries + 2) + 1_000_000);
+}
+
+/// A node that says "verifying" to every QUERY for ever: the session ends when the
+/// budget for the image's size is spent, having queried at the configured period.
+#[test]
+fn a_node_that_verifies_for_ever_ends_the_session() {
+    let img = image(2_000);
+    let cfg = UpdateConfig::default();
+    let mut s = session(&img, "update_me", Mtu::Fd);
+    let mut stored = 0;
+    let (sent, took) = scripted(&mut s, |out| match *out {
+        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
+        Outgoing::Data { offset, len } => {
+            if offset == stored {
+                stored += u32::from(len);
+            }
+            Some(UpdateReply::Progress { next: stored })
+        }
+        _ => Some(status(UpdatePhase::Verifying, stored)),
+    });
+    assert_eq!(s.state(), SessionState::Failed(Failure::NotVerified));
+    let budget = verify_budget_us(img.len());
+    assert!(took >= budget && took <= budget + 2_000_000, "{took} µs");
+    assert!(sent[3] <= budget / cfg.query_us + 2, "{} QUERYs", sent[3]);
+}
+
+/// A node that goes quiet while it verifies: unanswered QUERYs are silences, and the
+/// session gives up after its retries, long before the verify budget.
+#[test]
+fn a_node_silent_while_verifying_ends_the_session() {
+    let img = image(2_000);
+    let cfg = UpdateConfig::default();
+    let mut s = session(&img, "update_me", Mtu::Fd);
+    let mut stored = 0;
+    let (sent, took) = scripted(&mut s, |out| match *out {
+        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
+        Outgoing::Data { offset, len } => {
+            if offset == stored {
+                stored += u32::from(len);
+            }
+            Some(UpdateReply::Progress { next: stored })
+        }
+        Outgoing::Commit => Some(status(UpdatePhase::Verifying, stored)),
+        _ => None,
+    });
+    assert_eq!(s.state(), SessionState::Failed(Failure::Silent));
+    assert!(
+        sent[3] <= u64::from(cfg.max_retries + 1),
+        "{} QUERYs",
+        sent[3]
+    );
+    assert!(took < verify_budget_us(img.len()), "{took} µs");
 }
 
 #[test]

@@ -520,6 +520,44 @@ async fn an_abort_ends_the_update_and_the_node_starts_over(mtu: Mtu) {
     );
 }
 
+/// The board dies in the middle of the transfer: the update ends as soon as the master
+/// marks the node offline (silent), not after the session's retries run out.
+async fn a_board_gone_offline_ends_its_update(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, fake, _) = board(&w, true).await;
+    let v2 = v2_large();
+    let mut events = m.events();
+    let slow = UpdateConfig {
+        share: 0.01,
+        ..UpdateConfig::default()
+    };
+    let run = {
+        let m = m.clone();
+        let img = image(&v2, "2.0.0");
+        tokio::spawn(async move { m.update(node_id(), img, slow).await })
+    };
+    loop {
+        match events.recv().await.unwrap() {
+            Event::UpdateProgress { progress, .. } if progress.acked > 0 => break,
+            _ => {}
+        }
+    }
+    fake.stop();
+    let t0 = tokio::time::Instant::now();
+    let e = run.await.unwrap().expect_err("the board is gone");
+    let took = t0.elapsed();
+    assert!(
+        matches!(e, MasterError::Update(UpdateError::Silent(n)) if n == node_id()),
+        "{e}"
+    );
+    let offline = Duration::from_micros(fcan_core::timing::NODE_OFFLINE_TIMEOUT_US.into());
+    let retries = Duration::from_micros(slow.retry_us * u64::from(slow.max_retries));
+    assert!(
+        took <= offline + Duration::from_millis(200) && took < retries,
+        "ended {took:?} after the board stopped (offline after {offline:?}, retries would take {retries:?})"
+    );
+}
+
 /// `fcan update` with no daemon (the one-shot master, as on a bus nobody serves): the
 /// command line discovers the board, writes an image file into it and reports each step
 /// as JSON lines; a second one-shot command, `fcan nodes`, sees the new schema and
@@ -586,6 +624,7 @@ async fn one_shot(w: &World, args: &[&str]) -> Vec<serde_json::Value> {
 }
 
 both_links!(
+    a_board_gone_offline_ends_its_update,
     one_shot_fcan_update_writes_an_image_file,
     an_abort_ends_the_update_and_the_node_starts_over,
     the_same_image_again_joins_the_running_update,

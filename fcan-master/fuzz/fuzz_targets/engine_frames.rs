@@ -1001,8 +1001,9 @@ fn run(data: &[u8], pool: &mut Pool) {
             h.open.len()
         );
     }
-    // Silence: past every retry, service and offline timeout.
-    for _ in 0..4 {
+    // Silence: past every retry, service, offline, verify and reboot timeout. Each jump
+    // is one silence for whatever counts them (an update's retries, at most 3 here).
+    for _ in 0..8 {
         h.now += 3_600_000_000;
         h.engine.poll(h.now);
         h.drain();

@@ -582,6 +582,7 @@ impl Engine {
             // The user's requests (queued or in flight) end here, each with its answer;
             // of the rest only the parameter restores are kept.
             self.fail_user_requests(id, CallError::NodeLost(nid(id)));
+            self.update_on_offline(id);
             if let Some(n) = self.nodes.get_mut(&id) {
                 n.steps
                     .retain(|s| matches!(s, Step::ParamSet { req: None, .. }));

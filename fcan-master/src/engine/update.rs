@@ -113,6 +113,10 @@ pub enum UpdateError {
     /// again resumes).
     #[error("node {0} stopped answering during the update; offer the same image again to resume")]
     Silent(NodeId),
+    /// The node said it verifies the image for longer than
+    /// [`crate::update::verify_budget_us`] allows for its size.
+    #[error("node {0} kept verifying the image for too long; it runs the firmware it had unless it reboots into the new one")]
+    NotVerified(NodeId),
     /// The node verified the image but did not come back running it in time.
     #[error("node {0} verified the image but did not come back running it")]
     NotBack(NodeId),
@@ -322,6 +326,23 @@ impl Engine {
         Ok(())
     }
 
+    /// The node went offline. An update in its transfer ends ([`UpdateError::Silent`]:
+    /// the node keeps what it stored, the same image offered again resumes) rather than
+    /// retrying a node that is gone. One waiting for the reboot goes on waiting until
+    /// [`REBOOT_TIMEOUT_US`]: a boot loader copying the image may be quiet for longer than
+    /// the offline timeout.
+    pub(super) fn update_on_offline(&mut self, node: u8) {
+        let Some(rec) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if !matches!(rec.update.as_ref().map(|r| &r.stage), Some(Stage::Transfer)) {
+            return;
+        }
+        if let Some(run) = rec.update.take() {
+            self.finish_update(node, run.id, Err(UpdateError::Silent(nid(node))));
+        }
+    }
+
     fn finish_update(&mut self, node: u8, id: u64, result: Result<UpdateReport, UpdateError>) {
         self.pending_user.remove(&id);
         self.events.push_back(Event::UpdateDone {
@@ -387,6 +408,9 @@ impl Engine {
                 node: nid(node),
                 reason,
             })),
+            (SessionState::Failed(Failure::NotVerified), _) => {
+                Some(Err(UpdateError::NotVerified(nid(node))))
+            }
             (SessionState::Failed(_), _) => Some(Err(UpdateError::Silent(nid(node)))),
             (SessionState::Done, Stage::Transfer) => {
                 run.stage = Stage::Rebooting {
