@@ -77,7 +77,7 @@ if ! "$py" -c "import rclpy, colcon_core" 2>/dev/null; then
 fi
 
 echo "==> building fcan-codegen, serve-sim and fcan"
-exes=$(cargo_exes build --quiet -p fcan-codegen -p fcan-examples --bin serve-sim -p fcan-cli --bin fcan)
+exes=$(cargo_exes build --quiet -p fcan-codegen --bin fcan-codegen -p fcan-examples --bin serve-sim -p fcan-cli --bin fcan)
 codegen=$(exe_named fcan-codegen <<<"$exes")
 serve_sim=$(exe_named serve-sim <<<"$exes")
 fcan=$(exe_named fcan <<<"$exes")
