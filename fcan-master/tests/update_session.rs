@@ -319,6 +319,24 @@ fn scripted(
     (sent, now)
 }
 
+/// A scripted node that accepts the offer and stores every chunk in order; COMMIT and
+/// QUERY it answers with `then(request, bytes stored)`.
+fn storing(
+    then: impl Fn(&Outgoing, u32) -> Option<UpdateReply<'static>>,
+) -> impl FnMut(&Outgoing) -> Option<UpdateReply<'static>> {
+    let mut stored = 0;
+    move |out| match *out {
+        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
+        Outgoing::Data { offset, len } => {
+            if offset == stored {
+                stored += u32::from(len);
+            }
+            Some(UpdateReply::Progress { next: stored })
+        }
+        _ => then(out, stored),
+    }
+}
+
 fn status(phase: UpdatePhase, offset: u32) -> UpdateReply<'static> {
     UpdateReply::Status(UpdateStatus {
         phase,
@@ -358,17 +376,10 @@ fn a_node_that_never_takes_the_commit_ends_the_session() {
     let img = image(2_000);
     let cfg = UpdateConfig::default();
     let mut s = session(&img, "update_me", Mtu::Fd);
-    let mut stored = 0;
-    let (sent, took) = scripted(&mut s, |out| match *out {
-        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
-        Outgoing::Data { offset, len } => {
-            if offset == stored {
-                stored += u32::from(len);
-            }
-            Some(UpdateReply::Progress { next: stored })
-        }
-        _ => Some(status(UpdatePhase::Receiving, stored)),
-    });
+    let (sent, took) = scripted(
+        &mut s,
+        storing(|_, stored| Some(status(UpdatePhase::Receiving, stored))),
+    );
     assert_eq!(s.state(), SessionState::Failed(Failure::Silent));
     assert!(
         sent[2] <= u64::from(cfg.max_retries + 1),
@@ -385,17 +396,10 @@ fn a_node_that_verifies_for_ever_ends_the_session() {
     let img = image(2_000);
     let cfg = UpdateConfig::default();
     let mut s = session(&img, "update_me", Mtu::Fd);
-    let mut stored = 0;
-    let (sent, took) = scripted(&mut s, |out| match *out {
-        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
-        Outgoing::Data { offset, len } => {
-            if offset == stored {
-                stored += u32::from(len);
-            }
-            Some(UpdateReply::Progress { next: stored })
-        }
-        _ => Some(status(UpdatePhase::Verifying, stored)),
-    });
+    let (sent, took) = scripted(
+        &mut s,
+        storing(|_, stored| Some(status(UpdatePhase::Verifying, stored))),
+    );
     assert_eq!(s.state(), SessionState::Failed(Failure::NotVerified));
     let budget = verify_budget_us(img.len());
     assert!(took >= budget && took <= budget + 2_000_000, "{took} µs");
@@ -409,18 +413,13 @@ fn a_node_silent_while_verifying_ends_the_session() {
     let img = image(2_000);
     let cfg = UpdateConfig::default();
     let mut s = session(&img, "update_me", Mtu::Fd);
-    let mut stored = 0;
-    let (sent, took) = scripted(&mut s, |out| match *out {
-        Outgoing::Offer => Some(status(UpdatePhase::Receiving, 0)),
-        Outgoing::Data { offset, len } => {
-            if offset == stored {
-                stored += u32::from(len);
-            }
-            Some(UpdateReply::Progress { next: stored })
-        }
-        Outgoing::Commit => Some(status(UpdatePhase::Verifying, stored)),
-        _ => None,
-    });
+    let (sent, took) = scripted(
+        &mut s,
+        storing(|out, stored| match out {
+            Outgoing::Commit => Some(status(UpdatePhase::Verifying, stored)),
+            _ => None,
+        }),
+    );
     assert_eq!(s.state(), SessionState::Failed(Failure::Silent));
     assert!(
         sent[3] <= u64::from(cfg.max_retries + 1),
