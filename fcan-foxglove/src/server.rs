@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
+use fcan_master::engine::Event;
 use fcan_master::master::NodeInfo;
 use fcan_master::registry::{ParamInfo, Registry};
 use fcan_master::serving::{lock, Face, ServedNode, Supervisor, Unserved};
@@ -224,6 +225,21 @@ impl<M: MasterApi> Face for Shared<M> {
 
     async fn served_changed(&self, _served: &[ServedNode]) {
         self.publish_graph().await;
+    }
+
+    /// A parameter write the node acknowledged, whoever made it (the CLI, Zenoh, ROS 2,
+    /// this server): clients subscribed to the parameter hear the new value. (A write made
+    /// here is also published after its answer, with the value read back; the same value
+    /// twice changes nothing in the app.)
+    async fn on_event(&self, e: &Event, _name: Option<&str>) {
+        let Event::ParamChanged { name, value, .. } = e else {
+            return;
+        };
+        let Some(ty) = lock(&self.state).params.get(name).map(|p| p.decl.ty) else {
+            return;
+        };
+        let p = mapping::to_parameter(name, ty, value);
+        self.with_server(|h| h.publish_parameter_values(vec![p]));
     }
 }
 

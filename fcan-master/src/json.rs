@@ -229,6 +229,11 @@ pub fn describe_event(e: &Event) -> Option<String> {
                 list(dropped)
             )
         }
+        Event::ParamChanged { node, name, value } => format!(
+            "node {node}: {} = {}",
+            Untrusted(name),
+            Untrusted(&value.to_string())
+        ),
         Event::UpdateProgress {
             node,
             step,
@@ -252,7 +257,7 @@ pub fn describe_event(e: &Event) -> Option<String> {
 
 /// The stable name of an event kind (`announced`, `schema_ready`, `online`, `rebooted`,
 /// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`,
-/// `params_carried`, `update_progress`) and the
+/// `params_carried`, `param_changed`, `update_progress`) and the
 /// node it is about; `None` for request completions.
 pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
     Some(match e {
@@ -266,6 +271,7 @@ pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
         Event::OtherMaster { .. } => ("other_master", None),
         Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
         Event::ParamsCarried { node, .. } => ("params_carried", Some(node.get())),
+        Event::ParamChanged { node, .. } => ("param_changed", Some(node.get())),
         Event::UpdateProgress { node, .. } => ("update_progress", Some(node.get())),
         _ => return None,
     })
@@ -273,8 +279,8 @@ pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
 
 /// An event as JSON: the `fcan monitor --json` event (`kind`, `node`, `text`) plus the
 /// event's own fields (`boot_id`; `digest`, `cached`; `old`, `new`; `reason`;
-/// `boot_ids`; `session`; `restored`, `dropped`; `id`, `step`, `acked`, `size`, `rate`,
-/// `eta_s`, `resent`), so a reader can rebuild it ([`event_from_json`]). `None` for
+/// `boot_ids`; `session`; `restored`, `dropped`; `name`, `value`; `id`, `step`, `acked`,
+/// `size`, `rate`, `eta_s`, `resent`), so a reader can rebuild it ([`event_from_json`]). `None` for
 /// request completions.
 pub fn event_to_json(e: &Event) -> Option<Json> {
     let (kind, node) = event_kind(e)?;
@@ -308,6 +314,10 @@ pub fn event_to_json(e: &Event) -> Option<Json> {
         } => {
             m.insert("restored".into(), json!(restored));
             m.insert("dropped".into(), json!(dropped));
+        }
+        Event::ParamChanged { name, value, .. } => {
+            m.insert("name".into(), name.clone().into());
+            m.insert("value".into(), value.to_json());
         }
         Event::UpdateProgress {
             id, step, progress, ..
@@ -370,6 +380,14 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
             session: u32_of("session")?,
         },
         "classic_node_on_fd_link" => Event::ClassicNodeOnFdLink { node: node()? },
+        "param_changed" => Event::ParamChanged {
+            node: node()?,
+            name: string(v, "name")?.to_string(),
+            // JSON has no types: a float with no fraction comes back as an integer, as
+            // every value read from JSON does (`Value::from_json`).
+            value: crate::value::Value::from_json(field(v, "value")?)
+                .map_err(|e| format!("bad `value`: {e}"))?,
+        },
         "update_progress" => Event::UpdateProgress {
             id: uint(v, "id")?,
             node: node()?,
@@ -707,6 +725,16 @@ mod tests {
             },
             Event::OtherMaster { session: 9 },
             Event::ClassicNodeOnFdLink { node: n },
+            Event::ParamChanged {
+                node: n,
+                name: "io_board3.out1.min_on_ms".into(),
+                value: crate::value::Value::UInt(250),
+            },
+            Event::ParamChanged {
+                node: n,
+                name: "motor_driver2.motor1.velocity.kp".into(),
+                value: crate::value::Value::Float(2.5),
+            },
         ];
         for e in events {
             let j = event_to_json(&e).unwrap();

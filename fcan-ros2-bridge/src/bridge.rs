@@ -128,6 +128,8 @@ struct NodeGids {
 /// What the bridge holds for a node it serves.
 struct Served {
     name: String,
+    /// Its parameters under their ROS names (for `/parameter_events`).
+    params: Arc<NodeParams>,
     gids: NodeGids,
     routes: Vec<Route>,
     services: Vec<ServiceRoute>,
@@ -158,6 +160,10 @@ struct Shared<M, D: Dds> {
     store: Mutex<Interfaces>,
     /// The nodes served, by id (the [`Supervisor`] decides which).
     served: Mutex<BTreeMap<u8, Served>>,
+    /// Parameter writes this bridge made (fcan name, when), oldest first. It announces
+    /// those itself, grouped per request as rcl does, so the master's
+    /// [`Event::ParamChanged`] for each is taken off here instead of announced twice.
+    own_writes: Mutex<std::collections::VecDeque<(String, std::time::Instant)>>,
     counters: Arc<Counters>,
     opts: Ros2Options,
 }
@@ -191,6 +197,11 @@ fn master_of<M: MasterApi, D: Dds>(s: &Shared<M, D>) -> M {
     s.master.clone()
 }
 
+/// How long a parameter write of this bridge's waits for its [`Event::ParamChanged`]
+/// before it is forgotten (the event comes within one bus round trip; a receiver that
+/// lagged behind the event channel lost it).
+const OWN_WRITE_TTL: Duration = Duration::from_secs(10);
+
 /// The bridge as the [`Supervisor`]'s face.
 struct RosFace<M, D: Dds>(Arc<Shared<M, D>>);
 
@@ -207,6 +218,9 @@ impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
     }
 
     async fn on_event(&self, e: &Event, name: Option<&str>) {
+        if let Event::ParamChanged { node, name, value } = e {
+            self.0.param_changed(*node, name, value);
+        }
         self.0.log_event(e, name).await;
     }
 
@@ -282,6 +296,7 @@ impl Ros2Bridge {
             span,
             store: Mutex::new(store),
             served: Mutex::new(BTreeMap::new()),
+            own_writes: Mutex::new(std::collections::VecDeque::new()),
             counters: Arc::new(Counters::default()),
             opts,
         });
@@ -393,6 +408,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             id.get(),
             Served {
                 name,
+                params,
                 gids,
                 routes: nr.topics,
                 services: nr.services,
@@ -459,6 +475,54 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             },
             "refusal",
         );
+    }
+
+    /// Writes a parameter for a ROS 2 client; this bridge announces it itself (see
+    /// `own_writes`).
+    async fn write_param(
+        &self,
+        fcan: &str,
+        v: fcan_master::value::Value,
+    ) -> Result<(), fcan_master::MasterError> {
+        lock(&self.own_writes).push_back((fcan.to_string(), std::time::Instant::now()));
+        let r = self.master.param_set(fcan, v).await;
+        if r.is_err() {
+            // No event follows a refused write.
+            let mut own = lock(&self.own_writes);
+            if let Some(i) = own.iter().rposition(|(n, _)| n == fcan) {
+                own.remove(i);
+            }
+        }
+        r
+    }
+
+    /// The master's [`Event::ParamChanged`]: a write made elsewhere (the CLI, Zenoh,
+    /// Foxglove, a cycle) is announced on `/parameter_events` as the served node's; one
+    /// of this bridge's own is taken off `own_writes` (by name, oldest first: each
+    /// acknowledged write has one event). Entries older than [`OWN_WRITE_TTL`] are
+    /// dropped first, so events lost to a lagging receiver cannot silence later writes
+    /// for long.
+    fn param_changed(&self, node: NodeId, name: &str, value: &fcan_master::value::Value) {
+        {
+            let mut own = lock(&self.own_writes);
+            while own
+                .front()
+                .is_some_and(|(_, at)| at.elapsed() > OWN_WRITE_TTL)
+            {
+                own.pop_front();
+            }
+            if let Some(i) = own.iter().position(|(n, _)| n == name) {
+                own.remove(i);
+                return;
+            }
+        }
+        let announce = lock(&self.served).get(&node.get()).and_then(|s| {
+            let (ros, _, decl) = s.params.params.iter().find(|(_, f, _)| f == name)?;
+            Some((s.name.clone(), parameter(ros, param_value(decl, value))))
+        });
+        if let Some((node_name, p)) = announce {
+            self.parameters_changed(&node_name, vec![p]);
+        }
     }
 
     /// Says on `/parameter_events` that node `node`'s parameters `changed` took new values.
@@ -703,11 +767,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                     let (name, pv) = name_and_value(item);
                     let result = match params.get(name) {
                         Some((fcan, decl)) => match checked_value(decl, pv) {
-                            Ok(v) => self
-                                .master
-                                .param_set(fcan, v)
-                                .await
-                                .map_err(|e| e.to_string()),
+                            Ok(v) => self.write_param(fcan, v).await.map_err(|e| e.to_string()),
                             Err(e) => Err(e),
                         },
                         None => Err(format!("no parameter `{name}` on this node")),
@@ -779,11 +839,11 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             plan.push((name, fcan, v, old, pv));
         }
         for (k, (name, fcan, v, _, _)) in plan.iter().enumerate() {
-            if let Err(e) = self.master.param_set(fcan, v.clone()).await {
+            if let Err(e) = self.write_param(fcan, v.clone()).await {
                 let mut restored = Vec::new();
                 let mut lost = Vec::new();
                 for (n, f, _, old, _) in plan[..k].iter().rev() {
-                    match self.master.param_set(f, old.clone()).await {
+                    match self.write_param(f, old.clone()).await {
                         Ok(()) => restored.push(*n),
                         Err(e) => lost.push(format!("{n} ({e})")),
                     }

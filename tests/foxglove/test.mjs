@@ -130,6 +130,7 @@ const state = {
   services: new Map(), // id → service
   statuses: [],
   params: new Map(), // request id → parameters
+  paramUpdates: [], // parameters sent unasked (subscriptions)
   messages: new Map(), // subscription id → [{timestamp, value}]
   responses: new Map(), // call id → {ok, value | message}
   graph: undefined,
@@ -148,7 +149,9 @@ client.on("advertise", (cs) => cs.forEach((c) => state.channels.set(c.id, c)));
 client.on("unadvertise", (ids) => ids.forEach((id) => state.channels.delete(id)));
 client.on("advertiseServices", (ss) => ss.forEach((s) => state.services.set(s.id, s)));
 client.on("unadvertiseServices", (ids) => ids.forEach((id) => state.services.delete(id)));
-client.on("parameterValues", (m) => m.id !== undefined && state.params.set(m.id, m.parameters));
+client.on("parameterValues", (m) =>
+  m.id !== undefined ? state.params.set(m.id, m.parameters) : state.paramUpdates.push(...m.parameters),
+);
 client.on("connectionGraphUpdate", (m) => (state.graph = m));
 client.on("message", (m) => {
   const text = new TextDecoder().decode(
@@ -437,6 +440,18 @@ async function main() {
     errorsSince(mark).some((s) => s.message.includes("read-only")),
     "writing a bound is refused: read-only",
     state.statuses.slice(mark),
+  );
+  // A write made elsewhere (the CLI, through the remote API) reaches subscribers too.
+  client.subscribeParameterUpdates([param("velocity.ki")]);
+  await new Promise((r) => setTimeout(r, 200));
+  await fcan("param", "set", param("velocity.ki"), "2.5");
+  const heard = await until("parameter update", 5000, () =>
+    state.paramUpdates.find((p) => p.name === param("velocity.ki") && Math.abs(p.value - 2.5) < 1e-6),
+  );
+  check(
+    heard !== undefined,
+    "subscribeParameterUpdates: a value set with fcan param set reaches the subscriber",
+    state.paramUpdates,
   );
 
   // ---- services --------------------------------------------------------------------------

@@ -24,7 +24,8 @@ Checks, printing one line each and `N passed, M failed` last:
   6. Parameters through rclpy's AsyncParameterClient on /motor_driver2: the six services
      ready, list, describe (the schema's range), types, set (accepted and refused with
      the reason), get, and `fcan param get` agrees; each accepted set announced on
-     /parameter_events (rcl_interfaces/msg/ParameterEvent, node /motor_driver2);
+     /parameter_events (rcl_interfaces/msg/ParameterEvent, node /motor_driver2), once,
+     and so is a set made with `fcan param set`;
      set_parameters_atomically with two parameters (both taken), and with one out of
      range (refused, neither written).
   7. fcan_msgs/srv/NodeInfo agrees with `fcan nodes --json`; reprovision succeeds and
@@ -431,6 +432,13 @@ def main():
     check(wait_for(lambda: {"motor1.velocity.kp": 2.5} in md2_events(), 5),
           "/parameter_events: the accepted set as a ParameterEvent of /motor_driver2 (the refused one not)",
           f"({md2_events()})")
+    check(md2_events().count({"motor1.velocity.kp": 2.5}) == 1,
+          "/parameter_events: that set announced once (not again by the master's event of it)",
+          f"({md2_events()})")
+    out = fcan(args, "param", "set", "motor_driver2.motor1.velocity.kp", "1.25")
+    check(out.returncode == 0 and wait_for(lambda: {"motor1.velocity.kp": 1.25} in md2_events(), 5),
+          "/parameter_events: a set made with fcan param set (another face) is announced too",
+          f"({out.stderr.strip()} {md2_events()})")
     def atomically(kp1, kp2):
         """set_parameters_atomically of motor1's and motor2's kp, then both read back."""
         atomic = result(params.set_parameters_atomically([

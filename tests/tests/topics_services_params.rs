@@ -7,7 +7,7 @@ use std::time::Duration;
 use fcan_core::frame::Mtu;
 use fcan_core::msg::{ConfigMessage, ParamSet, ResultCode};
 use fcan_e2e::*;
-use fcan_master::engine::CallError;
+use fcan_master::engine::{CallError, Event};
 use fcan_master::value::Value;
 use fcan_master::MasterError;
 use tokio::time::Instant;
@@ -364,6 +364,45 @@ async fn params(mtu: Mtu) {
     );
 }
 
+/// Every write the node acknowledged is an `Event::ParamChanged` with its name and value
+/// (what faces that announce parameter changes listen to, whoever wrote it); a refused
+/// write is none, and neither are the restores after a reboot.
+async fn acknowledged_writes_are_announced(mtu: Mtu) {
+    let (mut w, m) = World::standard(mtu).await;
+    let mut events = m.events();
+    let kp = "motor_driver1.motor0.velocity.kp";
+    m.param_set(kp, Value::Float(0.5)).await.unwrap();
+    m.param_set(kp, Value::Float(200.0)).await.unwrap_err();
+    m.param_set("io_board3.out2.active_low", Value::Bool(true))
+        .await
+        .unwrap();
+    let changed = |events: &mut tokio::sync::broadcast::Receiver<Event>| {
+        let mut v = Vec::new();
+        while let Ok(e) = events.try_recv() {
+            if let Event::ParamChanged { node, name, value } = e {
+                v.push((node.get(), name, value));
+            }
+        }
+        v
+    };
+    assert_eq!(
+        changed(&mut events),
+        vec![
+            (MD1, kp.to_string(), Value::Float(0.5)),
+            (IO3, "io_board3.out2.active_low".into(), Value::Bool(true)),
+        ]
+    );
+    // The reboot's restore writes 0.5 again: nothing new to announce.
+    let new = w.reboot_motor(MD1);
+    eventually("md1 running again", Duration::from_secs(2), || async {
+        let n = node_info(&m, MD1).await?;
+        (n.boot_id == new && n.phase == fcan_master::Phase::Running).then_some(())
+    })
+    .await;
+    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.5));
+    assert_eq!(changed(&mut events), vec![]);
+}
+
 /// The node's own check, reached by a raw PARAM_SET that bypasses the master's: NaN and
 /// out-of-range values are refused with the reason, and change nothing.
 async fn node_side_param_checks(mtu: Mtu) {
@@ -521,5 +560,6 @@ both_links!(
     services,
     service_timeout_and_others_keep_working,
     params,
+    acknowledged_writes_are_announced,
     node_side_param_checks
 );

@@ -221,6 +221,18 @@ pub enum Event {
         /// `node.block.param` paths the new schema does not have (or with another type).
         dropped: Vec<String>,
     },
+    /// A user's parameter write was acknowledged by the node, whoever asked (a face, the
+    /// CLI, a cycle): faces that announce parameter changes (ROS 2's
+    /// `/parameter_events`, Foxglove's parameter subscriptions) hear writes made through
+    /// the others. Restores after a reboot re-apply a value already announced: no event.
+    ParamChanged {
+        /// Node id.
+        node: NodeId,
+        /// `node.block.param`.
+        name: String,
+        /// The value the node took.
+        value: crate::value::Value,
+    },
 }
 
 impl Event {
@@ -237,7 +249,8 @@ impl Event {
             | Event::ClassicNodeOnFdLink { node }
             | Event::UpdateProgress { node, .. }
             | Event::UpdateDone { node, .. }
-            | Event::ParamsCarried { node, .. } => Some(*node),
+            | Event::ParamsCarried { node, .. }
+            | Event::ParamChanged { node, .. } => Some(*node),
             Event::OtherMaster { .. } | Event::CallDone { .. } | Event::ParamDone { .. } => None,
         }
     }

@@ -217,9 +217,11 @@ impl Engine {
                 },
                 ResultCode::Ok,
             ) => {
+                let changed = req.and(param_changed(node, rec, block, param, &value));
                 rec.user_params.insert((block, param), value);
                 if let Some(req) = req {
                     self.pending_user.remove(&req);
+                    self.events.extend(changed);
                     self.events.push_back(Event::ParamDone {
                         id: req,
                         result: Ok(None),
@@ -333,6 +335,27 @@ pub(super) fn requeue_in_flight(rec: &mut NodeRecord) {
             rec.steps.push_front(f.step);
         }
     }
+}
+
+/// The event for a write of `value` to `block`'s param `param` that `node` acknowledged
+/// (`None` if its schema does not name it, or the bytes do not decode: neither happens
+/// for a write the engine checked).
+fn param_changed(node: u8, rec: &NodeRecord, block: u8, param: u8, value: &[u8]) -> Option<Event> {
+    let schema = rec.schema.as_ref()?;
+    let b = schema.numbering.block(block)?;
+    let p = schema
+        .schema
+        .types
+        .get(b.type_index)?
+        .params
+        .get(param as usize)?;
+    let name = fcan_core::numbering::param_path(&schema.schema.node_name(node), &b.ns, &p.name);
+    let value = crate::value::unpack_param(p.ty, p.len, value).ok()?;
+    Some(Event::ParamChanged {
+        node: nid(node),
+        name,
+        value,
+    })
 }
 
 pub(super) fn user_request(step: &Step) -> Option<u64> {
