@@ -169,8 +169,28 @@ def run(args, c: Checks) -> None:
         )
 
         # Parameters: set, read back; the value is an f32 on the node.
+        events = fx.Topic(session, f"fcan/{bus}/events", keep=100)
         echoed = fcan.param_set(f"{motor}/velocity/kp", 0.05)
         c.check(math.isclose(echoed, 0.05, rel_tol=1e-6), "param set echoes the value", echoed)
+        kp_name = f"{motor}.velocity.kp".replace("/", ".")
+
+        def kp_changed():
+            return [
+                e for e, _ in events.wait(1, timeout=0.2)
+                if e.get("kind") == "param_changed" and e.get("name") == kp_name
+            ]
+
+        deadline = time.monotonic() + 5.0
+        while not kp_changed() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        changed = kp_changed()
+        c.check(
+            len(changed) == 1 and changed[0].get("node") == info["id"]
+            and math.isclose(changed[0].get("value", 0), 0.05, rel_tol=1e-6),
+            "fcan/<bus>/events: the write as one param_changed event (node, name, value)",
+            changed or [e for e, _ in events.take()][:5],
+        )
+        events.close()
         fcan.param_set(f"{motor}/velocity/ki", 1.0)
         got = fcan.param_get(f"{motor}/velocity/kp")
         c.check(math.isclose(got, 0.05, rel_tol=1e-6), "param get reads back what was set", got)
