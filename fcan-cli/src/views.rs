@@ -465,7 +465,8 @@ pub struct MonitorNodeView {
 #[derive(Clone, Debug, Serialize)]
 pub struct EventView {
     /// `announced`, `schema_ready`, `online`, `rebooted`, `offline`, `failed`,
-    /// `collision`, `other_master` or `classic_node_on_fd_link`.
+    /// `collision`, `other_master`, `classic_node_on_fd_link`, `params_carried`,
+    /// `param_changed` or `update_progress` (docs/cli.md).
     pub kind: &'static str,
     /// The node it is about, `null` for bus-wide events.
     pub node: Option<u8>,

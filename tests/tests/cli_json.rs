@@ -31,6 +31,9 @@ const EVENTS: &[&str] = &[
     "collision",
     "other_master",
     "classic_node_on_fd_link",
+    "params_carried",
+    "param_changed",
+    "update_progress",
 ];
 
 async fn json(m: &Master, args: &[&str]) -> Result<Vec<Json>, CliError> {
@@ -480,13 +483,20 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
 
 both_links!(every_json_command_has_its_documented_shape);
 
-/// A node's monitor events, as JSON: a reboot shows as `rebooted`, with the node's id.
+/// A node's monitor events, as JSON: a reboot shows as `rebooted`, with the node's id;
+/// a parameter write as `param_changed`, its text naming the parameter and value.
 async fn monitor_events_have_documented_kinds(mtu: Mtu) {
     let (mut w, m) = World::standard(mtu).await;
     let (lines, _) = tokio::join!(
         json(&m, &["monitor", "-n", "3", "--interval-ms", "500"]),
         async {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            m.param_set(
+                "io_board3.out1.min_on_ms",
+                fcan_master::value::Value::UInt(250),
+            )
+            .await
+            .unwrap();
             w.reboot_motor(MD2)
         }
     );
@@ -499,6 +509,17 @@ async fn monitor_events_have_documented_kinds(mtu: Mtu) {
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     assert!(kinds.contains(&"rebooted"), "{kinds:?}");
+    let changed: Vec<&str> = lines
+        .iter()
+        .flat_map(|l| l["events"].as_array().unwrap())
+        .filter(|e| e["kind"] == "param_changed" && e["node"] == IO3)
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert!(
+        changed[0].contains("io_board3.out1.min_on_ms") && changed[0].contains("250"),
+        "{changed:?}"
+    );
 }
 
 both_links!(monitor_events_have_documented_kinds);
