@@ -202,6 +202,16 @@ fn master_of<M: MasterApi, D: Dds>(s: &Shared<M, D>) -> M {
 /// lagged behind the event channel lost it).
 const OWN_WRITE_TTL: Duration = Duration::from_secs(10);
 
+/// Drops the own writes older than [`OWN_WRITE_TTL`] (oldest first).
+fn forget_old(own: &mut std::collections::VecDeque<(String, std::time::Instant)>) {
+    while own
+        .front()
+        .is_some_and(|(_, at)| at.elapsed() > OWN_WRITE_TTL)
+    {
+        own.pop_front();
+    }
+}
+
 /// The bridge as the [`Supervisor`]'s face.
 struct RosFace<M, D: Dds>(Arc<Shared<M, D>>);
 
@@ -484,7 +494,11 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         fcan: &str,
         v: fcan_master::value::Value,
     ) -> Result<(), fcan_master::MasterError> {
-        lock(&self.own_writes).push_back((fcan.to_string(), std::time::Instant::now()));
+        {
+            let mut own = lock(&self.own_writes);
+            forget_old(&mut own);
+            own.push_back((fcan.to_string(), std::time::Instant::now()));
+        }
         let r = self.master.param_set(fcan, v).await;
         if r.is_err() {
             // No event follows a refused write.
@@ -505,12 +519,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     fn param_changed(&self, node: NodeId, name: &str, value: &fcan_master::value::Value) {
         {
             let mut own = lock(&self.own_writes);
-            while own
-                .front()
-                .is_some_and(|(_, at)| at.elapsed() > OWN_WRITE_TTL)
-            {
-                own.pop_front();
-            }
+            forget_old(&mut own);
             if let Some(i) = own.iter().position(|(n, _)| n == name) {
                 own.remove(i);
                 return;
