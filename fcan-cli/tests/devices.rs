@@ -12,38 +12,12 @@ use std::time::{Duration, Instant};
 use fcan_e2e::free_port;
 use serde_json::Value as Json;
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{fcan_on, json_lines, text, Kill};
 
+/// No `--bus`: the daemon's only bus is the one meant.
 fn fcan(ep: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fcan"))
-        .args(["--connect", ep])
-        .args(args)
-        .env_remove("FCAN_BUS")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn json_lines(o: &Output) -> Vec<Json> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    fcan_on(ep, None, args)
 }
 
 /// A served simulated bus with a RobStride RS03 (id 10) and an MIT motor (id 0x20):

@@ -6,18 +6,13 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fcan_e2e::{fibril_dir, fibril_nodes, free_port};
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{fcan, text, Kill};
 
 fn md_files() -> Option<Vec<PathBuf>> {
     let Some(dir) = fibril_dir() else {
@@ -30,24 +25,6 @@ fn md_files() -> Option<Vec<PathBuf>> {
             .find(|(n, _)| *n == "md")
             .unwrap()
             .1,
-    )
-}
-
-fn fcan(ep: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fcan"))
-        .args(["--connect", ep, "--bus", "sim"])
-        .args(args)
-        .env_remove("FCAN_BUS")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
     )
 }
 

@@ -8,37 +8,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fcan_e2e::free_port;
 use serde_json::Value as Json;
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn fcan(ep: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fcan"))
-        .args(["--connect", ep, "--bus", "sim"])
-        .args(args)
-        .env_remove("FCAN_BUS")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{fcan, text, Kill};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/examples/io_board.yaml")
