@@ -743,6 +743,18 @@ impl Harness<'_> {
         }
     }
 
+    /// A request body for `block`'s service `service`, of the size its schema wants (or
+    /// now and then any size).
+    fn request_body(&self, inp: &mut Input, node: u8, block: u8, service: u8) -> Vec<u8> {
+        let n = self.size(
+            inp,
+            node,
+            |l| l.requests.get(service as usize).map(|m| m.size),
+            block,
+        );
+        inp.value(n)
+    }
+
     fn step(&mut self, inp: &mut Input) {
         match inp.u8() % 16 {
             0 => self.now += inp.u8() as u64 * 100,
@@ -804,13 +816,7 @@ impl Harness<'_> {
             }
             12 => {
                 let (node, block, service) = (inp.node(), inp.u8() % 24, inp.u8() % 4);
-                let n = self.size(
-                    inp,
-                    node,
-                    |l| l.requests.get(service as usize).map(|m| m.size),
-                    block,
-                );
-                let body = inp.value(n);
+                let body = self.request_body(inp, node, block, service);
                 // The API takes only unicast ids: a request to 127 cannot be written.
                 if let Some(id) = NodeId::new(node) {
                     let r = self
@@ -869,13 +875,7 @@ impl Harness<'_> {
                         // 256 transfer ids one node has.
                         let (node, block, service) = (inp.node(), inp.u8() % 24, inp.u8() % 4);
                         let count = inp.u16() % 600;
-                        let n = self.size(
-                            inp,
-                            node,
-                            |l| l.requests.get(service as usize).map(|m| m.size),
-                            block,
-                        );
-                        let body = inp.value(n);
+                        let body = self.request_body(inp, node, block, service);
                         let Some(id) = NodeId::new(node) else {
                             return;
                         };
