@@ -234,15 +234,7 @@ impl Engine {
         now: u64,
     ) -> Result<u64, UpdateError> {
         let raw = node.get();
-        let Some(rec) = self.nodes.get(&raw) else {
-            return Err(UpdateError::NodeNotOnline(node));
-        };
-        if rec.phase == Phase::Offline {
-            return Err(UpdateError::NodeNotOnline(node));
-        }
-        if rec.announce.caps & caps::UPDATE == 0 {
-            return Err(UpdateError::NotSupported(node));
-        }
+        let rec = self.updatable(node)?;
         if let Some(run) = &rec.update {
             // The same image again (a client that was cut off runs its command again):
             // it joins the update that runs, which goes on from where it is.
@@ -286,6 +278,20 @@ impl Engine {
         Ok(id)
     }
 
+    /// The record of a node that may be asked about updates: known, not offline, and
+    /// announcing the capability.
+    fn updatable(&mut self, node: NodeId) -> Result<&mut NodeRecord, UpdateError> {
+        let rec = self
+            .nodes
+            .get_mut(&node.get())
+            .filter(|r| r.phase != Phase::Offline)
+            .ok_or(UpdateError::NodeNotOnline(node))?;
+        if rec.announce.caps & caps::UPDATE == 0 {
+            return Err(UpdateError::NotSupported(node));
+        }
+        Ok(rec)
+    }
+
     pub(super) fn update_deadline(rec: &NodeRecord) -> Option<u64> {
         let u = rec.update.as_ref().and_then(|u| u.deadline());
         let v = rec.version_query.map(|q| q.deadline);
@@ -302,15 +308,7 @@ impl Engine {
     /// and takes updates.
     pub fn abort_update(&mut self, node: NodeId) -> Result<(), UpdateError> {
         let raw = node.get();
-        let Some(rec) = self.nodes.get_mut(&raw) else {
-            return Err(UpdateError::NodeNotOnline(node));
-        };
-        if rec.phase == Phase::Offline {
-            return Err(UpdateError::NodeNotOnline(node));
-        }
-        if rec.announce.caps & caps::UPDATE == 0 {
-            return Err(UpdateError::NotSupported(node));
-        }
+        let rec = self.updatable(node)?;
         let run = rec.update.take();
         let transfer = rec.transfer();
         let mtu = rec.mode.mtu();
