@@ -52,16 +52,7 @@ pub(crate) async fn update<M: MasterApi>(
     let new_schema = SchemaDigest(image.schema());
     for n in &targets {
         if args.all_of.is_some() && n.digest == Some(new_schema) {
-            sink.emit(Report::Updated(UpdatedView {
-                event: "skipped",
-                node: n.id.get(),
-                name: n.name.clone(),
-                version: n.firmware.clone(),
-                schema: n.digest.map(|d| d.to_string()),
-                schema_changed: false,
-                restored: Vec::new(),
-                dropped: Vec::new(),
-            }))?;
+            sink.emit(Report::Updated(UpdatedView::unchanged("skipped", n)))?;
             continue;
         }
         let report = one(master, n, &image, cfg, sink).await.map_err(|e| {
@@ -113,16 +104,7 @@ async fn abort<M: MasterApi>(
     let nodes = master.nodes().await?;
     let n = find_node(&nodes, node)?;
     master.abort_update(n.id).await?;
-    sink.emit(Report::Updated(UpdatedView {
-        event: "aborted",
-        node: n.id.get(),
-        name: n.name.clone(),
-        version: n.firmware.clone(),
-        schema: n.digest.map(|d| d.to_string()),
-        schema_changed: false,
-        restored: Vec::new(),
-        dropped: Vec::new(),
-    }))
+    sink.emit(Report::Updated(UpdatedView::unchanged("aborted", n)))
 }
 
 /// One node's update, reporting its progress events as they come.

@@ -609,6 +609,23 @@ pub struct UpdatedView {
     pub dropped: Vec<String>,
 }
 
+impl UpdatedView {
+    /// A node left on the firmware it runs (`skipped`, `aborted`): its version and schema
+    /// as the master lists them.
+    pub fn unchanged(event: &'static str, n: &NodeInfo) -> UpdatedView {
+        UpdatedView {
+            event,
+            node: n.id.get(),
+            name: n.name.clone(),
+            version: n.firmware.clone(),
+            schema: n.digest.map(|d| d.to_string()),
+            schema_changed: false,
+            restored: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
+}
+
 /// `fcan record`'s summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordedView {
