@@ -229,6 +229,16 @@ impl RemoteMaster {
         }
     }
 
+    /// `fcan/<bus>/update/<node name>` of node `node` (not listed: not online).
+    async fn update_key(&self, node: NodeId) -> Result<String, MasterError> {
+        let nodes = self.nodes().await?;
+        let Some(n) = nodes.iter().find(|n| n.id == node) else {
+            return Err(fcan_master::engine::UpdateError::NodeNotOnline(node).into());
+        };
+        keys::update(&self.inner.bus, &n.name)
+            .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))
+    }
+
     async fn query_json(&self, key: String, payload: Option<Vec<u8>>) -> Result<Json, MasterError> {
         let bytes = self.query(key, payload).await?;
         serde_json::from_slice(&bytes).map_err(|e| internal(format!("reply is not JSON: {e}")))
@@ -475,12 +485,7 @@ impl MasterApi for RemoteMaster {
         cfg: fcan_master::update::UpdateConfig,
     ) -> impl Future<Output = Result<fcan_master::engine::UpdateReport, MasterError>> + Send {
         async move {
-            let nodes = self.nodes().await?;
-            let Some(n) = nodes.iter().find(|n| n.id == node) else {
-                return Err(fcan_master::engine::UpdateError::NodeNotOnline(node).into());
-            };
-            let key = keys::update(&self.inner.bus, &n.name)
-                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            let key = self.update_key(node).await?;
             let payload = crate::wire::update_payload(&image, cfg.share);
             let bytes = self
                 .query_for(
@@ -499,12 +504,7 @@ impl MasterApi for RemoteMaster {
     /// A query on `fcan/<bus>/update/<node>` with the options `{"abort": true}`.
     fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
         async move {
-            let nodes = self.nodes().await?;
-            let Some(n) = nodes.iter().find(|n| n.id == node) else {
-                return Err(fcan_master::engine::UpdateError::NodeNotOnline(node).into());
-            };
-            let key = keys::update(&self.inner.bus, &n.name)
-                .ok_or_else(|| internal(format!("node name {} is not key-safe", n.name)))?;
+            let key = self.update_key(node).await?;
             self.query_json(key, Some(crate::wire::abort_payload()))
                 .await?;
             Ok(())
