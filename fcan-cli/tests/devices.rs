@@ -5,7 +5,7 @@
 //! commands and echoes feedback — with nothing in the CLI that knows a driver. Also the
 //! refusals of a bad `--device`, before anything is opened.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use fcan_e2e::free_port;
 use serde_json::Value as Json;
 
 mod common;
-use common::{fcan_on, json_lines, text, Kill};
+use common::{fcan_on, json_lines, text, until_ready, Kill};
 
 /// No `--bus`: the daemon's only bus is the one meant.
 fn fcan(ep: &str, args: &[&str]) -> Output {
@@ -52,16 +52,7 @@ fn devices() -> Devices {
             .spawn()
             .unwrap(),
     );
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "fcan fake exited early: {log}"
-        );
-        log.push_str(&line);
-    }
+    let (stderr, log) = until_ready(&mut child.0);
     // No --bus: the daemon's only bus.
     let t0 = Instant::now();
     let nodes = loop {

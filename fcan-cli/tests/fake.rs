@@ -4,7 +4,7 @@
 //! attached to it from other processes; Ctrl-C stops it cleanly. Also its refusals:
 //! a bad mirror rule names the field, before any bus is opened.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use fcan_e2e::{fibril_dir, fibril_nodes, free_port};
 
 mod common;
-use common::{fcan, text, Kill};
+use common::{fcan, text, until_ready, Kill};
 
 fn md_files() -> Option<Vec<PathBuf>> {
     let Some(dir) = fibril_dir() else {
@@ -85,16 +85,7 @@ fn md_node_served_and_driven_by_the_cli() {
             .spawn()
             .unwrap(),
     );
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "fcan fake exited early: {log}"
-        );
-        log.push_str(&line);
-    }
+    let (mut stderr, log) = until_ready(&mut child.0);
     assert!(log.contains("node 3 (`md_controller3`) on sim"), "{log}");
 
     // The node shows up running, its schema downloaded from it.

@@ -6,7 +6,7 @@
 //! and keeps the parameter set before, and `fcan nodes` shows the new schema and version.
 //! Also its refusals and its help.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use fcan_e2e::free_port;
 use serde_json::Value as Json;
 
 mod common;
-use common::{fcan, text, Kill};
+use common::{fcan, text, until_ready, Kill};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/examples/io_board.yaml")
@@ -74,16 +74,7 @@ fn fake_boards(ids: &[&str]) -> (String, Kill) {
             .spawn()
             .unwrap(),
     );
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "fcan fake exited early: {log}"
-        );
-        log.push_str(&line);
-    }
+    let (stderr, _) = until_ready(&mut child.0);
     // Keep draining its stderr so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in stderr.lines() {});
     (ep, child)

@@ -4,7 +4,8 @@
 //! Each test file is its own crate and uses some of these, hence `dead_code` allowed.
 #![allow(dead_code)]
 
-use std::process::{Child, Command, Output};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStderr, Command, Output};
 
 use serde_json::Value as Json;
 
@@ -51,4 +52,21 @@ pub fn json_lines(o: &Output) -> Vec<Json> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
+}
+
+/// Reads `child`'s piped stderr up to the line that says `ready`: returns the reader,
+/// still open (keep it or drain it, so the child never blocks on a full pipe), and what
+/// it read. Panics with that if the child exits first.
+pub fn until_ready(child: &mut Child) -> (BufReader<ChildStderr>, String) {
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let mut log = String::new();
+    while !log.contains("ready") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "exited before it was ready: {log}"
+        );
+        log.push_str(&line);
+    }
+    (stderr, log)
 }
