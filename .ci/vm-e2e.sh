@@ -26,7 +26,9 @@ runner="${FCAN_VM_RUNNER:-$root/../shared/tools/run-in-vm.sh}"
 [[ -f $runner ]] || { echo "vm-e2e: $runner not found" >&2; exit 1; }
 
 echo "==> building fcan, motor-node and io-node (release)"
-bins=$(cargo_exes build --release -p fcan-examples -p fcan-cli --bin fcan --bin motor-node --bin io-node)
+# Without the release profile's debug info (Cargo.toml keeps it for profiling): the VM
+# gets stripped copies anyway, and it was 2 GB of target/ at this step, CI's peak.
+bins=$(CARGO_PROFILE_RELEASE_DEBUG=0 cargo_exes build --release -p fcan-examples -p fcan-cli --bin fcan --bin motor-node --bin io-node)
 # The VM unpacks its initrd into RAM (1 GiB): copies without debug info keep it small
 # (the debug test binary alone is ~210 MB with it, ~45 MB without; unpacked whole, it did
 # not fit, and the guest reported the program "not found").
