@@ -36,3 +36,25 @@ exe_named() {
   fi
   echo "$path"
 }
+
+# loopback_netns NAME: creates the network namespace NAME with only its loopback, up and
+# able to multicast (DDS discovers by multicast): what runs in it reaches nothing beyond
+# this machine. Sets `ns` (NAME) and `log` (a new temporary file for the server's output);
+# on exit kills what still runs in the namespace, deletes it and the log. Run commands in
+# it with `inns CMD...`. The three DDS lanes share it.
+loopback_netns() {
+  ns=$1
+  ip netns add "$ns"
+  log=$(mktemp)
+  trap loopback_netns_cleanup EXIT
+  inns ip link set lo up
+  inns ip link set lo multicast on
+  inns ip route add 224.0.0.0/4 dev lo
+}
+loopback_netns_cleanup() {
+  ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  sleep 0.2
+  ip netns del "$ns" 2>/dev/null || true
+  rm -f "$log"
+}
+inns() { ip netns exec "$ns" "$@"; }

@@ -27,20 +27,7 @@ exes=$(cargo_exes build --quiet -p fcan-examples --bin serve-sim -p fcan-cli --b
 serve_sim=$(exe_named serve-sim <<<"$exes")
 fcan=$(exe_named fcan <<<"$exes")
 
-ns=fcan-ros2-$$
-ip netns add "$ns"
-log=$(mktemp)
-cleanup() {
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-  sleep 0.2
-  ip netns del "$ns" 2>/dev/null || true
-  rm -f "$log"
-}
-trap cleanup EXIT
-inns() { ip netns exec "$ns" "$@"; }
-inns ip link set lo up
-inns ip link set lo multicast on
-inns ip route add 224.0.0.0/4 dev lo
+loopback_netns fcan-ros2-$$
 # Cyclone DDS on the namespace's loopback, multicast allowed there.
 export CYCLONEDDS_URI='<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>'
 

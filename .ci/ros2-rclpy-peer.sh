@@ -107,20 +107,7 @@ if [[ ! -f $ws/install/setup.bash ]]; then
   echo "colcon build: $(ls "$ws/install" | grep -c _msgs) packages in $(( $(date +%s) - start )) s"
 fi
 
-ns=fcan-rclpy-$$
-ip netns add "$ns"
-log=$(mktemp)
-cleanup() {
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-  sleep 0.2
-  ip netns del "$ns" 2>/dev/null || true
-  rm -f "$log"
-}
-trap cleanup EXIT
-inns() { ip netns exec "$ns" "$@"; }
-inns ip link set lo up
-inns ip link set lo multicast on
-inns ip route add 224.0.0.0/4 dev lo
+loopback_netns fcan-rclpy-$$
 
 zport=7447
 echo "==> fcan serve --ros2 --ros2-rmw fastdds --joints (serve-sim) in network namespace $ns"

@@ -20,7 +20,36 @@ pub struct Io {
     pub(crate) to_bus: Vec<Frame>,
     pub(crate) publish: Vec<(u8, Vec<u8>)>,
     pub(crate) complete: Vec<(u8, Vec<u8>)>,
-    pub(crate) notes: Vec<String>,
+    pub(crate) notes: Vec<Note>,
+}
+
+/// Something worth a line in the bus owner's log: a device came or went, a fault, a
+/// command it could not take. The I/O shell ([`crate::link`]) logs it at its severity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// How much it matters.
+    pub severity: Severity,
+    /// What happened, naming the device.
+    pub text: String,
+}
+
+impl core::fmt::Display for Note {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// How much a [`Note`] matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Severity {
+    /// The expected course: a device answered and is presented as a node.
+    Info,
+    /// Something a robot's operator should see, though the host goes on: a device fell
+    /// silent or restarted, a command was refused.
+    Warn,
+    /// The host could not do its part: a device's node did not start.
+    Error,
 }
 
 impl Io {
@@ -41,14 +70,32 @@ impl Io {
         self.complete.push((service, response));
     }
 
-    /// Something worth a line in the bus owner's log (a device came or went, a fault).
+    /// Something worth a line in the bus owner's log, in the expected course (a device
+    /// answered).
     pub fn note(&mut self, text: String) {
-        self.notes.push(text);
+        self.notes.push(Note {
+            severity: Severity::Info,
+            text,
+        });
+    }
+
+    /// Something the operator should see (a device fell silent or restarted, a command
+    /// it could not take): logged as a warning.
+    pub fn warn(&mut self, text: String) {
+        self.notes.push(Note {
+            severity: Severity::Warn,
+            text,
+        });
     }
 
     /// The frames queued for the bus so far (for tests and decoders).
     pub fn frames(&self) -> &[Frame] {
         &self.to_bus
+    }
+
+    /// The notes for the log so far.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
     }
 
     /// The topic values published so far, as `(topic, bytes)`.

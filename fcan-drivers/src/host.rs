@@ -32,7 +32,7 @@ use fcan_runtime_nostd::{
     Context, Controller, DeferredToken, Event, Node, NodeConfig, Transmit, TxRefused,
 };
 
-use crate::device::{Device, Io, NodeEvent, Served};
+use crate::device::{Device, Io, NodeEvent, Note, Served, Severity};
 
 /// Most frames waiting in each direction; beyond it the oldest are dropped (and counted).
 pub const QUEUE_LIMIT: usize = 1024;
@@ -96,7 +96,7 @@ pub struct DeviceHost {
     controller: Controller,
     to_bus: VecDeque<Frame>,
     to_master: VecDeque<Frame>,
-    notes: VecDeque<String>,
+    notes: VecDeque<Note>,
     stats: HostStats,
     boot_seed: u32,
 }
@@ -329,8 +329,9 @@ impl DeviceHost {
         self.to_master.pop_front()
     }
 
-    /// What happened since the last call, in words (devices that came and went, faults).
-    pub fn take_notes(&mut self) -> Vec<String> {
+    /// What happened since the last call, in words with a severity (devices that came
+    /// and went, faults).
+    pub fn take_notes(&mut self) -> Vec<Note> {
         self.notes.drain(..).collect()
     }
 
@@ -360,11 +361,14 @@ impl DeviceHost {
             let h = &mut self.hosted[i];
             h.node = None;
             h.pending.iter_mut().for_each(|p| *p = None);
-            self.notes.push_back(format!(
-                "{} stopped answering: node {} is silent until it does",
-                h.dev.describe(),
-                h.dev.node_id()
-            ));
+            self.notes.push_back(Note {
+                severity: Severity::Warn,
+                text: format!(
+                    "{} stopped answering: node {} is silent until it does",
+                    h.dev.describe(),
+                    h.dev.node_id()
+                ),
+            });
         }
         let h = &mut self.hosted[i];
         let Some(node) = h.node.as_mut() else {
@@ -411,16 +415,19 @@ impl DeviceHost {
                 h.node = Some(node);
                 h.dirty = true;
                 self.stats.boots += 1;
-                self.notes.push_back(format!(
-                    "{} answers: presented as fcan node {}",
-                    h.dev.describe(),
-                    h.dev.node_id()
-                ));
+                self.notes.push_back(Note {
+                    severity: Severity::Info,
+                    text: format!(
+                        "{} answers: presented as fcan node {}",
+                        h.dev.describe(),
+                        h.dev.node_id()
+                    ),
+                });
             }
-            Err(e) => self.notes.push_back(format!(
-                "{}: its node does not start: {e:?}",
-                h.dev.describe()
-            )),
+            Err(e) => self.notes.push_back(Note {
+                severity: Severity::Error,
+                text: format!("{}: its node does not start: {e:?}", h.dev.describe()),
+            }),
         }
         let _ = now;
     }

@@ -13,6 +13,7 @@ use fcan_core::frame::{Frame, Mtu};
 use fcan_core::id::NodeId;
 use fcan_transport::{Received, Transport, TransportError};
 
+use crate::device::Severity;
 use crate::host::{DeviceHost, Route};
 
 /// How long to wait before trying again to send a driver's frame the link refused for
@@ -68,7 +69,11 @@ impl<T: Transport> DeviceLink<T> {
 
     fn flush_notes(&mut self) {
         for n in self.host.take_notes() {
-            tracing::info!(target: TARGET, parent: &self.span, "{n}");
+            match n.severity {
+                Severity::Info => tracing::info!(target: TARGET, parent: &self.span, "{n}"),
+                Severity::Warn => tracing::warn!(target: TARGET, parent: &self.span, "{n}"),
+                _ => tracing::error!(target: TARGET, parent: &self.span, "{n}"),
+            }
         }
     }
 

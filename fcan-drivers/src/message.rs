@@ -171,7 +171,7 @@ impl MitSlots {
 pub fn refuse_once(refused: &mut u64, device: &str, what: &str, io: &mut crate::device::Io) {
     *refused += 1;
     if *refused == 1 {
-        io.note(format!(
+        io.warn(format!(
             "{device}: {what} was not sent (said once; every refusal is counted)"
         ));
     }

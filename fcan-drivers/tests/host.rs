@@ -5,7 +5,7 @@ use fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_drivers::robstride::{wire, LOST_US};
 use fcan_drivers::spec::{devices, DeviceSpec};
-use fcan_drivers::{DeviceHost, Route};
+use fcan_drivers::{DeviceHost, Note, Route, Severity};
 
 fn host() -> DeviceHost {
     let spec = DeviceSpec::parse("robstride:id=1,model=RS03").unwrap();
@@ -30,8 +30,11 @@ fn answer(h: &mut DeviceHost, t: u64) {
     assert!(h.from_bus(t, &wire::device_id_reply(1, 0x1234)), "claimed");
 }
 
-fn gone(notes: &[String]) -> bool {
-    notes.iter().any(|n| n.contains("stopped answering"))
+/// The host said the device is gone, as a warning (an operator must see it).
+fn gone(notes: &[Note]) -> bool {
+    notes
+        .iter()
+        .any(|n| n.text.contains("stopped answering") && n.severity == Severity::Warn)
 }
 
 #[test]
@@ -40,6 +43,13 @@ fn a_silent_motor_is_gone_after_a_second_but_not_while_the_bus_is_wedged() {
     let mut h = host();
     run(&mut h, 0, 0, answer);
     assert_eq!(h.stats().boots, 1, "the answer boots its node");
+    let notes = h.take_notes();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.text.contains("answers") && n.severity == Severity::Info),
+        "{notes:?}"
+    );
     run(&mut h, 10_000, LOST_US - 50_000, |_, _| {});
     assert!(!gone(&h.take_notes()), "not yet");
     run(&mut h, LOST_US, LOST_US + 100_000, |_, _| {});
@@ -113,7 +123,8 @@ fn device_nodes_frames_stay_off_the_bus() {
 }
 
 /// A command with a NaN or an infinity never becomes a frame (a NaN quantized is an
-/// arbitrary torque); a finite one becomes exactly one frame for the motor.
+/// arbitrary torque), and the first refusal is one warning for the log (not one per
+/// command); a finite one becomes exactly one frame for the motor.
 #[test]
 fn a_non_finite_command_is_never_sent() {
     use fcan_drivers::message::{Message, MitSlots};
@@ -130,6 +141,7 @@ fn a_non_finite_command_is_never_sent() {
             }
             b
         };
+        let mut warnings = 0;
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
             for field in 0..5 {
                 let mut v = [0.5, 0.0, 10.0, 1.0, 0.0];
@@ -137,8 +149,13 @@ fn a_non_finite_command_is_never_sent() {
                 let mut io = Io::default();
                 dev.on_command(0, topic, &command(v), &mut io);
                 assert!(io.frames().is_empty(), "{spec}: {v:?} was sent");
+                for n in io.notes() {
+                    assert_eq!(n.severity, Severity::Warn, "{spec}: {n}");
+                    warnings += 1;
+                }
             }
         }
+        assert_eq!(warnings, 1, "{spec}: one warning for fifteen refusals");
         let mut io = Io::default();
         let good = command([0.5, 0.0, 10.0, 1.0, 0.0]);
         assert_eq!(

@@ -441,7 +441,7 @@ impl Device for RobStride {
                         // The motor no longer holds what was written: it restarted.
                         // Its node reboots (the next answer boots it anew) and the
                         // master writes the parameters again.
-                        io.note(format!(
+                        io.warn(format!(
                             "{}: parameter {i:#06X} no longer holds what was written: the motor restarted",
                             self.describe()
                         ));
@@ -582,7 +582,7 @@ impl Device for RobStride {
             if silent {
                 self.present = false;
                 self.next_probe = now;
-                io.note(format!(
+                io.warn(format!(
                     "{}: no answer for {} ms",
                     self.describe(),
                     LOST_US / 1000
