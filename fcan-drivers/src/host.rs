@@ -335,6 +335,15 @@ impl DeviceHost {
         self.notes.drain(..).collect()
     }
 
+    /// Queues a note for the log; past [`QUEUE_LIMIT`] the oldest goes (a device that
+    /// comes and goes while nobody drains the notes must not grow them).
+    fn say(&mut self, note: Note) {
+        if self.notes.len() >= QUEUE_LIMIT {
+            self.notes.pop_front();
+        }
+        self.notes.push_back(note);
+    }
+
     /// Applies what a driver handed back, and boots or silences its node as the device
     /// comes and goes.
     fn settle(&mut self, i: usize, now: u64, io: Io) {
@@ -349,10 +358,7 @@ impl DeviceHost {
             push_bounded(&mut self.to_bus, f, &mut self.stats.dropped);
         }
         for n in notes {
-            if self.notes.len() == QUEUE_LIMIT {
-                self.notes.pop_front();
-            }
-            self.notes.push_back(n);
+            self.say(n);
         }
         let present = self.hosted[i].dev.present();
         if present && self.hosted[i].node.is_none() {
@@ -361,13 +367,14 @@ impl DeviceHost {
             let h = &mut self.hosted[i];
             h.node = None;
             h.pending.iter_mut().for_each(|p| *p = None);
-            self.notes.push_back(Note {
+            let text = format!(
+                "{} stopped answering: node {} is silent until it does",
+                h.dev.describe(),
+                h.dev.node_id()
+            );
+            self.say(Note {
                 severity: Severity::Warn,
-                text: format!(
-                    "{} stopped answering: node {} is silent until it does",
-                    h.dev.describe(),
-                    h.dev.node_id()
-                ),
+                text,
             });
         }
         let h = &mut self.hosted[i];
@@ -415,19 +422,23 @@ impl DeviceHost {
                 h.node = Some(node);
                 h.dirty = true;
                 self.stats.boots += 1;
-                self.notes.push_back(Note {
+                let text = format!(
+                    "{} answers: presented as fcan node {}",
+                    h.dev.describe(),
+                    h.dev.node_id()
+                );
+                self.say(Note {
                     severity: Severity::Info,
-                    text: format!(
-                        "{} answers: presented as fcan node {}",
-                        h.dev.describe(),
-                        h.dev.node_id()
-                    ),
+                    text,
                 });
             }
-            Err(e) => self.notes.push_back(Note {
-                severity: Severity::Error,
-                text: format!("{}: its node does not start: {e:?}", h.dev.describe()),
-            }),
+            Err(e) => {
+                let text = format!("{}: its node does not start: {e:?}", h.dev.describe());
+                self.say(Note {
+                    severity: Severity::Error,
+                    text,
+                });
+            }
         }
         let _ = now;
     }
