@@ -75,7 +75,9 @@ impl ErrorReply {
             MasterError::Unknown(_) => kind::UNKNOWN_NAME,
             MasterError::Value(_) => kind::BAD_VALUE,
             MasterError::Call(c) => match c {
-                CallError::NodeNotOnline(_) | CallError::NodeLost(_) => kind::NOT_RUNNING,
+                CallError::NodeNotOnline(_) | CallError::NodeLost(_) | CallError::WrongPhase(_) => {
+                    kind::NOT_RUNNING
+                }
                 CallError::BadTarget(_) => kind::UNKNOWN_NAME,
                 CallError::BadValue(_) => kind::BAD_VALUE,
                 CallError::Refused(_) | CallError::Status(_) => kind::REFUSED,

@@ -184,7 +184,15 @@ async fn reprovision_keeps_the_boot_and_the_params(mtu: Mtu) {
         .expect("a sample");
     // Twice in a row: the second while the first is still provisioning is refused.
     m.reprovision(id).await.unwrap();
-    let e = m.reprovision(id).await.unwrap_err().to_string();
+    let e = m.reprovision(id).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            fcan_master::MasterError::Call(fcan_master::engine::CallError::WrongPhase(_))
+        ),
+        "a node in the wrong phase, not a bad target: {e:?}"
+    );
+    let e = e.to_string();
     assert!(e.contains("only a running or failed node"), "{e}");
     let none = fcan_core::id::NodeId::new(42).unwrap();
     assert!(m.reprovision(none).await.is_err());

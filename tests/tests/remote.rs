@@ -1368,7 +1368,13 @@ async fn reprovision_through_the_daemon() {
         node_info(&master, MD2).await.unwrap().phase,
         Phase::Provisioning
     );
-    let e = remote.reprovision(id).await.unwrap_err().to_string();
+    let e = remote.reprovision(id).await.unwrap_err();
+    assert_eq!(
+        remote_kind(&e),
+        "not_running",
+        "a node in the wrong phase (docs/remote.md), not an unknown name: {e:?}"
+    );
+    let e = e.to_string();
     assert!(e.contains("only a running or failed node"), "{e}");
     assert!(e.contains("provisioning"), "the phase is named: {e}");
     // The node hears the held frames and the master's provisioning completes.

@@ -266,6 +266,12 @@ pub enum CallError {
     /// No such block / service / param / topic, or wrong direction.
     #[error("{}", crate::text::Untrusted(.0))]
     BadTarget(String),
+    /// The node exists but its phase does not allow this now (a re-provision of a node
+    /// that is neither running nor failed); the message names the phase. Not
+    /// [`CallError::BadTarget`]: asked again later it may succeed, and the remote API
+    /// says `not_running`, not `unknown_name`.
+    #[error("{}", crate::text::Untrusted(.0))]
+    WrongPhase(String),
     /// The value does not fit the parameter (type, NaN/inf, range); checked on the
     /// master before anything is sent.
     #[error("{}", crate::text::Untrusted(.0))]

@@ -15,7 +15,7 @@ impl Engine {
             return Err(CallError::NodeNotOnline(nid(node)));
         };
         if rec.schema.is_none() || !matches!(rec.phase, Phase::Running | Phase::Failed(_)) {
-            return Err(CallError::BadTarget(format!(
+            return Err(CallError::WrongPhase(format!(
                 "node {} is {}; only a running or failed node can be provisioned again",
                 rec.id, rec.phase
             )));
