@@ -33,6 +33,13 @@ pub struct Note {
     pub text: String,
 }
 
+impl Note {
+    /// A note of `severity` saying `text`.
+    pub fn new(severity: Severity, text: String) -> Note {
+        Note { severity, text }
+    }
+}
+
 impl core::fmt::Display for Note {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(&self.text)
@@ -73,19 +80,13 @@ impl Io {
     /// Something worth a line in the bus owner's log, in the expected course (a device
     /// answered).
     pub fn note(&mut self, text: String) {
-        self.notes.push(Note {
-            severity: Severity::Info,
-            text,
-        });
+        self.notes.push(Note::new(Severity::Info, text));
     }
 
     /// Something the operator should see (a device fell silent or restarted, a command
     /// it could not take): logged as a warning.
     pub fn warn(&mut self, text: String) {
-        self.notes.push(Note {
-            severity: Severity::Warn,
-            text,
-        });
+        self.notes.push(Note::new(Severity::Warn, text));
     }
 
     /// The frames queued for the bus so far (for tests and decoders).

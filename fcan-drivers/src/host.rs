@@ -372,10 +372,7 @@ impl DeviceHost {
                 h.dev.describe(),
                 h.dev.node_id()
             );
-            self.say(Note {
-                severity: Severity::Warn,
-                text,
-            });
+            self.say(Note::new(Severity::Warn, text));
         }
         let h = &mut self.hosted[i];
         let Some(node) = h.node.as_mut() else {
@@ -427,17 +424,11 @@ impl DeviceHost {
                     h.dev.describe(),
                     h.dev.node_id()
                 );
-                self.say(Note {
-                    severity: Severity::Info,
-                    text,
-                });
+                self.say(Note::new(Severity::Info, text));
             }
             Err(e) => {
                 let text = format!("{}: its node does not start: {e:?}", h.dev.describe());
-                self.say(Note {
-                    severity: Severity::Error,
-                    text,
-                });
+                self.say(Note::new(Severity::Error, text));
             }
         }
         let _ = now;

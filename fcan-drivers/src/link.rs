@@ -72,7 +72,7 @@ impl<T: Transport> DeviceLink<T> {
             match n.severity {
                 Severity::Info => tracing::info!(target: TARGET, parent: &self.span, "{n}"),
                 Severity::Warn => tracing::warn!(target: TARGET, parent: &self.span, "{n}"),
-                _ => tracing::error!(target: TARGET, parent: &self.span, "{n}"),
+                Severity::Error => tracing::error!(target: TARGET, parent: &self.span, "{n}"),
             }
         }
     }
