@@ -20,7 +20,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{example_cases, fibril_cases, good_cases, say_fibril_absent, workspace_root, Case};
+use common::{
+    ensure_clippy, ensure_target, example_cases, fibril_cases, good_cases, say_fibril_absent,
+    workspace_root, Case,
+};
 use fcan_codegen::rust::{ident, pascal, snake, upper};
 use fcan_core::ir::Schema;
 use fcan_core::numbering::Numbering;
@@ -424,6 +427,11 @@ pub fn step(node: &mut Node, board: &mut Board, now_us: u32, tx: &mut impl fcan_
 
 #[test]
 fn generated_code_compiles_for_host_and_thumbv7em_and_agrees_with_core() {
+    // Before any inner build: the thumb target and clippy this test builds and lints with
+    // (rustup adds them where the pinned toolchain was there without them; else the test
+    // stops here with the command to run, not deep in a build log).
+    ensure_target(TARGET);
+    ensure_clippy();
     let mut cases: Vec<(String, Case)> = Vec::new();
     for c in good_cases() {
         cases.push((format!("good_{}", c.name), c));
@@ -552,10 +560,7 @@ impl g::App for A {
     assert!(log.contains("test result: ok"), "{log}");
 
     let (ok, log) = cargo(&root, &["build", "-p", "gen", "--target", TARGET]);
-    assert!(
-        ok,
-        "build for {TARGET} failed (CI runs `rustup target add {TARGET}`):\n{log}"
-    );
+    assert!(ok, "build for {TARGET} failed:\n{log}");
 
     let (ok, log) = cargo(
         &root,
