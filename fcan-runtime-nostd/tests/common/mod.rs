@@ -255,7 +255,10 @@ pub enum Handler {
 }
 
 pub struct App {
-    /// Where firmware updates go (`None`: the node refuses them as unsupported).
+    /// Where firmware updates go (`None`: the node refuses them as unsupported). Only
+    /// with the `update` feature, as the runtime's `Update` is: the crate's tests compile
+    /// alone with default features (`cargo test -p fcan-runtime-nostd`).
+    #[cfg(feature = "update")]
     pub update: Option<Box<dyn Update>>,
     pub events: Vec<Event>,
     pub changed: Vec<(u8, u32)>,
@@ -266,6 +269,7 @@ pub struct App {
 impl Default for App {
     fn default() -> Self {
         App {
+            #[cfg(feature = "update")]
             update: None,
             events: vec![],
             changed: vec![],
@@ -317,6 +321,7 @@ impl Dispatch for App {
     fn event(&mut self, event: Event) {
         self.events.push(event);
     }
+    #[cfg(feature = "update")]
     fn update(&mut self) -> Option<&mut dyn Update> {
         self.update.as_deref_mut().map(|u| u as &mut dyn Update)
     }
