@@ -103,6 +103,43 @@ impl Io {
     pub fn published(&self) -> &[(u8, Vec<u8>)] {
         &self.publish
     }
+
+    /// The deferred service calls completed so far, as `(service, response bytes)`.
+    pub fn completed(&self) -> &[(u8, Vec<u8>)] {
+        &self.complete
+    }
+}
+
+/// A device's own command watchdog, as its driver arms it: what stops the device when
+/// the bus owner (`fcan serve`, a `Master`) dies or the bus is cut. Shown beside the
+/// driver in node info and in the log line of a device that answers (docs/drivers.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Watchdog {
+    /// Written to the device before every enable and confirmed before the enable goes
+    /// out: the device stops `ms` milliseconds after it last heard the bus owner.
+    Armed {
+        /// The timeout, ms.
+        ms: u32,
+    },
+    /// Turned off on purpose (`watchdog=off`): the device keeps its last command when the
+    /// bus owner dies. Written as off before every enable, and every such enable is
+    /// logged as a warning.
+    Off,
+    /// The device has none the driver arms: only the host side (the cycle API's feedback
+    /// timeout and safe stop, the bus owner itself) stops it.
+    None,
+}
+
+impl core::fmt::Display for Watchdog {
+    /// `200 ms`, `off`, `none`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Watchdog::Armed { ms } => write!(f, "{ms} ms"),
+            Watchdog::Off => f.write_str("off"),
+            Watchdog::None => f.write_str("none"),
+        }
+    }
 }
 
 /// How a service call was taken.
@@ -140,6 +177,10 @@ pub trait Device: Send {
     fn bus_key(&self) -> String;
     /// The fcan node id it is presented under.
     fn node_id(&self) -> NodeId;
+    /// The device's own command watchdog, as this driver arms it. Default: none.
+    fn watchdog(&self) -> Watchdog {
+        Watchdog::None
+    }
     /// The schema blob of its node.
     fn blob(&self) -> &[u8];
     /// Whether `frame`, received from the bus, is this device's (it is then given to

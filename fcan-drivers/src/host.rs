@@ -181,6 +181,15 @@ impl DeviceHost {
             .map(|h| h.dev.driver())
     }
 
+    /// The command watchdog of the device presented as node `id`, as its driver arms
+    /// it (`None` when no device is node `id`): what node info shows beside the driver.
+    pub fn watchdog(&self, id: NodeId) -> Option<crate::device::Watchdog> {
+        self.hosted
+            .iter()
+            .find(|h| h.dev.node_id() == id)
+            .map(|h| h.dev.watchdog())
+    }
+
     /// Frames waiting: (for the bus, for the master). Never above [`QUEUE_LIMIT`] each.
     pub fn queued(&self) -> (usize, usize) {
         (self.to_bus.len(), self.to_master.len())
@@ -420,9 +429,10 @@ impl DeviceHost {
                 h.dirty = true;
                 self.stats.boots += 1;
                 let text = format!(
-                    "{} answers: presented as fcan node {}",
+                    "{} answers: presented as fcan node {} (watchdog: {})",
                     h.dev.describe(),
-                    h.dev.node_id()
+                    h.dev.node_id(),
+                    h.dev.watchdog()
                 );
                 self.say(Note::new(Severity::Info, text));
             }

@@ -29,6 +29,6 @@ pub mod robstride;
 pub mod sim;
 pub mod spec;
 
-pub use device::{Device, Io, NodeEvent, Note, Served, Severity};
+pub use device::{Device, Io, NodeEvent, Note, Served, Severity, Watchdog};
 pub use host::{DeviceHost, HostError, Route};
 pub use link::DeviceLink;

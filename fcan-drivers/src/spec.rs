@@ -189,6 +189,56 @@ impl Keys<'_> {
         }
     }
 
+    /// The device's command watchdog: `watchdog_ms=N` (whole milliseconds in
+    /// `1..=max_ms`, what the device's register can hold; `register` names it in
+    /// errors), `watchdog=off` written by name, or `default_ms` when neither is given.
+    /// `watchdog_ms=0` is refused: a zero that turns a safety off must not be a typo or
+    /// a unit slip, so off is only ever said by name.
+    pub fn watchdog(
+        &mut self,
+        default_ms: u32,
+        max_ms: u32,
+        register: &str,
+    ) -> Result<crate::device::Watchdog, SpecError> {
+        use crate::device::Watchdog;
+        let ms = self.raw("watchdog_ms")?;
+        let named = self.raw("watchdog")?;
+        let range = format!("its range is 1–{max_ms} ms ({register})");
+        match (ms, named) {
+            (Some(_), Some(_)) => Err(self.error(
+                "watchdog",
+                "and `watchdog_ms` are both given: give the time (`watchdog_ms=`) or `watchdog=off`",
+            )),
+            (None, Some(w)) if w.eq_ignore_ascii_case("off") => Ok(Watchdog::Off),
+            (None, Some(w)) => Err(self.error(
+                "watchdog",
+                &format!("= {w}: only `watchdog=off` is taken; the time is `watchdog_ms=` ({range})"),
+            )),
+            (Some(v), None) => {
+                let n: u64 = v.parse().map_err(|_| {
+                    self.error(
+                        "watchdog_ms",
+                        &format!("= {v} is not a whole number of milliseconds; {range}"),
+                    )
+                })?;
+                if n == 0 {
+                    return Err(self.error(
+                        "watchdog_ms",
+                        &format!(
+                            "= 0 is refused: 0 would turn the device's command watchdog off; \
+                             write `watchdog=off` if that is meant ({range})"
+                        ),
+                    ));
+                }
+                match u32::try_from(n) {
+                    Ok(ms) if ms <= max_ms => Ok(Watchdog::Armed { ms }),
+                    _ => Err(self.error("watchdog_ms", &format!("= {v} is outside {range}"))),
+                }
+            }
+            (None, None) => Ok(Watchdog::Armed { ms: default_ms }),
+        }
+    }
+
     /// The fcan node id: `node=`, else `default` (the device's own id when it fits).
     pub fn node(&mut self, default: u32) -> Result<NodeId, SpecError> {
         let n = self.uint("node", u32::from(NodeId::MAX))?;

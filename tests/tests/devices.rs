@@ -278,6 +278,66 @@ async fn robstride_params_reach_the_motor_and_come_back_after_it_reboots() {
     assert!(rebooted, "the master saw the motor's node reboot");
 }
 
+/// The bus owner dies while a RobStride spins (issue 34): the motor's own command
+/// watchdog, which the driver armed before enabling it (`canTimeout`, 200 ms by
+/// default), drops it to reset mode; nothing on the PC side is left to stop it.
+#[tokio::test(start_paused = true)]
+async fn a_robstride_stops_by_its_own_watchdog_when_the_bus_owner_dies() {
+    use fcan_drivers::robstride::model::CAN_TIMEOUT;
+    let r = rig().await;
+    let reply =
+        r.m.call("/robstride10/motor/enable", empty())
+            .await
+            .unwrap();
+    assert!(success(&reply), "{reply:?}");
+    // Armed before the enable: 200 ms = 4000 × 50 µs.
+    assert_eq!(
+        r.motor.lock().unwrap().param_value(CAN_TIMEOUT),
+        Some(4000u32.to_le_bytes())
+    );
+    // Spinning at 3 rad/s (kd only), commanded every 5 ms.
+    let spin = Value::Struct(vec![
+        ("position".into(), Value::Float(0.0)),
+        ("velocity".into(), Value::Float(3.0)),
+        ("kp".into(), Value::Float(0.0)),
+        ("kd".into(), Value::Float(5.0)),
+        ("torque".into(), Value::Float(0.0)),
+    ]);
+    for _ in 0..200 {
+        r.m.publish("/robstride10/motor/mit", spin.clone())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // With the bus owner alive and silent for a second, it keeps running.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        r.motor.lock().unwrap().enabled(),
+        "the living bus owner keeps it fed"
+    );
+    let v = r.motor.lock().unwrap().velocity();
+    assert!((v - 3.0).abs() < 0.2, "spinning: {v}");
+
+    // The bus owner goes (its last handle dropped: its task and the device link end).
+    let Rig { m, motor, sims, .. } = r;
+    drop(m);
+    let gone = tokio::time::Instant::now();
+    let mut stopped_after = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        if !motor.lock().unwrap().enabled() {
+            stopped_after = Some(gone.elapsed());
+            break;
+        }
+    }
+    let after = stopped_after.expect("the motor still runs 500 ms after its bus owner died");
+    assert!(
+        after <= Duration::from_millis(200 + 10),
+        "in reset mode {after:?} after the bus owner died"
+    );
+    drop(sims);
+}
+
 #[tokio::test(start_paused = true)]
 async fn mit_motor_enable_and_command() {
     let r = rig().await;

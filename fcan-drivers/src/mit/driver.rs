@@ -10,12 +10,21 @@
 //! Identifiers: the motor's id and the id it replies on (`master=`) must be below
 //! `0x100`, where fcan's data plane starts, so the master never plans a data frame on
 //! them.
+//!
+//! **No device watchdog is armed** ([`Watchdog::None`]): the MIT frame set (command,
+//! enter, exit, zero) has no timeout setting, and Mini Cheetah, CubeMars and MyActuator
+//! document none reachable through it. Damiao motors have one (register `TIMEOUT`,
+//! RID 9; a timeout reported as status `0xD`, lost communication), but its
+//! register frames go to identifier `0x7FF`, inside fcan's data plane, and reply in a
+//! layout this driver does not decode yet: arming it is left for a `damiao` driver
+//! (docs/drivers.md). A motor driven here keeps its last command when the bus owner
+//! dies unless its own configuration (a vendor tool) set a timeout.
 
 use fcan_core::frame::{CanId, Frame};
 use fcan_core::id::NodeId;
 
 use super::wire::{self, Command, Layout, Ranges};
-use crate::device::{Device, Io, Served};
+use crate::device::{Device, Io, Served, Watchdog};
 use crate::message::{refuse_once, Message, Missing, MitSlots, Slot};
 use crate::spec::{DeviceSpec, SpecError};
 
@@ -208,6 +217,10 @@ impl Device for Mit {
 
     fn node_id(&self) -> NodeId {
         self.node
+    }
+
+    fn watchdog(&self) -> Watchdog {
+        Watchdog::None
     }
 
     fn blob(&self) -> &[u8] {

@@ -20,15 +20,33 @@
 //! - **services** answered when the motor's feedback confirms them (enable: mode 2;
 //!   stop: mode 0; clear_fault: no fault bits; set_zero: the next feedback), or with
 //!   `success: false` after [`CONFIRM_US`].
+//! - **the command watchdog** (`canTimeout`, 0x7028: the motor drops to reset mode when
+//!   it hears nothing for that long; factory value 0 = off) is armed before **every**
+//!   enable, so also before the first one after a reboot, whatever noticed the reboot:
+//!   a type-18 write of the configured value (`watchdog_ms=`, default
+//!   [`WATCHDOG_DEFAULT_MS`]; `watchdog=off` writes 0), then a type-17 read of it. A
+//!   type-18 write is answered only by a type-2 feedback, which does not say whether
+//!   the write took (EN manual §4.1, communication type 18: "answer frame: motor
+//!   feedback frame"); the type-17 answer does (§4.1, type 17: the value, and bits
+//!   23..16 = 0 for "read successfully"). So the enable (type 3) goes out only once the
+//!   read-back returns the value written: that is the acknowledgement. A read refused
+//!   (status 1: a firmware without the register) refuses the enable at once; a motor
+//!   that never confirms the value refuses it after [`CONFIRM_US`]; either way with a
+//!   warning naming why, and no enable frame is sent. While the motor runs, the driver
+//!   reads `canTimeout` back whenever nothing else went to it for half the timeout, so
+//!   the bus owner's own silence (between status reads) never trips it; the read also
+//!   tells a motor that restarted (it holds 0 again). The manuals do not say which
+//!   frames reset the motor's timer; the simulated motor counts every frame addressed
+//!   to it.
 
 use fcan_core::frame::Frame;
 use fcan_core::id::NodeId;
 use fcan_core::types::Scalar;
 
-use super::model::{self, Model, ParamType, IQ_REF, LOC_REF, MECH_POS, SPD_REF, VBUS};
+use super::model::{self, Model, ParamType, CAN_TIMEOUT, IQ_REF, LOC_REF, MECH_POS, SPD_REF, VBUS};
 use super::unwrap::Unwrap;
 use super::wire::{self, Feedback, MotionCommand, Ranges, Reply, RsId};
-use crate::device::{Device, Io, Served};
+use crate::device::{Device, Io, NodeEvent, Served, Watchdog};
 use crate::message::{refuse_once, Message, Missing, MitSlots, Slot};
 use crate::spec::{DeviceSpec, SpecError};
 
@@ -46,10 +64,21 @@ pub const LOST_US: u64 = 1_000_000;
 pub const CONFIRM_US: u64 = 800_000;
 /// The gap after which the position unwrap starts again from the frame's value.
 pub const UNWRAP_GAP_US: u64 = 1_000_000;
+/// The command watchdog armed when the spec says nothing (`watchdog_ms=`), ms.
+pub const WATCHDOG_DEFAULT_MS: u32 = 200;
+/// `canTimeout` counts 50 µs (parameter table, EN manual §4.1.13: 20000 = 1 s).
+const TICKS_PER_MS: u32 = 20;
+/// The longest watchdog `canTimeout` (a u32 of 50 µs) holds, ms: 214 748 364.
+pub const WATCHDOG_MAX_MS: u32 = u32::MAX / TICKS_PER_MS;
+/// The driver keeps a running motor fed at most this often (a watchdog under twice this
+/// is fed by the commands alone).
+pub const KEEPALIVE_MIN_US: u64 = 5_000;
 
 /// What a pending service waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Await {
+    /// Enable, first step: the read-back of `canTimeout` returning the value written.
+    Armed,
     Mode(u8),
     NoFault,
     AnyFeedback,
@@ -98,6 +127,13 @@ pub struct RobStride {
     /// Per service: what it waits for, until when.
     pending: [Option<(Await, u64)>; 4],
     refused: u64,
+    watchdog: Watchdog,
+    /// When the driver last sent the motor anything.
+    last_tx: u64,
+    /// The mode of its last feedback (0 reset, 2 run).
+    mode: u8,
+    /// While arming: what the read-back answered instead of the value written.
+    arm_seen: Option<[u8; 4]>,
 }
 
 fn missing(e: Missing) -> SpecError {
@@ -150,6 +186,12 @@ impl RobStride {
         let (schema, blob) = crate::spec::device_schema("robstride", BLOB, &who, name, bound)?;
         let layout = Layout::of(&schema.types[0]).map_err(missing)?;
         Ok(RobStride {
+            watchdog: Watchdog::Armed {
+                ms: WATCHDOG_DEFAULT_MS,
+            },
+            last_tx: 0,
+            mode: wire::MODE_RESET,
+            arm_seen: None,
             motor,
             host,
             model,
@@ -172,13 +214,124 @@ impl RobStride {
     }
 
     /// From `robstride:id=N[,model=RS03][,host=0xFD][,node=N][,name=NAME][,vmax=…]
-    /// [,tmax=…][,kpmax=…][,kdmax=…][,pmax=…]` (docs/drivers.md).
+    /// [,tmax=…][,kpmax=…][,kdmax=…][,pmax=…][,watchdog_ms=200|,watchdog=off]`
+    /// (docs/drivers.md).
     pub fn from_spec(spec: &DeviceSpec) -> Result<RobStride, SpecError> {
         let (motor, host, model, ranges, mut keys) = Self::bus_keys(spec)?;
         let node = keys.node(u32::from(motor))?;
         let name = keys.string("name")?;
+        let watchdog = Self::watchdog_key(&mut keys)?;
         keys.finish()?;
-        RobStride::with(motor, host, model, ranges, node, name.as_deref())
+        Ok(
+            RobStride::with(motor, host, model, ranges, node, name.as_deref())?
+                .with_watchdog(watchdog),
+        )
+    }
+
+    fn watchdog_key(keys: &mut crate::spec::Keys<'_>) -> Result<Watchdog, SpecError> {
+        keys.watchdog(
+            WATCHDOG_DEFAULT_MS,
+            WATCHDOG_MAX_MS,
+            "canTimeout, 0x7028: a u32 of 50 µs",
+        )
+    }
+
+    /// This motor with its command watchdog `watchdog` (default: armed,
+    /// [`WATCHDOG_DEFAULT_MS`]). [`Watchdog::None`] is taken as [`Watchdog::Off`]: the
+    /// motor has the register, so the driver always says what it holds.
+    pub fn with_watchdog(mut self, watchdog: Watchdog) -> RobStride {
+        self.watchdog = match watchdog {
+            Watchdog::Armed { ms } => Watchdog::Armed {
+                ms: ms.clamp(1, WATCHDOG_MAX_MS),
+            },
+            _ => Watchdog::Off,
+        };
+        self
+    }
+
+    /// What `canTimeout` is set to before each enable: 50 µs units, 0 = off.
+    fn can_timeout(&self) -> u32 {
+        match self.watchdog {
+            Watchdog::Armed { ms } => ms.saturating_mul(TICKS_PER_MS),
+            _ => 0,
+        }
+    }
+
+    /// How long the motor may go without hearing the driver before the driver reads
+    /// `canTimeout` back to feed it: half the timeout, not under [`KEEPALIVE_MIN_US`].
+    fn keepalive_us(&self) -> Option<u64> {
+        match self.watchdog {
+            Watchdog::Armed { ms } => Some((u64::from(ms) * 500).max(KEEPALIVE_MIN_US)),
+            _ => None,
+        }
+    }
+
+    /// When the next keepalive read is due: only while the motor runs (its last
+    /// feedback said mode 2); a motor in reset mode has nothing for the watchdog to stop.
+    fn keepalive_at(&self) -> Option<u64> {
+        let k = self.keepalive_us()?;
+        (self.present && self.mode == wire::MODE_RUN).then(|| self.last_tx.saturating_add(k))
+    }
+
+    /// Queues `frame` for the motor, noting when it last heard the driver.
+    fn tx(&mut self, now: u64, io: &mut Io, frame: Frame) {
+        self.last_tx = self.last_tx.max(now);
+        io.send(frame);
+    }
+
+    /// The motor restarted or went silent: what the driver knew of its state is void,
+    /// and a call waiting on it cannot be answered (its node is gone from the master's
+    /// view; the host drops the call). Nothing waits to be sent after it either: an
+    /// enable still arming is dropped with it.
+    fn forget(&mut self, now: u64) {
+        self.present = false;
+        self.next_probe = now;
+        self.mode = wire::MODE_RESET;
+        self.pending = [None; 4];
+        self.arm_seen = None;
+    }
+
+    /// Ends the enable call that waits for `canTimeout`, if one does: `success: false`,
+    /// and a warning saying `why`.
+    fn refuse_enable(&mut self, why: &str, io: &mut Io) {
+        if matches!(self.pending[0], Some((Await::Armed, _))) {
+            self.pending[0] = None;
+            self.arm_seen = None;
+            io.warn(format!("{}: enable refused: {why}", self.describe()));
+            io.complete(self.layout.services[0], self.layout.response.zeroed());
+        }
+    }
+
+    /// The answer to a read of `canTimeout` while an enable waits for it.
+    fn on_arming(&mut self, now: u64, value: [u8; 4], ok: bool, io: &mut Io) {
+        let want = self.can_timeout();
+        if !ok {
+            self.refuse_enable(
+                "the motor refused to read back its command watchdog (canTimeout, 0x7028): \
+                 its firmware may not have one; `watchdog=off` enables it without",
+                io,
+            );
+            return;
+        }
+        if value != wire::value_u32(want) {
+            // Perhaps an answer to a read sent before the write: the deadline decides.
+            self.arm_seen = Some(value);
+            return;
+        }
+        let Some((_, deadline)) = self.pending[0] else {
+            return;
+        };
+        self.arm_seen = None;
+        if want == 0 {
+            io.warn(format!(
+                "{}: enabled with its command watchdog off (watchdog=off): if the bus owner \
+                 stops, the motor keeps its last command",
+                self.describe()
+            ));
+        }
+        let (host, motor) = (self.host, self.motor);
+        self.tx(now, io, wire::enable(host, motor));
+        self.pending[0] = Some((Await::Mode(2), deadline));
     }
 
     /// The keys a motor on the bus is known by (what the simulated one needs too).
@@ -222,6 +375,7 @@ impl RobStride {
         // Host-side keys mean nothing to the motor; accepted so one spec serves both.
         let _ = keys.uint("node", 0x7E)?;
         let _ = keys.string("name")?;
+        let _ = Self::watchdog_key(&mut keys)?;
         keys.finish()?;
         Ok(Box::new(
             super::sim::SimMotor::new(motor, model).with_host(host),
@@ -247,6 +401,7 @@ impl RobStride {
     }
 
     fn on_feedback(&mut self, now: u64, fb: &Feedback, io: &mut Io) {
+        self.mode = fb.mode;
         let position = self.unwrap.update(fb.position, now);
         if let Some(t) = fb.temperature {
             self.temperature = t;
@@ -269,6 +424,7 @@ impl RobStride {
         for (s, p) in self.pending.iter_mut().enumerate() {
             let Some((what, _)) = *p else { continue };
             let done = match what {
+                Await::Armed => false,
                 Await::Mode(m) => fb.mode == m,
                 Await::NoFault => fb.faults == 0,
                 Await::AnyFeedback => true,
@@ -369,6 +525,10 @@ impl Device for RobStride {
         self.node
     }
 
+    fn watchdog(&self) -> Watchdog {
+        self.watchdog
+    }
+
     fn blob(&self) -> &[u8] {
         &self.blob
     }
@@ -421,7 +581,30 @@ impl Device for RobStride {
         let Some(reply) = wire::decode(frame, &self.ranges) else {
             return;
         };
+        let appeared = !self.present;
         self.heard(now);
+        if appeared {
+            // A motor that answers after silence may have restarted with its factory
+            // `canTimeout`: written again at once (enables arm it anyway, module docs).
+            // What it held before says nothing now, so it is not read back as a
+            // restart sign until it is confirmed again.
+            self.written.remove(&CAN_TIMEOUT);
+            let (host, motor) = (self.host, self.motor);
+            let value = wire::value_u32(self.can_timeout());
+            self.tx(now, io, wire::param_write(host, motor, CAN_TIMEOUT, value));
+            self.tx(now, io, wire::param_read(host, motor, CAN_TIMEOUT));
+        }
+        if let Reply::Param {
+            index: CAN_TIMEOUT,
+            value,
+            ok,
+            ..
+        } = reply
+        {
+            if matches!(self.pending[0], Some((Await::Armed, _))) {
+                self.on_arming(now, value, ok, io);
+            }
+        }
         match reply {
             Reply::Feedback(fb) => self.on_feedback(now, &fb, io),
             Reply::Faults { fault, warning, .. } => {
@@ -446,9 +629,17 @@ impl Device for RobStride {
                             self.describe()
                         ));
                         self.written.clear();
-                        self.present = false;
-                        self.next_probe = now;
+                        self.forget(now);
                         self.unwrap.reset();
+                    }
+                    // It holds the watchdog: read back with the status reads (and the
+                    // keepalive) from now on, so a motor that no longer does has
+                    // restarted. Off (0) is the factory value: no sign of anything.
+                    CAN_TIMEOUT
+                        if self.can_timeout() != 0
+                            && value == wire::value_u32(self.can_timeout()) =>
+                    {
+                        self.written.insert(CAN_TIMEOUT, value);
                     }
                     MECH_POS => {
                         let l = &self.layout;
@@ -464,7 +655,7 @@ impl Device for RobStride {
         }
     }
 
-    fn on_command(&mut self, _now: u64, topic: u8, bytes: &[u8], io: &mut Io) {
+    fn on_command(&mut self, now: u64, topic: u8, bytes: &[u8], io: &mut Io) {
         let l = &self.layout;
         if topic == l.mit {
             let Some([position, velocity, kp, kd, torque]) = l.mit_slots.read(bytes) else {
@@ -484,7 +675,8 @@ impl Device for RobStride {
                 kd,
                 torque,
             };
-            io.send(wire::motion(self.motor, &self.ranges, &cmd));
+            let frame = wire::motion(self.motor, &self.ranges, &cmd);
+            self.tx(now, io, frame);
             return;
         }
         if let Some((_, slot, index)) = l.refs.iter().find(|(t, _, _)| *t == topic) {
@@ -499,32 +691,29 @@ impl Device for RobStride {
                 );
                 return;
             }
-            io.send(wire::param_write(
-                self.host,
-                self.motor,
-                *index,
-                v.to_le_bytes(),
-            ));
+            let frame = wire::param_write(self.host, self.motor, *index, v.to_le_bytes());
+            self.tx(now, io, frame);
         }
     }
 
     fn on_params(
         &mut self,
-        _now: u64,
+        now: u64,
         changed: u32,
         value: &dyn Fn(u8) -> Option<Vec<u8>>,
         io: &mut Io,
     ) {
-        for (i, p) in self.layout.params.iter().enumerate() {
+        for i in 0..self.layout.params.len() {
             if changed & (1 << i) == 0 {
                 continue;
             }
-            let (Some((index, ty)), Some(packed)) = (p, value(i as u8)) else {
+            let (Some((index, ty)), Some(packed)) = (self.layout.params[i], value(i as u8)) else {
                 continue;
             };
-            if let Some(v) = Self::value_bytes(*ty, &packed) {
-                io.send(wire::param_write(self.host, self.motor, *index, v));
-                self.written.insert(*index, v);
+            if let Some(v) = Self::value_bytes(ty, &packed) {
+                let frame = wire::param_write(self.host, self.motor, index, v);
+                self.tx(now, io, frame);
+                self.written.insert(index, v);
             }
         }
     }
@@ -536,16 +725,34 @@ impl Device for RobStride {
         if self.pending[s].is_some() {
             return Served::Busy;
         }
+        let (host, motor) = (self.host, self.motor);
+        if s == 0 {
+            // The command watchdog first, on every enable (module docs): the enable
+            // itself goes out when the read-back confirms the value ([`on_arming`]).
+            let value = wire::value_u32(self.can_timeout());
+            self.tx(now, io, wire::param_write(host, motor, CAN_TIMEOUT, value));
+            self.tx(now, io, wire::param_read(host, motor, CAN_TIMEOUT));
+            self.arm_seen = None;
+            self.pending[0] = Some((Await::Armed, now + CONFIRM_US));
+            return Served::Pending;
+        }
+        if s == 1 || s == 2 {
+            // A stop (or one that clears faults) after an enable still arming: that
+            // enable must not follow it.
+            self.refuse_enable(
+                "a stop was asked before the motor confirmed its watchdog",
+                io,
+            );
+        }
         let (frame, what) = match s {
-            0 => (wire::enable(self.host, self.motor), Await::Mode(2)),
-            1 => (wire::stop(self.host, self.motor, false), Await::Mode(0)),
-            2 => (wire::stop(self.host, self.motor, true), Await::NoFault),
+            1 => (wire::stop(host, motor, false), Await::Mode(0)),
+            2 => (wire::stop(host, motor, true), Await::NoFault),
             _ => {
                 self.unwrap.reset();
-                (wire::set_zero(self.host, self.motor), Await::AnyFeedback)
+                (wire::set_zero(host, motor), Await::AnyFeedback)
             }
         };
-        io.send(frame);
+        self.tx(now, io, frame);
         self.pending[s] = Some((what, now + CONFIRM_US));
         Served::Pending
     }
@@ -562,13 +769,31 @@ impl Device for RobStride {
         if let (true, Some(h)) = (self.present, self.last_heard) {
             at = at.min(h + LOST_US);
         }
+        if let Some(k) = self.keepalive_at() {
+            at = at.min(k);
+        }
         Some(at)
     }
 
     fn poll(&mut self, now: u64, io: &mut Io) {
         for s in 0..self.pending.len() {
-            if let Some((_, deadline)) = self.pending[s] {
+            if let Some((what, deadline)) = self.pending[s] {
                 if now >= deadline {
+                    if what == Await::Armed {
+                        let ms = CONFIRM_US / 1000;
+                        let seen = match self.arm_seen {
+                            Some(v) => format!(" (it answered {})", u32::from_le_bytes(v)),
+                            None => String::new(),
+                        };
+                        let why = format!(
+                            "the motor did not confirm its command watchdog (canTimeout, \
+                             0x7028 = {}, {}) within {ms} ms{seen}",
+                            self.can_timeout(),
+                            self.watchdog
+                        );
+                        self.refuse_enable(&why, io);
+                        continue;
+                    }
                     self.pending[s] = None;
                     // success: false, the default of a zeroed response.
                     io.complete(self.layout.services[s], self.layout.response.zeroed());
@@ -580,8 +805,7 @@ impl Device for RobStride {
                 .last_heard
                 .is_none_or(|h| now.saturating_sub(h) >= LOST_US);
             if silent {
-                self.present = false;
-                self.next_probe = now;
+                self.forget(now);
                 io.warn(format!(
                     "{}: no answer for {} ms",
                     self.describe(),
@@ -589,16 +813,22 @@ impl Device for RobStride {
                 ));
                 return;
             }
+            let (host, motor) = (self.host, self.motor);
             if now >= self.next_status {
-                io.send(wire::param_read(self.host, self.motor, VBUS));
-                io.send(wire::param_read(self.host, self.motor, MECH_POS));
+                self.tx(now, io, wire::param_read(host, motor, VBUS));
+                self.tx(now, io, wire::param_read(host, motor, MECH_POS));
                 if !self.written.is_empty() {
                     self.readback = (self.readback + 1) % self.written.len();
-                    if let Some(index) = self.written.keys().nth(self.readback) {
-                        io.send(wire::param_read(self.host, self.motor, *index));
+                    if let Some(index) = self.written.keys().nth(self.readback).copied() {
+                        self.tx(now, io, wire::param_read(host, motor, index));
                     }
                 }
                 self.next_status = now + STATUS_US;
+            }
+            if self.keepalive_at().is_some_and(|t| now >= t) {
+                // Feeds the watchdog while the bus owner lives, and tells a motor that
+                // restarted (it answers 0: see `on_frame`).
+                self.tx(now, io, wire::param_read(host, motor, CAN_TIMEOUT));
             }
         } else if now >= self.next_probe {
             io.send(wire::get_id(self.host, self.motor));
@@ -608,6 +838,16 @@ impl Device for RobStride {
 
     fn present(&self) -> bool {
         self.present
+    }
+
+    fn on_node(&mut self, _now: u64, event: NodeEvent, io: &mut Io) {
+        if event == NodeEvent::MasterLost {
+            // Nobody to drive the motor after it: an enable still arming is not sent.
+            self.refuse_enable(
+                "the master was lost before the motor confirmed its watchdog",
+                io,
+            );
+        }
     }
 
     fn on_bus_wedged(&mut self, now: u64) {

@@ -12,4 +12,7 @@ pub mod model;
 pub mod sim;
 pub mod unwrap;
 pub mod wire;
-pub use driver::{RobStride, BLOB, CONFIRM_US, LOST_US, PROBE_US, STATUS_US, UNWRAP_GAP_US};
+pub use driver::{
+    RobStride, BLOB, CONFIRM_US, KEEPALIVE_MIN_US, LOST_US, PROBE_US, STATUS_US, UNWRAP_GAP_US,
+    WATCHDOG_DEFAULT_MS, WATCHDOG_MAX_MS,
+};
