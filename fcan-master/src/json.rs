@@ -449,6 +449,13 @@ struct EngineStatsDef {
     pending_requests: u64,
     discovers_limited: u64,
     data_ids_in_use: u64,
+    // Newer counters: absent from an older daemon's status.
+    #[serde(default)]
+    publish_busy: u64,
+    #[serde(default)]
+    tx_withdrawn: u64,
+    #[serde(default)]
+    data_waiting_us: u64,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -42,8 +42,9 @@ pub struct MasterOptions {
     pub store: Box<dyn BlobStore>,
     /// How long to listen for another master before transmitting.
     pub listen_for_other_master: Duration,
-    /// The bus's bit rates, for the bus load the master reports (SocketCAN does not
-    /// tell; default 1 Mbit/s arbitration, 5 Mbit/s data).
+    /// The bus's bit rates, for the bus load the master reports and the pace at which
+    /// it hands data frames to the link (SocketCAN does not tell; default 1 Mbit/s
+    /// arbitration, 5 Mbit/s data).
     pub rates: BitRates,
     /// Override engine settings (the session id and MTU are filled in by `start`).
     pub tune: Option<Tune>,
@@ -293,6 +294,8 @@ impl Master {
             }
         };
         let mut cfg = EngineConfig::new(session, transport.mtu());
+        // Data is paced by the bus time these rates give (engine `admission.rs`).
+        cfg.rates = opts.rates;
         if let Some(tune) = opts.tune {
             tune(&mut cfg);
         }
@@ -781,7 +784,7 @@ impl<T: Transport> Task<T> {
                         let bytes = pack_message(&t.fields, value)?;
                         // Every rule `stage_publish` applies, before anything is staged.
                         self.engine
-                            .check_publish(t.node, t.block, t.topic, bytes.len())?;
+                            .admit_publish(t.node, t.block, t.topic, bytes.len())?;
                         staged.push((bytes, t));
                     }
                     for (bytes, t) in staged {

@@ -104,9 +104,7 @@ fn staged_publications_share_their_frame() {
             .unwrap();
     }
     w.engine.flush_published();
-    while let Some(f) = w.engine.pop_frame() {
-        w.master_sent.push(f);
-    }
+    w.step(1_000, &mut NoSink);
     let data: Vec<_> = w.master_sent[sent_before..]
         .iter()
         .filter(|f| matches!(f.id(), CanId::Standard(_)))

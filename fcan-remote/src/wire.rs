@@ -43,7 +43,8 @@ pub mod kind {
     pub const TIMEOUT: &str = "timeout";
     /// The node refused (NAK).
     pub const REFUSED: &str = "refused";
-    /// Too many requests in flight.
+    /// Too many requests in flight, or commands already wait for the bus: asked again
+    /// later it may succeed.
     pub const BUSY: &str = "busy";
     /// Anything else.
     pub const INTERNAL: &str = "internal";
@@ -82,7 +83,7 @@ impl ErrorReply {
                 CallError::BadValue(_) => kind::BAD_VALUE,
                 CallError::Refused(_) | CallError::Status(_) => kind::REFUSED,
                 CallError::Timeout(_) => kind::TIMEOUT,
-                CallError::TooManyRequests { .. } => kind::BUSY,
+                CallError::TooManyRequests { .. } | CallError::Busy { .. } => kind::BUSY,
                 _ => kind::INTERNAL,
             },
             MasterError::Remote { kind, .. } => kind.as_str(),
@@ -327,6 +328,18 @@ pub fn parse_update_payload(p: &[u8]) -> Result<(UpdateImage, f64), ErrorReply> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_refused_for_the_backlog_is_busy() {
+        let e = MasterError::Call(CallError::Busy {
+            node: fcan_core::id::NodeId::new(3).unwrap(),
+            waiting_us: 21_000,
+            limit_us: 20_000,
+        });
+        let r = ErrorReply::of(&e);
+        assert_eq!(r.error, kind::BUSY);
+        assert!(r.message.contains("node 3"), "{}", r.message);
+    }
 
     #[test]
     fn error_reply_shape() {

@@ -1388,3 +1388,69 @@ async fn reprovision_through_the_daemon() {
     let nope = fcan_core::id::NodeId::new(99).unwrap();
     assert!(remote.reprovision(nope).await.is_err());
 }
+
+/// A client putting command batches much faster than the bus carries them (3,000 at
+/// once, each the targets of all twelve motors) is refused `busy` for what does not
+/// fit (counted in `busy_puts`), and no node notices: none lost its master, none
+/// announced again (the engine's `admission.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_puts_is_refused_busy_and_no_node_notices() {
+    let s = served().await;
+    let Served {
+        w,
+        master,
+        server,
+        cz,
+        ..
+    } = &s;
+    let mut events = master.events();
+    let batch = |k: usize| {
+        let v = (k % 512) as f64 / 1024.0;
+        let mut items = serde_json::Map::new();
+        for (node, motors) in [(MD1, 8), (MD2, 4)] {
+            for motor in 0..motors {
+                items.insert(
+                    format!("/motor_driver{node}/motor{motor}/target"),
+                    serde_json::json!({"type": 0, "value": v}),
+                );
+            }
+        }
+        serde_json::Value::Object(items).to_string()
+    };
+    for k in 0..3_000 {
+        cz.put("fcan/sim/publish", batch(k)).await.unwrap();
+    }
+    until("puts refused busy", || async {
+        (server.counters().busy_puts > 0).then_some(())
+    })
+    .await;
+    // Past the nodes' 300 ms watchdog, with the bus flooded for as long as the puts last.
+    until("every put handled", || async {
+        let c = server.counters();
+        (c.puts >= 3_000).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let c = server.counters();
+    assert!(c.busy_puts > 0 && c.busy_puts <= c.rejected_puts, "{c:?}");
+    assert!(c.rejected_puts < 3_000, "some batches went out: {c:?}");
+    for id in [MD1, MD2] {
+        w.motor(id).with(|f| {
+            assert_eq!(f.node.state(), NodeState::Running, "node {id}");
+            assert_eq!(f.node.counters().master_lost, 0, "node {id}");
+        });
+    }
+    w.io(IO3)
+        .with(|f| assert_eq!(f.node.counters().master_lost, 0));
+    while let Ok(e) = events.try_recv() {
+        assert!(
+            !matches!(
+                e,
+                fcan_master::engine::Event::Announced { .. }
+                    | fcan_master::engine::Event::Rebooted { .. }
+                    | fcan_master::engine::Event::Offline { .. }
+            ),
+            "a node noticed the flood: {e:?}"
+        );
+    }
+}

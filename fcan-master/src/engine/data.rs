@@ -38,7 +38,8 @@ impl Engine {
         now: u64,
         sink: &mut impl SampleSink,
     ) -> Result<(), CallError> {
-        self.check_publish(node_id, block, topic, bytes.len())?;
+        self.tick(now);
+        self.admit_publish(node_id, block, topic, bytes.len())?;
         let node = node_id.get();
         let Some(rec) = self.nodes.get_mut(&node) else {
             return Err(CallError::NodeNotOnline(node_id));
@@ -58,6 +59,22 @@ impl Engine {
             self.published_m2s.insert((node, block, topic));
         }
         Ok(())
+    }
+
+    /// [`Engine::check_publish`], counting a refusal for the backlog
+    /// ([`EngineStats::publish_busy`]).
+    pub fn admit_publish(
+        &mut self,
+        node_id: NodeId,
+        block: u8,
+        topic: u8,
+        len: usize,
+    ) -> Result<(), CallError> {
+        let r = self.check_publish(node_id, block, topic, len);
+        if matches!(r, Err(CallError::Busy { .. })) {
+            self.stats.publish_busy += 1;
+        }
+        r
     }
 
     /// Every rule [`Engine::stage_publish`] applies to publishing `len` bytes on an m2s
@@ -113,6 +130,15 @@ impl Engine {
                 t.name,
                 buf.len(),
             )));
+        }
+        // Last: a wrong name or value is the more useful answer.
+        let waiting_us = self.pacer.waiting_us();
+        if waiting_us > self.cfg.data_backlog_us {
+            return Err(CallError::Busy {
+                node: node_id,
+                waiting_us,
+                limit_us: self.cfg.data_backlog_us,
+            });
         }
         Ok(())
     }
@@ -173,8 +199,15 @@ impl Engine {
                     } else {
                         frame
                     };
-                    self.out.push_back(frame);
-                    self.stats.tx_frames += 1;
+                    // Paced by bus time behind the configuration plane
+                    // (`admission.rs`); counted when handed to the link.
+                    let cost_ns = self.frame_cost_ns(&frame);
+                    self.pacer.push(admission::Queued {
+                        frame,
+                        node,
+                        run: rec.run,
+                        cost_ns,
+                    });
                 }
             }
         }

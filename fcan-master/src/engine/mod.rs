@@ -8,6 +8,7 @@
 //!
 //! Time is a `u64` of microseconds on any monotonic clock the caller chooses.
 
+mod admission;
 mod data;
 pub(crate) use data::{unpack_data_frame, Unpacked};
 mod discovery;
@@ -33,6 +34,8 @@ use fcan_core::msg::{
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::timing;
 use fcan_core::types::{check_range, Scalar};
+
+use crate::transport::sim::BitRates;
 
 pub use node::{Announcement, NodeRecord, NodeSchema, Phase, MAX_OUTSTANDING_REQUESTS};
 use node::{Download, InFlight, PendingCall, Step};
@@ -65,7 +68,34 @@ pub struct EngineConfig {
     pub service_timeout_us: u64,
     /// Silence after which a node is offline (µs).
     pub offline_timeout_us: u64,
+    /// The bus's bit rates: the bus time of each frame, by which data is paced.
+    pub rates: BitRates,
+    /// At most this much bus time (µs) of data frames is handed to the link ahead of
+    /// the bus, so a configuration frame (the heartbeat first) never waits behind more
+    /// (`admission.rs`).
+    pub data_lead_us: u64,
+    /// While more than this much bus time (µs) of data frames waits to be handed over, a
+    /// publish is refused with [`CallError::Busy`] (`admission.rs`).
+    pub data_backlog_us: u64,
+    /// Data frames are handed over only while the bus load — every frame counted, the
+    /// master's and the nodes' — stays within this (percent, 1..=100): the rest of the
+    /// bus lets the nodes' queued frames drain (`admission.rs`).
+    pub bus_load_limit_percent: u8,
 }
+
+/// Default of [`EngineConfig::data_lead_us`]: 5 ms of data ahead of the bus, several
+/// times tokio's 1 ms timer tick (so the link never runs dry between two wake-ups) and
+/// small beside the 100 ms heartbeat period and the nodes' 300 ms watchdog.
+pub const DEFAULT_DATA_LEAD_US: u64 = 5_000;
+/// Default of [`EngineConfig::data_backlog_us`]: 20 ms of bus time. A command waits at
+/// most that long for the bus when the commands have it all, longer when the nodes use
+/// most of it (on the example Classical bus, which the boards load to 63 %, about
+/// 75 ms); a control loop publishing faster than the bus carries learns it within a
+/// slow loop's period.
+pub const DEFAULT_DATA_BACKLOG_US: u64 = 20_000;
+/// Default of [`EngineConfig::bus_load_limit_percent`]: commands fill the bus up to
+/// 90 % load; a tenth stays idle, so a node's frames that lost arbitration go out.
+pub const DEFAULT_BUS_LOAD_LIMIT_PERCENT: u8 = 90;
 
 impl EngineConfig {
     /// How long the answer to one SCHEMA_READ may take before it is asked again
@@ -87,6 +117,10 @@ impl EngineConfig {
             command_retries: 5,
             service_timeout_us: timing::SERVICE_TIMEOUT_MS as u64 * 1000,
             offline_timeout_us: timing::NODE_OFFLINE_TIMEOUT_US as u64,
+            rates: BitRates::default(),
+            data_lead_us: DEFAULT_DATA_LEAD_US,
+            data_backlog_us: DEFAULT_DATA_BACKLOG_US,
+            bus_load_limit_percent: DEFAULT_BUS_LOAD_LIMIT_PERCENT,
         }
     }
 }
@@ -285,6 +319,21 @@ pub enum CallError {
     /// No answer in time.
     #[error("no answer from node {0} in time")]
     Timeout(NodeId),
+    /// Commands wait for the bus already: more than the backlog limit
+    /// ([`EngineConfig::data_backlog_us`]) of bus time; nothing was staged or sent.
+    /// Asked again later it may succeed.
+    #[error(
+        "the bus is busy: {waiting_us} µs of commands wait to be sent (the limit is \
+         {limit_us} µs); node {node}'s command was not sent: publish less often or batch it"
+    )]
+    Busy {
+        /// The node the refused command was for.
+        node: NodeId,
+        /// Bus time of the data waiting (µs).
+        waiting_us: u64,
+        /// The limit (µs).
+        limit_us: u64,
+    },
     /// The node rebooted or went offline while the request was pending.
     #[error("node {0} went away while the request was pending")]
     NodeLost(NodeId),
@@ -380,8 +429,17 @@ pub struct EngineStats {
     pub rx_ignored: u64,
     /// Multi-frame transfers or groups dropped.
     pub rx_reassembly_dropped: u64,
-    /// Frames queued for transmission.
+    /// Frames handed to the link (configuration frames when queued, data frames when
+    /// their turn on the bus comes).
     pub tx_frames: u64,
+    /// Publishes refused because the data waiting exceeded the backlog limit.
+    pub publish_busy: u64,
+    /// Data frames withdrawn before they were sent: their node left RUNNING while they
+    /// waited (a reboot, a new plan), so their identifier may mean something else now.
+    pub tx_withdrawn: u64,
+    /// Bus time of the data frames waiting to be handed to the link (µs). A gauge, not a
+    /// counter.
+    pub data_waiting_us: u64,
     /// Commands retried.
     pub retries: u64,
     /// Schema bytes downloaded.
@@ -410,7 +468,14 @@ pub struct Engine {
     rx: Box<ReassemblyPool<32, 8192>>,
     /// The message being handled, copied out of `rx` (capacity kept between frames).
     rx_payload: Vec<u8>,
+    /// Configuration-plane frames, handed over first.
     out: VecDeque<Frame>,
+    /// Data frames, handed over at the pace of the bus.
+    pacer: admission::Pacer,
+    /// The latest time the caller gave (µs): what "now" is for [`Engine::pop_frame`].
+    clock: u64,
+    /// Numbers each time a node starts running (`NodeRecord::run`).
+    run_seq: u64,
     events: VecDeque<Event>,
     next_heartbeat: u64,
     next_request: u64,
@@ -474,6 +539,9 @@ impl Engine {
             rx: Box::new(ReassemblyPool::new()),
             rx_payload: Vec::with_capacity(8192),
             out: VecDeque::new(),
+            pacer: Default::default(),
+            clock: 0,
+            run_seq: 0,
             events: VecDeque::new(),
             next_heartbeat: 0,
             next_request: 1,
@@ -497,6 +565,7 @@ impl Engine {
         EngineStats {
             pending_requests: self.pending_user.len() as u64,
             data_ids_in_use: self.ids.in_use() as u64,
+            data_waiting_us: self.pacer.waiting_us(),
             ..self.stats
         }
     }
@@ -519,9 +588,44 @@ impl Engine {
         self.send(NodeId::BROADCAST, 0, &msg, Mtu::Classic);
     }
 
-    /// The next frame to transmit.
+    /// The next frame to hand to the link now: configuration frames first, then data
+    /// frames while the link holds at most [`EngineConfig::data_lead_us`] of bus time
+    /// ("now" is the latest time given to [`Engine::poll`], [`Engine::handle_frame`] or
+    /// a publish). `None` while data waits for the bus: call again after
+    /// [`Engine::next_deadline`].
     pub fn pop_frame(&mut self) -> Option<Frame> {
-        self.out.pop_front()
+        let now_ns = self.clock.saturating_mul(1000);
+        if let Some(f) = self.out.pop_front() {
+            let cost = self.frame_cost_ns(&f);
+            self.pacer
+                .sent(now_ns, cost, self.cfg.bus_load_limit_percent, true);
+            return Some(f);
+        }
+        let lead_ns = self.cfg.data_lead_us.saturating_mul(1000);
+        while let Some(q) = self.pacer.pop_ready(now_ns, lead_ns) {
+            let same_run = self
+                .nodes
+                .get(&q.node)
+                .is_some_and(|r| r.phase == Phase::Running && r.run == q.run);
+            if same_run {
+                self.pacer
+                    .sent(now_ns, q.cost_ns, self.cfg.bus_load_limit_percent, false);
+                self.stats.tx_frames += 1;
+                return Some(q.frame);
+            }
+            self.stats.tx_withdrawn += 1;
+        }
+        None
+    }
+
+    /// A frame's time on the wire at this bus's rates (ns).
+    fn frame_cost_ns(&self, f: &Frame) -> u64 {
+        self.cfg.rates.frame_time(f).as_nanos() as u64
+    }
+
+    /// Moves the engine's "now" forward (never back).
+    fn tick(&mut self, now: u64) {
+        self.clock = self.clock.max(now);
     }
 
     /// The next event.
@@ -532,6 +636,12 @@ impl Engine {
     /// The earliest time [`Engine::poll`] has something to do.
     pub fn next_deadline(&self) -> u64 {
         let mut t = self.next_heartbeat;
+        if let Some(r) = self
+            .pacer
+            .next_release_us(self.cfg.data_lead_us.saturating_mul(1000))
+        {
+            t = t.min(r);
+        }
         for n in self.nodes.values() {
             if let Some(f) = &n.in_flight {
                 t = t.min(f.deadline);
@@ -554,6 +664,7 @@ impl Engine {
 
     /// Runs timers: heartbeat, retries, timeouts, offline detection.
     pub fn poll(&mut self, now: u64) {
+        self.tick(now);
         self.flush_published();
         if now >= self.next_heartbeat {
             let msg = ConfigMessage::MasterHeartbeat(MasterHeartbeat {
@@ -692,6 +803,14 @@ impl Engine {
 
     /// Takes one frame from the bus.
     pub fn handle_frame(&mut self, frame: &Frame, at: u64, sink: &mut impl SampleSink) {
+        self.tick(at);
+        // The bus time the nodes use is not the master's to fill (`admission.rs`).
+        let cost = self.frame_cost_ns(frame);
+        self.pacer.heard(
+            at.saturating_mul(1000),
+            cost,
+            self.cfg.bus_load_limit_percent,
+        );
         self.stats.rx_frames += 1;
         match frame.id() {
             CanId::Standard(id) => self.handle_data(id, frame.data(), at, sink),

@@ -243,6 +243,9 @@ pub struct NodeRecord {
     /// The boot id before the last one announced: if that boot is heard again, the
     /// "reboot" was a second node claiming this id (protocol §5.3).
     pub(crate) prev_boot: Option<u32>,
+    /// Which run this is: a number the engine gives each time the node starts running,
+    /// so data frames queued for an earlier run are never sent (`admission.rs`).
+    pub(crate) run: u64,
 }
 
 impl NodeRecord {
@@ -272,6 +275,7 @@ impl NodeRecord {
             next_transfer: 0,
             reacks: 0,
             prev_boot: None,
+            run: 0,
         }
     }
 

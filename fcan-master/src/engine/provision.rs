@@ -203,6 +203,9 @@ impl Engine {
             (Step::Start, ResultCode::Ok) => {
                 rec.reacks = 0;
                 rec.phase = Phase::Running;
+                // A new run: data frames queued for an earlier one are withdrawn.
+                self.run_seq += 1;
+                rec.run = self.run_seq;
                 rec.state = NodeState::Running;
                 self.events.push_back(Event::Online { node: nid(node) });
                 self.update_on_online(node, at);

@@ -16,6 +16,7 @@ use fcan_example_io_board::IoBoard;
 use fcan_example_motor_driver::MotorDriver;
 use fcan_master::cache::MemoryStore;
 use fcan_master::engine::{Engine, EngineConfig, NoSink, Phase, SampleSink};
+use fcan_master::transport::sim::BitRates;
 use fcan_runtime_nostd::{Transmit, TxRefused};
 
 /// Collects what a node transmits.
@@ -92,7 +93,14 @@ impl EngineWorld {
                 .unwrap(),
             )));
         }
-        let engine = Engine::new(EngineConfig::new(0xBEEF, mtu), Box::new(MemoryStore::new()));
+        let mut cfg = EngineConfig::new(0xBEEF, mtu);
+        // This world delivers every frame at once: a bus so fast that whatever the
+        // engine hands over is on the wire a microsecond later (see `step`).
+        cfg.rates = BitRates {
+            nominal: 1_000_000_000,
+            data: 1_000_000_000,
+        };
+        let engine = Engine::new(cfg, Box::new(MemoryStore::new()));
         EngineWorld {
             engine,
             nodes,
@@ -111,6 +119,14 @@ impl EngineWorld {
         while let Some(f) = self.engine.pop_frame() {
             from_master.push(f);
         }
+        // Data waits while a configuration frame is in the link (the engine's
+        // admission.rs); on this world's bus that is over a microsecond later.
+        self.now_us += 1;
+        self.engine.poll(self.now_us);
+        while let Some(f) = self.engine.pop_frame() {
+            from_master.push(f);
+        }
+        let now = self.now_us;
         for n in &mut self.nodes {
             for f in &from_master {
                 n.receive(f, now as u32);

@@ -165,6 +165,9 @@ pub struct ServerCounters {
     pub queries: u64,
     /// Queries answered `busy`.
     pub busy: u64,
+    /// Puts refused because commands already wait for the bus (the master's backlog
+    /// limit, kind `busy`; counted in `rejected_puts` too): the client outran the bus.
+    pub busy_puts: u64,
     /// Samples put on topic keys.
     pub samples: u64,
     /// Puts on `samples/<node>` keys (one frame's samples each).
@@ -177,6 +180,7 @@ struct Counters {
     rejected_puts: AtomicU64,
     queries: AtomicU64,
     busy: AtomicU64,
+    busy_puts: AtomicU64,
     samples: AtomicU64,
     sample_groups: AtomicU64,
 }
@@ -370,6 +374,7 @@ impl<M: MasterApi> Shared<M> {
             rejected_puts: c.rejected_puts.load(Ordering::Relaxed),
             queries: c.queries.load(Ordering::Relaxed),
             busy: c.busy.load(Ordering::Relaxed),
+            busy_puts: c.busy_puts.load(Ordering::Relaxed),
             samples: c.samples.load(Ordering::Relaxed),
             sample_groups: c.sample_groups.load(Ordering::Relaxed),
         }
@@ -393,7 +398,8 @@ impl<M: MasterApi> Shared<M> {
     }
 
     /// The status JSON: `fcan_master::Status::to_json` plus `bus`, `t_us`, `load`,
-    /// `rejected_puts`, `puts`, `queries`, `busy`, `samples_put`, `sample_groups_put`.
+    /// `rejected_puts`, `busy_puts`, `puts`, `queries`, `busy`, `samples_put`,
+    /// `sample_groups_put`.
     async fn status_json(&self) -> Result<Json, fcan_master::MasterError> {
         queries::status_json(&self.master, self).await
     }

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use fcan_core::msg::DataDirection;
 use fcan_master::value::{pack_message, Value};
-use fcan_master::MasterApi;
+use fcan_master::{MasterApi, MasterError};
 use serde_json::Value as Json;
 
 use super::Shared;
 use crate::keys::{self, Entity};
-use crate::wire::batch_from_json;
+use crate::wire::{batch_from_json, kind, ErrorReply};
 
 /// A put waiting to be published. Single puts and batches share one queue, so they are
 /// published in the order they arrived.
@@ -95,6 +95,7 @@ impl<M: MasterApi> Shared<M> {
                 }
             };
             if let Err(e) = self.master.publish(&name, value).await {
+                self.count_busy(&e);
                 self.reject_put(&name, &e.to_string());
             }
         }
@@ -123,9 +124,17 @@ impl<M: MasterApi> Shared<M> {
             }
             pack_message(&t.fields, value).map_err(|e| format!("{name}: {e}"))?;
         }
-        self.master
-            .publish_many(items)
-            .await
-            .map_err(|e| e.to_string())
+        self.master.publish_many(items).await.map_err(|e| {
+            self.count_busy(&e);
+            e.to_string()
+        })
+    }
+
+    /// Counts a put refused because commands already wait for the bus: the client
+    /// outran it (`busy_puts`; docs/remote.md).
+    fn count_busy(&self, e: &MasterError) {
+        if ErrorReply::of(e).error == kind::BUSY {
+            self.counters.busy_puts.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

@@ -389,6 +389,7 @@ impl<M: MasterApi> ServerView for Shared<M> {
         m.insert("puts".into(), c.puts.into());
         m.insert("queries".into(), c.queries.into());
         m.insert("busy".into(), c.busy.into());
+        m.insert("busy_puts".into(), c.busy_puts.into());
         m.insert("samples_put".into(), c.samples.into());
         m.insert("sample_groups_put".into(), c.sample_groups.into());
     }
