@@ -355,6 +355,11 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         if let Some(v) = &n.firmware {
             digest.push_str(&format!(" firmware {}", Untrusted(v)));
         }
+        if let Some(boot) = n.collision {
+            digest.push_str(&format!(
+                " COLLISION: another board (boot {boot:#010x}) answers to this id"
+            ));
+        }
         writeln!(
             out,
             "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
@@ -521,6 +526,7 @@ mod tests {
             schema_source: Some(SchemaSource::Cache),
             driver: None,
             firmware: None,
+            collision: None,
         }
     }
 
@@ -596,6 +602,7 @@ mod tests {
             "schema_source",
             "driver",
             "firmware",
+            "collision",
         ];
         expected.sort();
         assert_eq!(keys, expected);

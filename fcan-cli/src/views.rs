@@ -86,6 +86,9 @@ pub struct NodeView {
     /// The version of the firmware it runs (a node that takes updates), `null` while
     /// unknown.
     pub firmware: Option<String>,
+    /// The boot id of a second board heard claiming this node id (two boards with one
+    /// id, docs/protocol.md §5.3), `null` normally.
+    pub collision: Option<u32>,
 }
 
 impl From<&NodeInfo> for NodeView {
@@ -103,6 +106,7 @@ impl From<&NodeInfo> for NodeView {
             schema_source: n.schema_source,
             driver: n.driver.clone(),
             firmware: n.firmware.clone(),
+            collision: n.collision,
         }
     }
 }

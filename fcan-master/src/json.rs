@@ -127,6 +127,7 @@ impl NodeInfo {
             "schema_source": self.schema_source.map(SchemaSource::as_str),
             "driver": self.driver,
             "firmware": self.firmware,
+            "collision": self.collision,
         })
     }
 
@@ -168,6 +169,16 @@ impl NodeInfo {
                 None | Some(Json::Null) => None,
                 Some(Json::String(s)) => Some(s.clone()),
                 Some(_) => return Err("field `firmware` is not a string".into()),
+            },
+            // Absent from daemons that predate collision reports.
+            collision: match v.get("collision") {
+                None | Some(Json::Null) => None,
+                Some(Json::Number(n)) => Some(
+                    n.as_u64()
+                        .and_then(|b| u32::try_from(b).ok())
+                        .ok_or("field `collision` is not a boot id")?,
+                ),
+                Some(_) => return Err("field `collision` is not a boot id".into()),
             },
         })
     }

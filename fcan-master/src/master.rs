@@ -162,6 +162,9 @@ pub struct NodeInfo {
     /// The version string of the firmware it runs, for a node that takes firmware
     /// updates; `None` while unknown or for a node that does not.
     pub firmware: Option<String>,
+    /// The boot id of a second board heard claiming this node id within the offline
+    /// timeout (docs/protocol.md §5.3): two boards with one id; `None` normally.
+    pub collision: Option<u32>,
 }
 
 /// Where a master got a node's schema blob.
@@ -887,5 +890,6 @@ fn node_info(n: &crate::engine::NodeRecord, driver: Option<&'static str>) -> Nod
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
         driver: driver.map(str::to_string),
         firmware: n.firmware_version.clone(),
+        collision: n.collision(),
     }
 }

@@ -376,6 +376,7 @@ mod tests {
             frames: 0,
             driver: None,
             firmware: None,
+            collision: None,
         }
     }
 

@@ -139,6 +139,13 @@ fn collision(core: &mut Core, then: &mut Option<Input>, id: &ConfigId, data: &[u
         return;
     }
     bump(&mut core.counters.rx_handled);
+    // A node holding the id answers an ANNOUNCE (a newcomer, which hears the answer and
+    // faults) but never a HEARTBEAT: only an acknowledged node sends one, and two
+    // acknowledged nodes answering each other's would never stop (§5.3 rule 2). The
+    // master tells them apart by their boot ids and serves neither.
+    if id.opcode == Opcode::Heartbeat && core.life.holds_id() {
+        return;
+    }
     // Never acknowledged: FAULT; holding the id: a HEARTBEAT asserts it.
     *then = Some(Input::IdCollision);
 }

@@ -289,6 +289,15 @@ impl Life {
         matches!(self.stage, Lifecycle::Listening)
     }
 
+    /// Past announcing for a first acknowledgement: the id is this node's to assert
+    /// (FAULT, silent, asserts nothing).
+    pub(crate) const fn holds_id(&self) -> bool {
+        !matches!(
+            self.stage,
+            Lifecycle::Boot | Lifecycle::Listening | Lifecycle::Unprovisioned | Lifecycle::Fault
+        )
+    }
+
     /// The bus mode: the last acknowledgement's, Classic before one.
     pub(crate) const fn mode(&self) -> BusMode {
         self.mode
@@ -375,21 +384,23 @@ impl Life {
                 fx
             }
             (_, Input::MasterHeartbeat { session }) => {
-                if from.acknowledged() {
-                    if session == self.session {
-                        self.last_master = now;
-                    } else {
-                        // Another master took over: it must acknowledge the node before
-                        // it may command.
-                        self.stage = match from {
-                            L::Running => L::RunningReplaced,
-                            L::Suspended => L::SuspendedReplaced,
-                            _ => L::ProvisionedReplaced,
-                        };
-                        self.announce_now(now);
-                    }
+                if session == self.session {
+                    // Our master, also after another one was heard (a *Replaced stage):
+                    // until the new one acknowledges us, data keeps flowing under the
+                    // old one's watchdog (§5.1). Sessions are never 0, the value before
+                    // any acknowledgement.
+                    self.last_master = now;
+                } else if from.acknowledged() {
+                    // Another master took over: it must acknowledge the node before it
+                    // may command.
+                    self.stage = match from {
+                        L::Running => L::RunningReplaced,
+                        L::Suspended => L::SuspendedReplaced,
+                        _ => L::ProvisionedReplaced,
+                    };
+                    self.announce_now(now);
                 }
-                // Not acknowledged: only the master that acknowledges counts.
+                // Never acknowledged: only the master that acknowledges counts.
                 Effects::NONE
             }
             // START is refused before it gets here unless acknowledged and the plan is
@@ -637,6 +648,10 @@ mod tests {
             // (announcing again, commands refused until it acknowledges).
             (wd(at(L::Running), 5, At(0)), Input::MasterHeartbeat { session: S },
              wd(at(L::Running), 5, T), NONE),
+            // … also after another master was heard, until that one acknowledges: data
+            // keeps flowing while our master lives (§5.1).
+            (wd(at(L::RunningReplaced), 5, At(0)), Input::MasterHeartbeat { session: S },
+             wd(at(L::RunningReplaced), 5, T), NONE),
             (at(L::Running), Input::MasterHeartbeat { session: S + 1 },
              ann(at(L::RunningReplaced), T, MIN), NONE),
             (ann(at(L::Suspended), FAR, 4 * MIN), Input::MasterHeartbeat { session: S + 1 },

@@ -138,10 +138,16 @@ pub(crate) fn define(
     d: &FrameDefine<'_>,
 ) -> Result<(), Nak> {
     let h = &d.header;
-    let (base_frames, base_entries) = if h.index == 0 {
-        (0u16, 0u16)
-    } else if h.index as u16 == plan.frames {
-        (plan.frames, plan.entries)
+    // Index k ≤ frames held: the plan is cut to k frames and this one appended (§3.7).
+    // k = held appends; k = 0 clears (re-provisioning); k < held redefines frame k — a
+    // retry whose RESULT was lost is acknowledged again instead of refused.
+    let base_frames = h.index as u16;
+    let base_entries = if base_frames == plan.frames {
+        plan.entries
+    } else if base_frames < plan.frames {
+        p.frames
+            .get(base_frames as usize)
+            .map_or(0, |f| f.first_entry)
     } else {
         return Err((ResultCode::BadPlan, 0));
     };

@@ -149,8 +149,11 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
                 ("schema_source", T::OptStr),
                 ("driver", T::OptStr),
                 ("firmware", T::OptStr),
+                ("collision", T::OptUint),
             ],
         );
+        // One board per id: no collision to report.
+        assert_eq!(n["collision"], Json::Null, "{n}");
         // Boards all: no driver presents them.
         assert_eq!(n["driver"], Json::Null, "{n}");
         // The example firmwares take no updates: no version to report.

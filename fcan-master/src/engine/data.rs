@@ -228,6 +228,13 @@ impl Engine {
             return;
         };
         rec.last_seen = at;
+        if rec.held.is_some() {
+            // A newcomer sends no data before START: the known boot is alive (§5.3).
+            self.known_boot_alive(route.node, at);
+        }
+        let Some(rec) = self.nodes.get_mut(&route.node) else {
+            return;
+        };
         let Some(frame) = rec
             .plan
             .as_ref()

@@ -36,8 +36,19 @@ impl Engine {
             self.fail_node(node, reason);
             return;
         }
-        let mode = if self.cfg.mtu == Mtu::Fd && a.caps & caps::FD != 0 {
-            if self.cfg.brs && a.caps & caps::BRS != 0 {
+        if self.hold_newcomer(node, &ann, a.state, at) {
+            // Another boot than the one we know, which may still be alive (§5.3).
+            return;
+        }
+        self.announced(node, ann, a.state, at);
+    }
+
+    /// An ANNOUNCE taken: acknowledged, and the node read, provisioned or started as
+    /// what it said calls for.
+    pub(super) fn announced(&mut self, node: u8, ann: Announcement, state: NodeState, at: u64) {
+        let boot_id = ann.boot_id;
+        let mode = if self.cfg.mtu == Mtu::Fd && ann.caps & caps::FD != 0 {
+            if self.cfg.brs && ann.caps & caps::BRS != 0 {
                 BusMode::FdBrs
             } else {
                 BusMode::Fd
@@ -52,7 +63,7 @@ impl Engine {
         if let Some(rec) = self.nodes.get_mut(&node) {
             if rec.announce == ann
                 && rec.phase == Phase::Running
-                && a.state == NodeState::Running
+                && state == NodeState::Running
                 && rec.mode == mode
                 && rec.plan.is_some()
             {
@@ -61,7 +72,7 @@ impl Engine {
                 // gave it. Re-provisioning would clear its plan and stop its outputs until
                 // START for nothing, so a DISCOVER never disturbs a running node.
                 rec.last_seen = at;
-                rec.state = a.state;
+                rec.state = state;
                 return;
             }
             let busy = rec.in_flight.is_some() || rec.download.is_some();
@@ -77,7 +88,7 @@ impl Engine {
                 // plan.
                 rec.last_seen = at;
                 let ack = ConfigMessage::AnnounceAck(AnnounceAck {
-                    boot_id: a.boot_id,
+                    boot_id: ann.boot_id,
                     session: self.cfg.session,
                     mode: rec.mode,
                 });
@@ -94,19 +105,19 @@ impl Engine {
         let resume = match self.nodes.get_mut(&node) {
             Some(rec) => {
                 rec.last_seen = at;
-                if rec.announce.boot_id != a.boot_id {
+                if rec.announce.boot_id != ann.boot_id {
                     rec.prev_boot = Some(rec.announce.boot_id);
                     self.events.push_back(Event::Rebooted {
                         node: nid(node),
                         old: rec.announce.boot_id,
-                        new: a.boot_id,
+                        new: ann.boot_id,
                     });
-                    self.update_on_reboot(node, a.hash.0, at);
+                    self.update_on_reboot(node, ann.hash.0, at);
                     false
                 } else {
                     // Same boot: a lost ack, a master restart on its side, or master-lost
                     // recovery. A suspended node with its plan only needs START.
-                    a.state == NodeState::Suspended && rec.plan.is_some() && rec.announce == ann
+                    state == NodeState::Suspended && rec.plan.is_some() && rec.announce == ann
                 }
             }
             None => {
@@ -124,7 +135,7 @@ impl Engine {
         let frames_changed = rec.plan.is_some() && rec.mode.mtu() != mode.mtu();
         rec.announce = ann;
         rec.mode = mode;
-        rec.state = a.state;
+        rec.state = state;
         requeue_in_flight(rec);
         rec.steps.retain(|s| {
             matches!(
@@ -145,7 +156,6 @@ impl Engine {
                 self.release_plan(node, &plan);
             }
         }
-        let boot_id = a.boot_id;
         self.fail_calls(node, CallError::NodeLost(nid(node)));
         let ack = ConfigMessage::AnnounceAck(AnnounceAck {
             boot_id,

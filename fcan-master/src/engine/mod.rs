@@ -9,6 +9,8 @@
 //! Time is a `u64` of microseconds on any monotonic clock the caller chooses.
 
 mod admission;
+mod collision;
+pub use collision::COLLISION_HOLD_US;
 mod data;
 pub(crate) use data::{unpack_data_frame, Unpacked};
 mod discovery;
@@ -655,6 +657,12 @@ impl Engine {
             if n.phase != Phase::Offline {
                 t = t.min(n.last_seen + self.cfg.offline_timeout_us);
             }
+            if let Some(h) = &n.held {
+                t = t.min(h.until);
+            }
+            if let Some((_, seen)) = n.collision {
+                t = t.min(seen + self.cfg.offline_timeout_us);
+            }
             if let Some(u) = Self::update_deadline(n) {
                 t = t.min(u);
             }
@@ -688,6 +696,9 @@ impl Engine {
     /// command retry. A node that goes offline or fails on the way has nothing left to
     /// retry, so the later steps are skipped.
     fn poll_node(&mut self, id: u8, now: u64) {
+        self.release_held(id, now);
+        // Forgets a second board silent for the offline timeout.
+        self.in_collision(id, now);
         if self.detect_offline(id, now) {
             return;
         }
@@ -897,27 +908,20 @@ impl Engine {
                     return;
                 };
                 if hb.boot_id != n.announce.boot_id {
-                    let known = n.announce.boot_id;
-                    self.events.push_back(Event::Collision {
-                        node: nid(node),
-                        boot_ids: (known, hb.boot_id),
-                    });
-                    if n.prev_boot == Some(hb.boot_id) {
-                        // What looked like a reboot was a second node announcing this id:
-                        // the node we knew is alive and asserting it (§5.3), and the
-                        // newcomer, hearing it, goes to FAULT. Keep the live one; it
-                        // answered the provisioning we sent.
-                        n.announce.boot_id = hb.boot_id;
-                        n.prev_boot = None;
-                        n.last_seen = at;
-                        n.state = hb.state;
-                    }
+                    self.foreign_heartbeat(node, hb.boot_id, at);
                     return;
                 }
+                self.known_boot_alive(node, at);
+                let Some(n) = self.nodes.get_mut(&node) else {
+                    return;
+                };
                 n.last_seen = at;
                 n.state = hb.state;
                 n.errors = hb.errors;
-                if n.phase == Phase::Offline || matches!(n.phase, Phase::Failed(_)) {
+                let back = n.phase == Phase::Offline || matches!(n.phase, Phase::Failed(_));
+                // A node failed for a collision stays failed while the other board is
+                // heard (never serve both, §5.3).
+                if back && !self.in_collision(node, at) {
                     // Back without rebooting: its plan may be intact, but START again to
                     // be sure it runs (the node answers BAD_PLAN if not, and we re-plan).
                     // A failed node that is acknowledged never announces again on its

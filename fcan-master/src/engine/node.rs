@@ -246,9 +246,19 @@ pub struct NodeRecord {
     /// Which run this is: a number the engine gives each time the node starts running,
     /// so data frames queued for an earlier run are never sent (`admission.rs`).
     pub(crate) run: u64,
+    /// An ANNOUNCE of another boot held while the known one may still answer (§5.3).
+    pub(crate) held: Option<super::collision::Held>,
+    /// Another boot heard claiming this id, and when last (µs): a second board.
+    pub(crate) collision: Option<(u32, u64)>,
 }
 
 impl NodeRecord {
+    /// The boot id of a second board heard claiming this node id, if one was heard
+    /// within the offline timeout (docs/protocol.md §5.3).
+    pub fn collision(&self) -> Option<u32> {
+        self.collision.map(|(boot, _)| boot)
+    }
+
     pub(crate) fn new(id: u8, announce: Announcement, now: u64) -> Self {
         NodeRecord {
             id: super::nid(id),
@@ -276,6 +286,8 @@ impl NodeRecord {
             reacks: 0,
             prev_boot: None,
             run: 0,
+            held: None,
+            collision: None,
         }
     }
 
