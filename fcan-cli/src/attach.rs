@@ -55,7 +55,7 @@ pub const ASK_TIMEOUT: Duration = Duration::from_secs(3);
 /// assert!(bus_name("socketcan").is_err());
 /// ```
 pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
-    let spec = arg.split_once('=').map_or(arg, |(_, s)| s);
+    let spec = crate::serve::split_name(arg).1;
     if matches!(spec, "socketcan" | "socketcan:" | "replay" | "replay:" | "") {
         // The transport's own words for a spec that names no bus.
         return Err(match fcan_master::transport::open(spec, None) {

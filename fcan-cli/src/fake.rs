@@ -32,6 +32,7 @@ Examples:
   fcan fake --schema md.yaml --node-id 3 \\
       --mirror 'motor*/target.value=motor*/feedback.position'
   fcan fake --schema schema.bin --node-id 5 --bus socketcan:vcan0
+  fcan fake --schema md.yaml --node-id 3 --bus 'sim:drop=1%,bus_off=100ms/60s'  # faults
   fcan fake --device robstride:id=1,model=RS03 --device mit:id=3   # simulated devices
   fcan fake --bus socketcan:vcan0 --device robstride:id=1            # ... on SocketCAN
 
@@ -49,6 +50,13 @@ a master owns it and serves it over Zenoh exactly as `fcan serve --bus sim` does
 tcp/127.0.0.1:7447). With --bus socketcan:IFACE the nodes are on that interface (FD
 when its MTU is 72) and a master elsewhere (`fcan serve`) provisions them. Progress on
 stderr; Ctrl-C stops.
+
+Faults on the simulated bus, at every endpoint (each node's and the master's), each
+receiver drawing on its own: --bus 'sim:drop=1%,corrupt=0.1%,duplicate=0.5%,
+delay=1%,delay_by=2ms,bus_off=100ms/60s,seed=7' (a frame lost, destroyed by a CRC
+error, received twice, held back; off the bus 100 ms once a minute). Probabilities
+take their `%`; without seed=N one is drawn and shown in the `serving` line, so a run
+can be repeated (docs/cli.md, Bus specs).
 
 --device runs a simulated off-the-shelf device that answers on the bus as the real one
 does (a RobStride motor, an MIT-mode motor; docs/drivers.md). On a simulated bus the
@@ -94,7 +102,8 @@ pub struct FakeCli {
     /// reboots it with the new schema (a fake node's firmware is its schema blob).
     #[arg(long, value_name = "VERSION")]
     pub firmware: Option<String>,
-    /// The bus: `sim`, `sim:classic` (simulated, served over Zenoh) or `socketcan:IFACE`.
+    /// The bus: `sim`, `sim:classic` (simulated, served over Zenoh), with faults
+    /// `sim:drop=1%,corrupt=0.1%,…` (below), or `socketcan:IFACE`.
     #[arg(long, value_name = "SPEC", default_value = "sim")]
     pub bus: String,
     /// With a simulated bus: listen on this Zenoh endpoint instead of
@@ -231,14 +240,17 @@ fn nodes(cli: &FakeCli, fd: bool) -> Result<Vec<FakeNode>, CliError> {
 
 /// Runs the fake nodes until Ctrl-C. `sim` is the simulated bus `sim` specs put them
 /// on (a new one when `None`, as in the binary).
-pub async fn fake(cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
+pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
     let simulated = cli.bus == "sim" || cli.bus.starts_with("sim:");
     if !simulated && !cli.bus.starts_with("socketcan:") {
         return Err(CliError::Usage(format!(
-            "--bus {}: fake nodes run on `sim`, `sim:classic` or `socketcan:IFACE`",
+            "--bus {}: fake nodes run on `sim`, `sim:classic`, `sim:OPTION,…` (faults: `sim:drop=1%`) or `socketcan:IFACE`",
             cli.bus
         )));
     }
+    // Every endpoint (the nodes', the master's) opens with one spec: faults without a
+    // seed get one drawn now, shown in the `serving` line.
+    cli.bus = fcan_master::transport::spec::pin_seed(&cli.bus);
     let own_sim;
     let sim = match (simulated, sim) {
         (true, Some(s)) => Some(s),

@@ -56,7 +56,9 @@ a new daemon takes them over.";
 pub struct ServeCli {
     /// A bus to own: `[NAME=]SPEC`. Repeat for several. NAME (`[A-Za-z0-9_-]+`) is the
     /// bus's name in the key space, by default the interface (`socketcan:can0` → `can0`,
-    /// `sim` → `sim`, an empty simulated bus).
+    /// `sim` → `sim`, an empty simulated bus). A simulated bus takes faults at its
+    /// endpoints: `sim:drop=1%,corrupt=0.1%,duplicate=0.5%,delay=1%,delay_by=2ms,
+    /// bus_off=100ms/60s,seed=N` (probabilities with `%`; docs/cli.md "Bus specs").
     #[arg(
         long = "bus",
         value_name = "[NAME=]SPEC",
@@ -285,12 +287,15 @@ pub(crate) fn interrupt() -> std::io::Result<impl std::future::Future<Output = s
 /// assert_eq!(bus_name("socketcan:can0").unwrap(), ("can0".into(), "socketcan:can0".into()));
 /// assert_eq!(bus_name("arm=socketcan:can1").unwrap(), ("arm".into(), "socketcan:can1".into()));
 /// assert_eq!(bus_name("sim").unwrap(), ("sim".into(), "sim".into()));
+/// // A spec's own `=` (sim faults) names nothing: a NAME has no `:`.
+/// assert_eq!(bus_name("sim:drop=1%").unwrap(), ("sim".into(), "sim:drop=1%".into()));
+/// assert_eq!(bus_name("lossy=sim:drop=1%").unwrap(), ("lossy".into(), "sim:drop=1%".into()));
 /// assert!(bus_name("socketcan:can.0").is_err());
 /// ```
 pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
-    let (name, spec) = match arg.split_once('=') {
-        Some((n, s)) => (n.to_string(), s.to_string()),
-        None => {
+    let (name, spec) = match split_name(arg) {
+        (Some(n), s) => (n.to_string(), s.to_string()),
+        (None, _) => {
             let n = match arg.split_once(':') {
                 Some(("socketcan", iface)) => iface.to_string(),
                 Some(("sim", _)) | None => arg.split(':').next().unwrap_or(arg).to_string(),
@@ -312,6 +317,15 @@ pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
         )));
     }
     Ok((name, spec))
+}
+
+/// `[NAME=]SPEC` → (NAME, SPEC). The first `=` ends a NAME only when no `:` comes
+/// before it: in `sim:drop=1%` it belongs to the spec.
+pub(crate) fn split_name(arg: &str) -> (Option<&str>, &str) {
+    match arg.split_once('=') {
+        Some((n, s)) if !n.contains(':') => (Some(n), s),
+        _ => (None, arg),
+    }
 }
 
 /// The devices of `--device` and `--bus-file`, by bus name. An unprefixed device or
@@ -386,7 +400,13 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                 "two buses named `{name}`: name them, e.g. `--bus a={spec}`"
             )));
         }
-        buses.push((name, spec));
+        // A simulated bus's options are checked before anything is served; faults
+        // without a seed get one drawn now, shown in the `serving` line below.
+        if spec == "sim" || spec.starts_with("sim:") {
+            fcan_master::transport::spec::SimSpec::parse(&spec)
+                .map_err(fcan_master::master::MasterError::from)?;
+        }
+        buses.push((name, fcan_master::transport::spec::pin_seed(&spec)));
     }
     if cli.foxglove.is_some() && buses.len() > 1 {
         return Err(CliError::Usage(

@@ -19,10 +19,14 @@
 //! 4. **delay** (`delay`): the frame arrives `delay_by` later (on tokio's clock); frames
 //!    behind it overtake it.
 //!
-//! **Bus-off** is switched by hand through a [`BusOffSwitch`]: while it is on, `send`
-//! fails with [`TransportError::BusOff`], `recv` reports `BusOff` once and then discards
-//! everything until the switch is reset, when `recv` reports
-//! [`TransportError::Restarted`] once (what SocketCAN reports around a bus-off).
+//! **Bus-off** is switched by hand through a [`BusOffSwitch`], or on a timetable
+//! ([`FaultInjector::schedule_bus_off`]): while it is on, `send` fails with
+//! [`TransportError::BusOff`], `recv` reports `BusOff` once and then discards everything
+//! until the switch is reset, when `recv` reports [`TransportError::Restarted`] once
+//! (what SocketCAN reports around a bus-off).
+//!
+//! [`open`](super::open) builds injectors from a spec string:
+//! `sim:drop=1%,corrupt=0.1%,bus_off=100ms/60s,seed=7` (see [`spec`](super::spec)).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -78,6 +82,16 @@ pub struct FaultStats {
     pub delayed: u64,
     /// Frames discarded while bus-off.
     pub lost_bus_off: u64,
+}
+
+/// Bus-off on a timetable: the controller is off the bus for `lasting`, once every
+/// `every` ([`FaultInjector::schedule_bus_off`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BusOffSchedule {
+    /// How long each bus-off lasts (shorter than `every`).
+    pub lasting: Duration,
+    /// How often the controller goes bus-off.
+    pub every: Duration,
 }
 
 /// Puts a [`FaultInjector`] into bus-off and back; clones control the same injector.
@@ -142,6 +156,46 @@ impl<T: Transport> FaultInjector<T> {
     /// The switch that puts this injector into bus-off and back.
     pub fn bus_off_switch(&self) -> BusOffSwitch {
         self.switch.clone()
+    }
+
+    /// Puts this injector into bus-off on `schedule` from now on, by a tokio task that
+    /// works its [`BusOffSwitch`]: off for `lasting`, once every `every`. The first
+    /// bus-off starts at a point of the first period drawn from the seed (so endpoints
+    /// scheduled together do not all leave the bus at once), the next ones `every` after
+    /// it. A switch tripped by hand meanwhile is recovered at the end of the timetable's
+    /// next bus-off. The task ends when the injector is dropped. Call inside a tokio
+    /// runtime.
+    ///
+    /// # Panics
+    ///
+    /// If `every` is zero or `lasting` is not shorter than `every`.
+    pub fn schedule_bus_off(&mut self, schedule: BusOffSchedule) -> tokio::task::JoinHandle<()> {
+        let BusOffSchedule { lasting, every } = schedule;
+        assert!(
+            !every.is_zero() && lasting < every,
+            "a bus-off must be shorter than its period: {schedule:?}"
+        );
+        let every_ns = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX);
+        let first = Duration::from_nanos(self.rng.u64(..every_ns));
+        let switch = self.switch.clone();
+        let mut off_at = Instant::now() + first;
+        tokio::spawn(async move {
+            loop {
+                for (at, off) in [(off_at, true), (off_at + lasting, false)] {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at) => {}
+                        // Every receiver, the injector's, is gone: it was dropped.
+                        _ = switch.0.closed() => return,
+                    }
+                    if off {
+                        switch.trip();
+                    } else {
+                        switch.recover();
+                    }
+                }
+                off_at += every;
+            }
+        })
     }
 
     /// What happened so far.

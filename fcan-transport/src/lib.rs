@@ -26,7 +26,7 @@
 //! |---|---|
 //! | `error.rs` | [`TransportError`], [`BusErrorKind`] |
 //! | `error_frame.rs` | Linux error frames ↔ [`TransportError`] |
-//! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `replay:FILE` |
+//! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `sim:drop=1%,…` / `replay:FILE` |
 //! | `socketcan/` | SocketCAN, classical and FD; `batch.rs`: `recvmmsg`/`sendmmsg` |
 //! | `sim/` | simulated bus: bit timing, arbitration model, async endpoints |
 //! | `fault.rs` | fault injection wrapper |

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use fcan_core::frame::{CanId, Frame, Mtu};
-use fcan_transport::fault::{CorruptMode, FaultConfig, FaultInjector, FaultStats};
+use fcan_transport::fault::{BusOffSchedule, CorruptMode, FaultConfig, FaultInjector, FaultStats};
 use fcan_transport::sim::{EndpointConfig, SimBus, SimConfig, SimEndpoint};
 use fcan_transport::{BusErrorKind, Received, Transport, TransportError};
 
@@ -245,4 +245,111 @@ async fn bus_off_until_recovered() {
     node.send(&frame(4)).await.unwrap();
     assert_eq!(seq(&other.recv().await.unwrap().frame), 4);
     assert_eq!(node.stats().lost_bus_off, 2);
+}
+
+/// The bus-off timetable: off for `lasting` once every `every`, the first one somewhere
+/// in the first period (drawn from the seed), the same draws for the same seed; the
+/// timetable's task ends with the injector.
+#[tokio::test(start_paused = true)]
+async fn bus_off_on_a_timetable() {
+    let schedule = BusOffSchedule {
+        lasting: Duration::from_millis(100),
+        every: Duration::from_secs(1),
+    };
+    // Samples the switch every millisecond for 5 s: the (start, end) of each bus-off.
+    async fn windows(seed: u64, schedule: BusOffSchedule) -> Vec<(u64, u64)> {
+        let bus = SimBus::new(SimConfig::default());
+        let mut node = FaultInjector::new(bus.endpoint(Mtu::Fd), FaultConfig::default(), seed);
+        let task = node.schedule_bus_off(schedule);
+        let switch = node.bus_off_switch();
+        let t0 = tokio::time::Instant::now();
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        let mut was = false;
+        for _ in 0..5000 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let ms = t0.elapsed().as_millis() as u64;
+            let off = switch.is_bus_off();
+            match (was, off) {
+                (false, true) => out.push((ms, 0)),
+                (true, false) => out.last_mut().unwrap().1 = ms,
+                _ => {}
+            }
+            was = off;
+        }
+        drop(node);
+        // The timetable's task notices and ends.
+        tokio::time::timeout(Duration::from_secs(2), task)
+            .await
+            .expect("the task ends with the injector")
+            .unwrap();
+        out
+    }
+    let w = windows(3, schedule).await;
+    assert!(w.len() >= 4 && w.len() <= 5, "{w:?}");
+    assert!(
+        w[0].0 <= 1001,
+        "first bus-off within the first period: {w:?}"
+    );
+    for (start, end) in &w[..w.len() - 1] {
+        assert!((99..=102).contains(&(end - start)), "{w:?}");
+    }
+    for p in w.windows(2) {
+        assert!((999..=1001).contains(&(p[1].0 - p[0].0)), "{w:?}");
+    }
+    assert_eq!(windows(3, schedule).await, w, "same seed, same timetable");
+    let other = windows(4, schedule).await;
+    assert_ne!(other[0].0, w[0].0, "another seed, another phase");
+}
+
+/// While the timetable holds it off the bus, the injector behaves as when tripped by hand:
+/// sends fail, `recv` says BusOff then Restarted, frames sent meanwhile never arrive.
+#[tokio::test(start_paused = true)]
+async fn scheduled_bus_off_is_a_bus_off() {
+    let bus = SimBus::new(SimConfig::default());
+    let mut other = sender(&bus);
+    let mut node = FaultInjector::new(bus.endpoint(Mtu::Fd), FaultConfig::default(), 1);
+    let _task = node.schedule_bus_off(BusOffSchedule {
+        lasting: Duration::from_millis(200),
+        every: Duration::from_millis(1000),
+    });
+    let switch = node.bus_off_switch();
+    // One frame every 10 ms for 3 s.
+    let sending = async {
+        for i in 0..300 {
+            other.send(&frame(i)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let receiving = async {
+        let mut events = Vec::new();
+        while let Ok(r) = tokio::time::timeout(Duration::from_millis(500), node.recv()).await {
+            if matches!(r, Err(TransportError::BusOff)) {
+                // Off the bus: a send is refused too.
+                assert!(switch.is_bus_off());
+                assert!(matches!(
+                    node.send(&frame(999)).await,
+                    Err(TransportError::BusOff)
+                ));
+            }
+            events.push(r);
+        }
+        events
+    };
+    let ((), events) = tokio::join!(sending, receiving);
+    let offs = events
+        .iter()
+        .filter(|r| matches!(r, Err(TransportError::BusOff)))
+        .count();
+    let restarts = events
+        .iter()
+        .filter(|r| matches!(r, Err(TransportError::Restarted)))
+        .count();
+    assert!((2..=3).contains(&offs), "{offs}");
+    assert_eq!(offs, restarts);
+    let got = frames(&events).len() as u64;
+    // About 20 frames lost per bus-off.
+    assert_eq!(got + node.stats().lost_bus_off, 300, "{:?}", node.stats());
+    assert!(node.stats().lost_bus_off >= 30, "{:?}", node.stats());
+    // Nothing the node tried to send while off reached the bus.
+    assert!(other.try_recv().is_none());
 }

@@ -1,5 +1,6 @@
 //! The fcan demo: a master and three example nodes on an in-process simulated CAN FD bus
-//! (or Classical CAN with `--classic`). No hardware, no root.
+//! (or Classical CAN with `--classic`). No hardware, no root. `--bus 'sim:drop=1%'` puts
+//! faults at every endpoint of that bus (docs/cli.md "Bus specs").
 //!
 //! It shows discovery and provisioning as they happen, then live data for a few seconds
 //! while it commands the motors, then lets you type `fcan` commands against the running
@@ -34,6 +35,7 @@ use fcan_examples::{io_board, motor_driver, run_node};
 use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
 use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
+use fcan_master::transport::spec::{pin_seed, SimSpec};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
 use fcan_remote::{Server, ServerOptions, SessionConfig};
@@ -45,12 +47,20 @@ use tokio::io::AsyncBufReadExt;
 #[derive(Parser)]
 #[command(
     version,
-    after_help = "Example: cargo run -p fcan-examples --bin demo -- --seconds 3 --no-repl"
+    after_help = "Examples:
+  cargo run -p fcan-examples --bin demo -- --seconds 3 --no-repl
+  cargo run -p fcan-examples --bin demo -- --bus 'sim:drop=1%'   # 1 % of frames lost at each receiver"
 )]
 struct Args {
     /// Run the bus as Classical CAN (1 Mbit/s, 8-byte frames) instead of CAN FD (1/5 Mbit/s).
     #[arg(long)]
     classic: bool,
+    /// The simulated bus every endpoint (each node's, each device's, the master's) opens:
+    /// `sim`, `sim:classic`, or with faults at each of them, e.g.
+    /// `sim:drop=1%,corrupt=0.1%,duplicate=0.5%,delay=1%,delay_by=2ms,bus_off=100ms/60s,seed=7`
+    /// (probabilities with their `%`; docs/cli.md "Bus specs").
+    #[arg(long, value_name = "SPEC", default_value = "sim")]
+    bus: String,
     /// How long to show live data before the prompt.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -103,7 +113,15 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let mtu = if args.classic { Mtu::Classic } else { Mtu::Fd };
+    // Faults without a seed get one drawn now, and printed, so a run can be repeated.
+    let spec_text = pin_seed(&args.bus);
+    let mut spec = SimSpec::parse(&spec_text).map_err(|e| {
+        format!("--bus: {e} (the demo's nodes run in this process: its bus is simulated)")
+    })?;
+    if args.classic {
+        spec.mtu = Mtu::Classic;
+    }
+    let mtu = spec.mtu;
     let fd = mtu == Mtu::Fd;
     let bus = SimBus::new(SimConfig::default());
     println!(
@@ -116,11 +134,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             String::new()
         }
     );
+    if spec.has_faults() {
+        println!("faults at every endpoint (each node's and the master's): {spec_text}");
+    }
     println!("nodes: motor_driver1 (8 motors), motor_driver2 (4 motors), io_board3\n");
     // Each node is the firmware crate's no_std code, run by a host task.
-    let _motors1 = run_node(bus.endpoint(mtu), motor_driver(1, 8, fd));
-    let _motors2 = run_node(bus.endpoint(mtu), motor_driver(2, 4, fd));
-    let _io = run_node(bus.endpoint(mtu), io_board(3, fd));
+    let _motors1 = run_node(spec.open(&bus), motor_driver(1, 8, fd));
+    let _motors2 = run_node(spec.open(&bus), motor_driver(2, 4, fd));
+    let _io = run_node(spec.open(&bus), io_board(3, fd));
 
     let mut specs = Vec::new();
     let mut sims = Vec::new();
@@ -135,12 +156,12 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         specs.push(spec);
     }
     let _devices =
-        (!sims.is_empty()).then(|| tokio::spawn(fcan_drivers::sim::run(bus.endpoint(mtu), sims)));
+        (!sims.is_empty()).then(|| tokio::spawn(fcan_drivers::sim::run(spec.open(&bus), sims)));
     let master = if specs.is_empty() {
-        Master::start(bus.endpoint(mtu), MasterOptions::default()).await?
+        Master::start(spec.open(&bus), MasterOptions::default()).await?
     } else {
         let host = DeviceHost::new(mtu, devices(&specs)?)?;
-        let link = DeviceLink::new(bus.endpoint(mtu), host);
+        let link = DeviceLink::new(spec.open(&bus), host);
         Master::start(link, MasterOptions::default()).await?
     };
     let mut events = master.events();
