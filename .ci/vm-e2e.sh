@@ -107,6 +107,25 @@ for mtu in 72 16; do
 done
 
 for mtu in 72 16; do
+  # Two boards with one node id (docs/protocol.md §5.3): `fcan fake` twice with id 9
+  # under `fcan serve`; the collision is reported and the first board keeps running.
+  echo "==> two_fakes_with_one_id_on_vcan0 in the VM, vcan0 MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" --env FCAN_IO_BOARD_YAML=/payload/files/io_board.yaml \
+      "${with[@]}" --file "$root/schema/examples/io_board.yaml" \
+      "$fake_bin" --ignored --exact two_fakes_with_one_id_on_vcan0 --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if ! grep -q '^test result: ok\. 1 passed' "$log"; then
+      echo "vm-e2e: two_fakes_with_one_id_on_vcan0, MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-e2e: two_fakes_with_one_id_on_vcan0, MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+
+for mtu in 72 16; do
   # `fcan fake --device` (a RobStride RS03, an MIT motor) and `fcan serve --device` beside
   # the example boards, candump capturing.
   echo "==> devices_beside_boards_on_vcan0 in the VM, vcan0 MTU $mtu"

@@ -133,19 +133,18 @@ pub(crate) fn handle_frame<const S: usize, const N: usize>(
 /// a second controller on the bus) cannot be told from an echo and is ignored.
 fn collision(core: &mut Core, then: &mut Option<Input>, id: &ConfigId, data: &[u8]) {
     let boot = fcan_core::msg::peek_boot_id(id, data);
-    if boot.is_none_or(|b| b == core.boot_id) {
-        // No boot named (a foreign frame, a later segment, our own echo): proof of nothing.
-        bump(&mut core.counters.rx_ignored);
-        return;
-    }
-    bump(&mut core.counters.rx_handled);
     // A node holding the id answers an ANNOUNCE (a newcomer, which hears the answer and
     // faults) but never a HEARTBEAT: only an acknowledged node sends one, and two
     // acknowledged nodes answering each other's would never stop (§5.3 rule 2). The
     // master tells them apart by their boot ids and serves neither.
-    if id.opcode == Opcode::Heartbeat && core.life.holds_id() {
+    let answered_elsewhere = id.opcode == Opcode::Heartbeat && core.life.holds_id();
+    if boot.is_none_or(|b| b == core.boot_id) || answered_elsewhere {
+        // No boot named (a foreign frame, a later segment, our own echo): proof of
+        // nothing; or a foreign HEARTBEAT, the master's to judge.
+        bump(&mut core.counters.rx_ignored);
         return;
     }
+    bump(&mut core.counters.rx_handled);
     // Never acknowledged: FAULT; holding the id: a HEARTBEAT asserts it.
     *then = Some(Input::IdCollision);
 }

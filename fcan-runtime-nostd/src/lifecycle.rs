@@ -292,10 +292,8 @@ impl Life {
     /// Past announcing for a first acknowledgement: the id is this node's to assert
     /// (FAULT, silent, asserts nothing).
     pub(crate) const fn holds_id(&self) -> bool {
-        !matches!(
-            self.stage,
-            Lifecycle::Boot | Lifecycle::Listening | Lifecycle::Unprovisioned | Lifecycle::Fault
-        )
+        // Wire states PROVISIONED, RUNNING and SUSPENDED (1..=3; bits 3 and up).
+        (self.stage as u8 >> 3).wrapping_sub(1) < 3
     }
 
     /// The bus mode: the last acknowledgement's, Classic before one.
@@ -662,8 +660,9 @@ mod tests {
              ann(at(L::ProvisionedReplaced), T, MIN), NONE),
             (at(L::ProvisionedReplaced), Input::MasterHeartbeat { session: S + 1 },
              at(L::ProvisionedReplaced), NONE),
-            (at(L::Unprovisioned), Input::MasterHeartbeat { session: S },
-             at(L::Unprovisioned), NONE),
+            // Never acknowledged (session 0, which no master uses): ignored.
+            (Life { session: 0, ..at(L::Unprovisioned) }, Input::MasterHeartbeat { session: S },
+             Life { session: 0, ..at(L::Unprovisioned) }, NONE),
             // START (checked by the caller): RUNNING, the watchdog armed; a retry re-arms.
             (at(L::Provisioned), Input::Start { timeout: us(300_000) },
              wd(at(L::Running), 300_000, T), started),

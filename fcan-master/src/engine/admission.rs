@@ -24,6 +24,12 @@
 //!   63 %; a flood of commands at even 80 % of the bus suspended them all with the
 //!   heartbeat on time.
 //!
+//! Other senders can fill the bus on their own (a foreign device, a saturated link): the
+//! load limit alone would then hold the master's commands back for ever. So data always
+//! gets at least [`DATA_FLOOR_PERCENT`] of the bus: a second clock counts only the
+//! master's data, and a frame goes when either clock allows it (on the wire it still
+//! wins arbitration by its identifier, as any CAN frame).
+//!
 //! What waits is bounded in bus time, not in messages: while more than
 //! [`EngineConfig::data_backlog_us`] of data waits, a publish is refused with
 //! [`CallError::Busy`] (nothing is staged, so nothing is dropped silently), and the
@@ -43,6 +49,9 @@
 use std::collections::VecDeque;
 
 use fcan_core::frame::Frame;
+
+/// The share of the bus (percent) the master's data frames get whatever the others send.
+pub const DATA_FLOOR_PERCENT: u64 = 10;
 
 /// A data frame waiting for the bus, with what is needed to withdraw it.
 #[derive(Clone, Debug)]
@@ -70,6 +79,10 @@ pub(super) struct Pacer {
     /// When the link will have sent everything the master handed it, if nothing else
     /// took the bus (ns).
     sent_by_ns: u64,
+    /// A virtual clock of the master's own data only (ns): each data frame moves it by
+    /// its time on the wire over [`DATA_FLOOR_PERCENT`], so data gets at least that
+    /// share of the bus when others fill it.
+    floor_ns: u64,
     /// No data is handed over before this (ns): a configuration frame is in the link.
     /// The configuration plane rides extended identifiers, which lose every
     /// arbitration to data: data handed over behind it, however little at a time,
@@ -96,6 +109,8 @@ impl Pacer {
         self.sent_by_ns = self.sent_by_ns.max(now_ns) + cost_ns;
         if config {
             self.hold_until_ns = self.sent_by_ns;
+        } else {
+            self.floor_ns = self.floor_ns.max(now_ns) + cost_ns * 100 / DATA_FLOOR_PERCENT;
         }
     }
 
@@ -105,10 +120,13 @@ impl Pacer {
         self.budget_ns = self.budget_ns.max(at_ns) + cost_ns * 100 / limit;
     }
 
-    /// The next data frame, if one may be handed over at `now_ns`: the bus time used
-    /// is at most `lead_ns` ahead of now, and no configuration frame is in the link.
+    /// The next data frame, if one may be handed over at `now_ns`: no configuration
+    /// frame is in the link, and the bus time used (or the master's data within its
+    /// floor) is at most `lead_ns` ahead of now.
     pub fn pop_ready(&mut self, now_ns: u64, lead_ns: u64) -> Option<Queued> {
-        if self.queue.is_empty() || self.budget_ns > now_ns + lead_ns || now_ns < self.hold_until_ns
+        if self.queue.is_empty()
+            || now_ns < self.hold_until_ns
+            || self.budget_ns.min(self.floor_ns) > now_ns + lead_ns
         {
             return None;
         }
@@ -121,6 +139,7 @@ impl Pacer {
     pub fn next_release_us(&self, lead_ns: u64) -> Option<u64> {
         (!self.queue.is_empty()).then(|| {
             self.budget_ns
+                .min(self.floor_ns)
                 .saturating_sub(lead_ns)
                 .max(self.hold_until_ns)
                 .div_ceil(1000)
@@ -177,30 +196,31 @@ mod tests {
     fn frames_heard_use_the_budget_too() {
         let mut p = Pacer::default();
         p.push(q(100));
+        // The master's data used its floor (1 ms at 10 %: until 10 ms) and the others
+        // 5 ms of the bus: the load limit holds the next frame until 2 ms.
+        p.sent(0, 1_000_000, 100, false);
         p.heard(0, 5_000_000, 100);
         assert!(p.pop_ready(0, 4_000_000).is_none());
-        assert_eq!(p.next_release_us(4_000_000), Some(1_000));
-        assert!(p.pop_ready(1_000_000, 4_000_000).is_some());
+        assert_eq!(p.next_release_us(4_000_000), Some(2_000));
+        assert!(p.pop_ready(2_000_000, 4_000_000).is_some());
     }
 
     #[test]
-    fn data_keeps_the_bus_load_within_the_limit() {
+    fn data_keeps_its_floor_when_others_fill_the_bus() {
         let mut p = Pacer::default();
         for _ in 0..1000 {
             p.push(q(100_000));
         }
-        // Over 100 ms, handing over whenever allowed, 1 ms apart, while another sender
-        // uses 0.3 ms of every ms: the limit of 80 % leaves 50 % for data, plus the
-        // lead's first burst.
+        // Another sender fills the whole bus; the master still sends 10 % of it.
         let mut sent_ns = 0;
         for ms in 0..=100u64 {
-            p.heard(ms * 1_000_000, 300_000, 80);
+            p.heard(ms * 1_000_000, 1_000_000, 90);
             while let Some(f) = p.pop_ready(ms * 1_000_000, 2_000_000) {
-                p.sent(ms * 1_000_000, f.cost_ns, 80, false);
+                p.sent(ms * 1_000_000, f.cost_ns, 90, false);
                 sent_ns += f.cost_ns;
             }
         }
-        let expected = 50_000_000 + 2_000_000 * 80 / 100;
+        let expected = 10_000_000 + 2_000_000 * DATA_FLOOR_PERCENT / 100;
         assert!(
             sent_ns.abs_diff(expected) <= 200_000,
             "{sent_ns} vs {expected}"
