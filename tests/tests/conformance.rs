@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use fcan_core::frame::{CanId, Frame, Mtu};
 use fcan_core::id::{ConfigId, Direction, IdError, NodeId, Opcode};
-use fcan_core::msg::{ConfigMessage, DataDirection, FrameDefine};
+use fcan_core::msg::{
+    ConfigMessage, DataDirection, FrameDefine, NodeState, ResultCode, ServiceStatus,
+};
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::types::{Scalar, ScalarType};
 use fcan_example_io_board::IoBoard;
@@ -343,7 +345,7 @@ fn codec_vectors() {
 fn every_vector_file_is_run() {
     let mut known: Vec<String> = CODEC_FILES.iter().map(|s| s.to_string()).collect();
     known.extend(scripts().iter().map(|s| s.file.to_string()));
-    known.push(SECOND_ACK.to_string());
+    known.extend(node_only().iter().map(|(f, _)| f.to_string()));
     for entry in std::fs::read_dir(vector_dir()).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().to_string();
         if name.ends_with(".txt") {
@@ -781,8 +783,14 @@ fn annotate(line: &str) -> String {
                 (Opcode::Stats, Direction::ToNode) => "STATS_READ",
                 (op, _) => opcode_name(op),
             };
+            // A node → master frame fed to the node is another board's (§5.3).
+            let whose = if w[1] == "M" && id.dir == Direction::ToMaster {
+                "another board's "
+            } else {
+                ""
+            };
             format!(
-                " # {name} node={} transfer={} seg={}{}",
+                " # {whose}{name} node={} transfer={} seg={}{}",
                 id.node,
                 id.transfer,
                 id.segment,
@@ -994,19 +1002,41 @@ fn protocol_md_worked_examples_match_the_encoders() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Node-only scenarios: a scripted master does what fcan's master does not (§10.5).
+// Node-only scenarios: a scripted master (and, for §5.3, another board) does what fcan's
+// master does not, and the node's answers are recorded with the rule they show asserted
+// (§3.7, §5.1, §5.3, §10.5).
 
-/// The frames of one configuration message to node `node` on Classical CAN.
-fn classic_msg(node: u8, transfer: u8, msg: &ConfigMessage) -> Vec<Frame> {
-    let mut buf = [0u8; 64];
+/// The frames of one configuration message on Classical CAN: with `dir` to-node, to node
+/// `node` (`0x7F`: broadcast); with `dir` to-master, from it.
+fn classic_frames(dir: Direction, node: u8, transfer: u8, msg: &ConfigMessage) -> Vec<Frame> {
+    let mut buf = [0u8; 1024];
     let n = msg.encode(&mut buf).unwrap();
     let id = ConfigId::single(
         msg.opcode(),
-        Direction::ToNode,
+        dir,
         NodeId::new(node).unwrap_or(NodeId::BROADCAST),
         transfer,
     );
     Segmenter::new(id, Mtu::Classic, &buf[..n], &[])
+        .unwrap()
+        .collect()
+}
+
+/// The frames of one configuration message to node `node` on Classical CAN.
+fn classic_msg(node: u8, transfer: u8, msg: &ConfigMessage) -> Vec<Frame> {
+    classic_frames(Direction::ToNode, node, transfer, msg)
+}
+
+/// A FRAME_DEFINE payload (possibly one the encoder would not write: reserved flag bits)
+/// to node `node` on Classical CAN.
+fn define_frames(node: u8, transfer: u8, payload: &[u8]) -> Vec<Frame> {
+    let id = ConfigId::single(
+        Opcode::FrameDefine,
+        Direction::ToNode,
+        NodeId::new(node).unwrap(),
+        transfer,
+    );
+    Segmenter::new(id, Mtu::Classic, payload, &[])
         .unwrap()
         .collect()
 }
@@ -1025,6 +1055,278 @@ fn thresholds_frames(seq: u8, value: &[u8]) -> Vec<Frame> {
         .collect()
 }
 
+const BOOT_CLASSIC: &str = "boot-io-board-classic.txt";
+
+fn boot_classic() -> Transcript {
+    parse_transcript(&std::fs::read_to_string(vector_dir().join(BOOT_CLASSIC)).unwrap())
+}
+
+/// The payloads of the FRAME_DEFINEs of `boot-io-board-classic.txt`, in plan order
+/// (index k at k): the I/O board's plan of 14 frames.
+fn boot_defines() -> Vec<Vec<u8>> {
+    let mut pool: Box<ReassemblyPool<2, 8192>> = Box::new(ReassemblyPool::new());
+    let mut defines = Vec::new();
+    for e in boot_classic().events.values().flatten() {
+        let Event::Master(f) = e else { continue };
+        let f = parse_frame(f);
+        let Ok(id) = ConfigId::from_can_id(f.id()) else {
+            continue;
+        };
+        if id.opcode == Opcode::FrameDefine {
+            if let Ok(Some(m)) = pool.push(id, f.data(), 0) {
+                assert_eq!(m[0] as usize, defines.len(), "FRAME_DEFINEs in index order");
+                defines.push(m.to_vec());
+            }
+        }
+    }
+    assert_eq!(defines.len(), 14);
+    defines
+}
+
+/// A node-only scenario on the I/O board of `boot-io-board-classic.txt`: the header and
+/// every frame the node hears, by time.
+struct Scenario {
+    h: Header,
+    inputs: BTreeMap<u64, Vec<Frame>>,
+}
+
+/// What the firmware did in a scenario: the transcript's events and the node's state
+/// after each tick.
+struct Run {
+    events: Vec<(u64, Event)>,
+    states: BTreeMap<u64, fcan_core::msg::NodeState>,
+}
+
+impl Scenario {
+    /// The boot transcript's master frames up to `until_us`, its header (`master none`,
+    /// ending at `end_us`).
+    fn io_board(until_us: u64, end_us: u64) -> Scenario {
+        let boot = boot_classic();
+        let mut h = boot.header.clone();
+        h.master_engine = false;
+        h.end_us = end_us;
+        let mut inputs: BTreeMap<u64, Vec<Frame>> = BTreeMap::new();
+        for (t, evs) in boot.events.range(..=until_us) {
+            for e in evs {
+                if let Event::Master(f) = e {
+                    inputs.entry(*t).or_default().push(parse_frame(f));
+                }
+            }
+        }
+        Scenario { h, inputs }
+    }
+
+    fn node(&self) -> u8 {
+        self.h.node_id
+    }
+
+    /// `frames` reach the node at `t`, after those already scripted for `t`.
+    fn at(&mut self, t: u64, frames: Vec<Frame>) {
+        self.inputs.entry(t).or_default().extend(frames);
+    }
+
+    /// A master message to the node at `t`.
+    fn send(&mut self, t: u64, transfer: u8, msg: &ConfigMessage) {
+        let frames = classic_msg(self.node(), transfer, msg);
+        self.at(t, frames);
+    }
+
+    /// A master HEARTBEAT of `session` every 100 ms from `from` to `to`, both included.
+    fn heartbeats(&mut self, session: u32, from: u64, to: u64) {
+        let hb = ConfigMessage::MasterHeartbeat(fcan_core::msg::MasterHeartbeat { session });
+        for t in (from..=to).step_by(100_000) {
+            self.at(t, classic_msg(0x7F, 0, &hb));
+        }
+    }
+
+    /// Boots the firmware and runs it tick by tick: its frames, then the frames it hears
+    /// at that time, then the value of each topic of `topics_at` due at that time.
+    fn run(&self, topics_at: &[(u64, u8, u8)]) -> Run {
+        let mut fw = Fw::boot(&self.h);
+        let mut events = Vec::new();
+        let mut states = BTreeMap::new();
+        for now in ticks(&self.h) {
+            for f in fw.poll(now as u32) {
+                events.push((now, Event::Node(fmt_frame(&f))));
+            }
+            for f in self.inputs.get(&now).into_iter().flatten() {
+                fw.receive(f, now as u32);
+                events.push((now, Event::Master(fmt_frame(f))));
+            }
+            for &(_, b, tp) in topics_at.iter().filter(|(t, _, _)| *t == now) {
+                events.push((now, Event::Topic(b, tp, fw.topic(b, tp).unwrap())));
+            }
+            let Fw::Io(b) = &fw else { unreachable!() };
+            states.insert(now, b.node.state());
+        }
+        Run { events, states }
+    }
+}
+
+impl Run {
+    /// The transcript: `comment` (one `#` line each), the header, the events.
+    fn file(&self, comment: &str, h: &Header) -> String {
+        let mut out = String::new();
+        for l in comment.lines() {
+            let _ = writeln!(out, "# {}", l.trim());
+        }
+        let _ = writeln!(out, "# Format: conformance/README.md. Times in µs.\n");
+        write_header(&mut out, h);
+        write_events(&mut out, &self.events);
+        out
+    }
+
+    /// The node's configuration messages, reassembled: (time of the last segment, its
+    /// identifier, the payload with any FD padding).
+    fn said(&self) -> Vec<(u64, ConfigId, Vec<u8>)> {
+        let mut pool: Box<ReassemblyPool<4, 8192>> = Box::new(ReassemblyPool::new());
+        let mut out = Vec::new();
+        for (t, e) in &self.events {
+            let Event::Node(f) = e else { continue };
+            let f = parse_frame(f);
+            let Ok(id) = ConfigId::from_can_id(f.id()) else {
+                continue;
+            };
+            if let Ok(Some(m)) = pool.push(id, f.data(), *t as u32) {
+                out.push((*t, id, m.to_vec()));
+            }
+        }
+        out
+    }
+
+    /// The node's messages with opcode `op` (node → master), decoded, with their time
+    /// and transfer id.
+    fn said_as<T>(
+        &self,
+        op: Opcode,
+        pick: impl Fn(ConfigMessage<'_>) -> Option<T>,
+    ) -> Vec<(u64, u8, T)> {
+        self.said()
+            .into_iter()
+            .filter(|(_, id, _)| id.opcode == op)
+            .filter_map(|(t, id, m)| {
+                let msg = ConfigMessage::decode(op, Direction::ToMaster, &m).unwrap();
+                pick(msg).map(|v| (t, id.transfer, v))
+            })
+            .collect()
+    }
+
+    /// Every RESULT: (time, transfer id, (opcode answered, code)).
+    fn results(&self) -> Vec<(u64, u8, (Opcode, ResultCode))> {
+        self.said_as(Opcode::Result, |m| match m {
+            ConfigMessage::Result(r) => Some((r.opcode, r.code)),
+            _ => None,
+        })
+    }
+
+    /// The answers (opcode, code) to the request with transfer id `transfer`, in order.
+    fn results_for(&self, transfer: u8) -> Vec<(Opcode, ResultCode)> {
+        self.results()
+            .into_iter()
+            .filter(|(_, t, _)| *t == transfer)
+            .map(|(_, _, r)| r)
+            .collect()
+    }
+
+    /// Every ANNOUNCE: (time, state announced).
+    fn announces(&self) -> Vec<(u64, NodeState)> {
+        self.said_as(Opcode::Discover, |m| match m {
+            ConfigMessage::Announce(a) => Some(a.state),
+            _ => None,
+        })
+        .into_iter()
+        .map(|(t, _, s)| (t, s))
+        .collect()
+    }
+
+    /// Every node HEARTBEAT: (time, state, boot_id).
+    fn heartbeats(&self) -> Vec<(u64, NodeState, u32)> {
+        self.said_as(Opcode::Heartbeat, |m| match m {
+            ConfigMessage::NodeHeartbeat(h) => Some((h.state, h.boot_id)),
+            _ => None,
+        })
+        .into_iter()
+        .map(|(t, _, (s, b))| (t, s, b))
+        .collect()
+    }
+
+    /// The service response statuses to the request with transfer id `transfer`.
+    fn service_status(&self, transfer: u8) -> Vec<ServiceStatus> {
+        self.said_as(Opcode::Service, |m| match m {
+            ConfigMessage::ServiceResponse(r) => Some(r.status),
+            _ => None,
+        })
+        .into_iter()
+        .filter(|(_, t, _)| *t == transfer)
+        .map(|(_, _, s)| s)
+        .collect()
+    }
+
+    /// The times at which the node sent a data frame with identifier `std_id`.
+    fn data_at(&self, std_id: u16) -> Vec<u64> {
+        let prefix = format!("{std_id:03X}#");
+        self.events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::Node(f) if f.starts_with(&prefix)))
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// The identifiers of the node's data frames sent in `from..to`.
+    fn data_ids(&self, from: u64, to: u64) -> std::collections::BTreeSet<u16> {
+        self.events
+            .iter()
+            .filter(|(t, _)| (from..to).contains(t))
+            .filter_map(|(_, e)| match e {
+                Event::Node(f) => match parse_frame(f).id() {
+                    CanId::Standard(id) => Some(id),
+                    CanId::Extended(_) => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The node's state after every tick in `from..=to` is `state`.
+    fn assert_state(&self, from: u64, to: u64, state: NodeState, what: &str) {
+        for (t, s) in self.states.range(from..=to) {
+            assert_eq!(*s, state, "{what}: state at {t} µs");
+        }
+    }
+}
+
+/// The I/O board's `analog/samples` group (its first frame's identifier), every 10 ms.
+const SAMPLES_ID: u16 = 0x200;
+
+/// START with `frames` frames and the default 300 ms master-lost timeout.
+fn start_msg(frames: u8) -> ConfigMessage<'static> {
+    ConfigMessage::Start(fcan_core::msg::Start {
+        frame_count: frames,
+        master_timeout_ms: 300,
+    })
+}
+
+/// `in0.debounce_ms` (block 8, param 0, u8) := `v`, no COMMIT: a param the example
+/// application reads nowhere, so writing it changes no frame.
+fn debounce_set(v: &[u8]) -> ConfigMessage<'_> {
+    ConfigMessage::ParamSet(fcan_core::msg::ParamSet {
+        block: 8,
+        param: 0,
+        commit: false,
+        value: v,
+    })
+}
+
+/// `analog.calibrate` (block 16, service 1, empty request): answered OK at once when
+/// served.
+fn calibrate_msg() -> ConfigMessage<'static> {
+    ConfigMessage::ServiceRequest(fcan_core::msg::ServiceRequest {
+        block: 16,
+        service: 1,
+        body: &[],
+    })
+}
+
 const SECOND_ACK: &str = "node-second-ack-classic.txt";
 
 /// The I/O board of `boot-io-board-classic.txt` runs; then a master acknowledges it again
@@ -1033,21 +1335,8 @@ const SECOND_ACK: &str = "node-second-ack-classic.txt";
 /// running). The node's frames and topic values are recorded; the behaviour §10.5 states
 /// is asserted while recording.
 fn record_second_ack() -> String {
-    let boot = parse_transcript(
-        &std::fs::read_to_string(vector_dir().join("boot-io-board-classic.txt")).unwrap(),
-    );
-    let mut h = boot.header.clone();
-    h.master_engine = false;
-    h.end_us = 420_000;
-    let node = h.node_id;
-    let mut inputs: BTreeMap<u64, Vec<Frame>> = BTreeMap::new();
-    for (t, evs) in &boot.events {
-        for e in evs {
-            if let Event::Master(f) = e {
-                inputs.entry(*t).or_default().push(parse_frame(f));
-            }
-        }
-    }
+    let mut s = Scenario::io_board(u64::MAX, 420_000);
+    let h = s.h.clone();
     let ack = |mode| {
         ConfigMessage::AnnounceAck(fcan_core::msg::AnnounceAck {
             boot_id: h.boot_id,
@@ -1057,35 +1346,17 @@ fn record_second_ack() -> String {
     };
     let v2: Vec<u8> = (0..33u8).map(|i| 0x40 + i).collect();
     let v3: Vec<u8> = (0..33u8).map(|i| 0x80 + i).collect();
-    use fcan_core::msg::{BusMode, MasterHeartbeat};
-    inputs.insert(365_000, classic_msg(node, 0x40, &ack(BusMode::Classic)));
-    inputs.insert(380_000, thresholds_frames(2, &v2));
-    inputs.insert(390_000, classic_msg(node, 0x41, &ack(BusMode::Fd)));
-    inputs.insert(395_000, thresholds_frames(3, &v3));
-    let hb = ConfigMessage::MasterHeartbeat(MasterHeartbeat { session: h.session });
-    inputs.insert(400_000, classic_msg(0x7F, 0, &hb));
-
-    let mut fw = Fw::boot(&h);
-    let mut events = Vec::new();
-    let mut states = BTreeMap::new();
-    for now in ticks(&h) {
-        for f in fw.poll(now as u32) {
-            events.push((now, Event::Node(fmt_frame(&f))));
-        }
-        for f in inputs.get(&now).into_iter().flatten() {
-            fw.receive(f, now as u32);
-            events.push((now, Event::Master(fmt_frame(f))));
-        }
-        if now == 380_000 || now == 395_000 {
-            events.push((now, Event::Topic(16, 1, fw.topic(16, 1).unwrap())));
-        }
-        let Fw::Io(b) = &fw else { unreachable!() };
-        states.insert(now, b.node.state());
-    }
-    use fcan_core::msg::NodeState;
+    use fcan_core::msg::BusMode;
+    s.send(365_000, 0x40, &ack(BusMode::Classic));
+    s.at(380_000, thresholds_frames(2, &v2));
+    s.send(390_000, 0x41, &ack(BusMode::Fd));
+    s.at(395_000, thresholds_frames(3, &v3));
+    s.heartbeats(h.session, 400_000, 400_000);
+    let run = s.run(&[(380_000, 16, 1), (395_000, 16, 1)]);
+    let events = &run.events;
     // The second ack with the same mode keeps the node running; the FD-mode ack stops it.
-    assert_eq!(states[&389_000], NodeState::Running);
-    assert_eq!(states[&391_000], NodeState::Provisioned);
+    assert_eq!(run.states[&389_000], NodeState::Running);
+    assert_eq!(run.states[&391_000], NodeState::Provisioned);
     let topic_at = |at: u64| {
         events.iter().find_map(|(t, e)| match e {
             Event::Topic(_, _, v) if *t == at => Some(v.clone()),
@@ -1110,23 +1381,359 @@ fn record_second_ack() -> String {
          # docs/protocol.md §10.5. Format: conformance/README.md. Times in µs.\n"
     );
     write_header(&mut out, &h);
-    write_events(&mut out, &events);
+    write_events(&mut out, events);
     out
 }
 
+const DEFINE_RETRY: &str = "node-frame-define-retry-classic.txt";
+
+/// FRAME_DEFINE with index k ≤ the frames held truncates the plan to k frames and appends
+/// (§3.7, settled as G3): a retry whose RESULT was lost is acknowledged again and START
+/// takes the full count; a redefinition of frame 10 of 14 leaves 11 (START 14: BAD_PLAN,
+/// START 11: ACK). Also pinned: reserved flag bits are answered BAD_LENGTH before any
+/// state or plan check, and index 0 while RUNNING takes the node back to PROVISIONED.
+fn record_frame_define_retry() -> String {
+    // The boot transcript up to its last FRAME_DEFINE (index 13, transfer 21, at 332 ms).
+    let mut s = Scenario::io_board(332_000, 420_000);
+    let node = s.node();
+    let defs = boot_defines();
+    // The master did not hear the RESULT of index 13 and sends it again, same transfer.
+    s.at(333_000, define_frames(node, 21, &defs[13]));
+    // Flag bit 3 (reserved) on an index past the plan: the message is malformed.
+    let mut reserved = defs[13].clone();
+    reserved[0] = 15;
+    reserved[3] |= 0x08;
+    s.at(334_000, define_frames(node, 22, &reserved));
+    s.send(335_000, 23, &start_msg(14));
+    // RUNNING: reserved bits are BAD_LENGTH still; a valid index 3 is BAD_STATE.
+    let mut reserved3 = defs[3].clone();
+    reserved3[3] |= 0x08;
+    s.at(340_000, define_frames(node, 24, &reserved3));
+    s.at(341_000, define_frames(node, 25, &defs[3]));
+    // Index 0 while RUNNING: a new plan, PROVISIONED, no data until START; then the whole
+    // plan again, frame 10 redefined (the plan is cut to 11 frames), START 14 and 11.
+    for (k, d) in defs.iter().enumerate() {
+        s.at(
+            360_000 + 1000 * k as u64,
+            define_frames(node, 26 + k as u8, d),
+        );
+    }
+    s.at(374_000, define_frames(node, 40, &defs[10]));
+    s.send(375_000, 41, &start_msg(14));
+    s.send(376_000, 42, &start_msg(11));
+    s.heartbeats(s.h.session, 400_000, 400_000);
+    let run = s.run(&[]);
+
+    let ok = |op| (op, ResultCode::Ok);
+    let fd = Opcode::FrameDefine;
+    assert_eq!(
+        run.results_for(21),
+        [ok(fd), ok(fd)],
+        "a retried FRAME_DEFINE is acknowledged again"
+    );
+    assert_eq!(run.results_for(22), [(fd, ResultCode::BadLength)]);
+    assert_eq!(
+        run.results_for(23),
+        [ok(Opcode::Start)],
+        "START 14 after the retry"
+    );
+    run.assert_state(336_000, 360_000, NodeState::Running, "after START 14");
+    assert_eq!(
+        run.data_at(SAMPLES_ID)[..4],
+        [336_000, 346_000, 356_000, 377_000],
+        "every 10 ms from START, none while PROVISIONED, at once after START"
+    );
+    assert_eq!(
+        run.results_for(24),
+        [(fd, ResultCode::BadLength)],
+        "reserved flag bits before the state check"
+    );
+    assert_eq!(run.results_for(25), [(fd, ResultCode::BadState)]);
+    assert_eq!(run.results_for(26), [ok(fd)], "index 0 while RUNNING");
+    run.assert_state(361_000, 376_000, NodeState::Provisioned, "after index 0");
+    assert!(
+        run.data_ids(361_000, 377_000).is_empty(),
+        "no data while PROVISIONED"
+    );
+    for t in 27..=40 {
+        assert_eq!(run.results_for(t), [ok(fd)], "transfer {t}");
+    }
+    assert_eq!(
+        run.results_for(41),
+        [(Opcode::Start, ResultCode::BadPlan)],
+        "frame 10 redefined: 11 frames held, not 14"
+    );
+    assert_eq!(run.results_for(42), [ok(Opcode::Start)], "START 11");
+    run.assert_state(377_000, 420_000, NodeState::Running, "after START 11");
+    let ids = run.data_ids(377_000, 420_001);
+    assert!(ids.contains(&SAMPLES_ID), "data flows: {ids:?}");
+    assert!(
+        ids.iter().all(|id| !(0x382..=0x383).contains(id)),
+        "frames 12 and 13 are gone: {ids:?}"
+    );
+
+    run.file(
+        "Node only (a scripted master): the I/O board of boot-io-board-classic.txt is\n\
+         provisioned as there; at 333 ms the master repeats the FRAME_DEFINE of index 13\n\
+         (same transfer id 21: its RESULT was lost) and the node acknowledges it again\n\
+         (it truncates to 13 frames and appends); at 334 ms a FRAME_DEFINE with reserved\n\
+         flag bit 3 is NAKed BAD_LENGTH (malformed: checked before index and state); START\n\
+         with the whole count, 14, is acknowledged. RUNNING: a FRAME_DEFINE with reserved\n\
+         bits is still BAD_LENGTH (340 ms), index 3 is BAD_STATE (341 ms), index 0 (360 ms)\n\
+         takes the node back to PROVISIONED (data stops). The plan is defined again and\n\
+         frame 10 redefined at 374 ms: the plan is cut to 11 frames, START 14 is BAD_PLAN,\n\
+         START 11 is acknowledged and the data flows.\n\
+         docs/protocol.md §3.7, §5.1.",
+        &s.h,
+    )
+}
+
+const OTHER_MASTER: &str = "node-other-master-classic.txt";
+
+/// A RUNNING node hears another master's HEARTBEAT while its own master keeps
+/// heartbeating (§5.1, settled as G4): it announces again (back-off from 100 ms), refuses
+/// PARAM_SET, still serves a service call, and its data keep flowing well past the
+/// 300 ms watchdog, fed by its own master; the new master's ANNOUNCE_ACK takes it back.
+fn record_other_master() -> String {
+    let mut s = Scenario::io_board(u64::MAX, 900_000);
+    let h = s.h.clone();
+    let other = 0xBEEF_0002;
+    s.heartbeats(h.session, 400_000, 600_000);
+    s.heartbeats(other, 350_000, 650_000);
+    s.send(410_000, 0x30, &debounce_set(&[10]));
+    s.send(420_000, 0x31, &calibrate_msg());
+    let ack = ConfigMessage::AnnounceAck(fcan_core::msg::AnnounceAck {
+        boot_id: h.boot_id,
+        session: other,
+        mode: fcan_core::msg::BusMode::Classic,
+    });
+    s.send(700_000, 1, &ack);
+    s.send(710_000, 2, &debounce_set(&[10]));
+    s.heartbeats(other, 750_000, 850_000);
+    let run = s.run(&[]);
+
+    // Running throughout; the samples every 10 ms from START to the end, far past START
+    // + 300 ms (the watchdog fed by the first master's heartbeats until the ack).
+    run.assert_state(334_000, 900_000, NodeState::Running, "G4");
+    let want: Vec<u64> = (334_000..=900_000).step_by(10_000).collect();
+    assert_eq!(run.data_at(SAMPLES_ID), want, "the data keep flowing");
+    // Announces again, from the shortest back-off, in its state; not once acknowledged.
+    assert_eq!(
+        run.announces()
+            .into_iter()
+            .filter(|(t, _)| *t > 313_000)
+            .collect::<Vec<_>>(),
+        [351_000, 451_000, 651_000].map(|t| (t, NodeState::Running))
+    );
+    assert_eq!(
+        run.results_for(0x30),
+        [(Opcode::ParamSet, ResultCode::BadState)],
+        "commands refused until the new master acknowledges"
+    );
+    assert_eq!(
+        run.service_status(0x31),
+        [ServiceStatus::Ok],
+        "served (RUNNING)"
+    );
+    // The ack: a HEARTBEAT at once, no RESULT; commands taken again.
+    assert!(run.results_for(1).is_empty(), "no RESULT for an ack");
+    assert_eq!(
+        run.heartbeats()
+            .into_iter()
+            .filter(|(t, _, _)| *t > 314_000)
+            .collect::<Vec<_>>(),
+        [(701_000, NodeState::Running, h.boot_id)]
+    );
+    assert_eq!(run.results_for(2), [(Opcode::ParamSet, ResultCode::Ok)]);
+
+    run.file(
+        "Node only (scripted masters): the I/O board of boot-io-board-classic.txt runs\n\
+         under master session 0xBEEF0001, which keeps heartbeating every 100 ms until\n\
+         600 ms. At 350 ms a HEARTBEAT of session 0xBEEF0002 (another master) is heard:\n\
+         the node announces again (351, 451, 651 ms: state RUNNING, back-off restarted at\n\
+         100 ms), refuses PARAM_SET with BAD_STATE (410 ms), serves a service call (420 ms:\n\
+         its wire state is RUNNING), and its s2m data keep flowing every 10 ms, far past\n\
+         the 300 ms watchdog, which its own master's heartbeats keep feeding. At 700 ms the\n\
+         new master acknowledges it (same mode): a HEARTBEAT at once, no RESULT, still\n\
+         RUNNING, PARAM_SET taken again (710 ms); the new master heartbeats from then on.\n\
+         docs/protocol.md §5.1, §10.5.",
+        &h,
+    )
+}
+
+const SUSPENDED: &str = "node-suspended-classic.txt";
+
+/// What a SUSPENDED node takes (§5.1, settled as G5): it keeps heartbeating and
+/// announcing, takes PARAM_SET and PARAM_GET, answers a service request BAD_STATE and
+/// FRAME_DEFINE other than index 0 BAD_STATE, and START takes it back to RUNNING.
+fn record_suspended() -> String {
+    // No master heartbeat after 300 ms: the watchdog armed by START (sent at 333 ms,
+    // taken at the 334 ms poll; 300 ms) fires at the first poll past 634 ms.
+    let mut s = Scenario::io_board(u64::MAX, 1_400_000);
+    let node = s.node();
+    s.send(700_000, 0x30, &debounce_set(&[10]));
+    s.send(
+        710_000,
+        0x31,
+        &ConfigMessage::ParamGet(fcan_core::msg::ParamGet { block: 8, param: 0 }),
+    );
+    s.send(720_000, 0x32, &calibrate_msg());
+    s.at(730_000, define_frames(node, 0x33, &boot_defines()[5]));
+    s.send(1_320_000, 0x34, &start_msg(14));
+    let run = s.run(&[]);
+
+    run.assert_state(334_000, 634_000, NodeState::Running, "before the watchdog");
+    run.assert_state(635_000, 1_320_000, NodeState::Suspended, "master lost");
+    run.assert_state(1_321_000, 1_400_000, NodeState::Running, "after START");
+    assert!(
+        run.data_ids(635_000, 1_321_000).is_empty(),
+        "no data while SUSPENDED"
+    );
+    assert_eq!(run.data_at(SAMPLES_ID).last(), Some(&1_391_000));
+    assert!(
+        run.data_at(SAMPLES_ID).contains(&1_321_000),
+        "START: data at once"
+    );
+    assert_eq!(
+        run.announces()
+            .into_iter()
+            .filter(|(t, _)| *t > 313_000)
+            .collect::<Vec<_>>(),
+        [635_000, 735_000, 935_000].map(|t| (t, NodeState::Suspended))
+    );
+    assert_eq!(
+        run.heartbeats()
+            .into_iter()
+            .filter(|(t, _, _)| *t > 314_000)
+            .map(|(t, s, _)| (t, s))
+            .collect::<Vec<_>>(),
+        [(1_314_000, NodeState::Suspended)],
+        "a SUSPENDED node keeps heartbeating"
+    );
+    assert_eq!(run.results_for(0x30), [(Opcode::ParamSet, ResultCode::Ok)]);
+    let values = run.said_as(Opcode::ParamGet, |m| match m {
+        ConfigMessage::ParamValue(v) => Some((v.block, v.param, v.value.to_vec())),
+        _ => None,
+    });
+    assert_eq!(values, [(711_000, 0x31, (8, 0, vec![10]))]);
+    assert_eq!(run.service_status(0x32), [ServiceStatus::BadState]);
+    assert_eq!(
+        run.results_for(0x33),
+        [(Opcode::FrameDefine, ResultCode::BadState)]
+    );
+    assert_eq!(run.results_for(0x34), [(Opcode::Start, ResultCode::Ok)]);
+
+    run.file(
+        "Node only (a scripted master): the I/O board of boot-io-board-classic.txt runs;\n\
+         its master falls silent after the HEARTBEAT at 300 ms, so the watchdog START\n\
+         armed (300 ms from the 334 ms poll that took it) suspends it at 635 ms: data\n\
+         stop, it announces (635, 735, 935 ms: state SUSPENDED, back-off from 100 ms) and\n\
+         keeps its 1 s HEARTBEAT (1314 ms: SUSPENDED; errors 3: master_lost, then the\n\
+         refused call's rx_bad_state and the FRAME_DEFINE NAK's naks_sent).\n\
+         The master comes back without acknowledging it again: PARAM_SET (700 ms) is\n\
+         acknowledged, PARAM_GET (710 ms) answered, a service call (720 ms) answered\n\
+         BAD_STATE, FRAME_DEFINE index 5 (730 ms) NAKed BAD_STATE, and START with the\n\
+         plan's count (1320 ms) takes it back to RUNNING: data at once, then the RESULT.\n\
+         docs/protocol.md §5.1.",
+        &s.h,
+    )
+}
+
+const ID_COLLISION: &str = "node-id-collision-classic.txt";
+
+/// §5.3 rule 2: an acknowledged node answers another board's ANNOUNCE under its id with
+/// one HEARTBEAT each, and never a HEARTBEAT of another board.
+fn record_id_collision() -> String {
+    let mut s = Scenario::io_board(u64::MAX, 400_000);
+    let node = s.node();
+    let h = s.h.clone();
+    let other = 0x1234_5678;
+    let announce = ConfigMessage::Announce(fcan_core::msg::Announce {
+        protocol: 2,
+        state: NodeState::Unprovisioned,
+        caps: 3,
+        boot_id: other,
+        blob_len: 690,
+        hash: fcan_core::hash::HashPrefix([0xD0, 0x68, 0x73, 0xC0, 0x44, 0x36, 0x7C, 0x42]),
+        counts: &[2, 2, 1],
+    });
+    let heartbeat = ConfigMessage::NodeHeartbeat(fcan_core::msg::NodeHeartbeat {
+        state: NodeState::Running,
+        fault: fcan_core::msg::FaultCode::None,
+        boot_id: other,
+        errors: 0,
+    });
+    s.at(
+        350_000,
+        classic_frames(Direction::ToMaster, node, 0, &announce),
+    );
+    s.at(
+        360_000,
+        classic_frames(Direction::ToMaster, node, 1, &heartbeat),
+    );
+    s.at(
+        370_000,
+        classic_frames(Direction::ToMaster, node, 2, &announce),
+    );
+    let run = s.run(&[]);
+
+    run.assert_state(334_000, 400_000, NodeState::Running, "rule 2");
+    assert_eq!(
+        run.heartbeats()
+            .into_iter()
+            .filter(|(t, _, _)| *t > 314_000)
+            .collect::<Vec<_>>(),
+        [351_000, 371_000].map(|t| (t, NodeState::Running, h.boot_id)),
+        "one HEARTBEAT per foreign ANNOUNCE, none for a foreign HEARTBEAT"
+    );
+    let want: Vec<u64> = (334_000..=400_000).step_by(10_000).collect();
+    assert_eq!(run.data_at(SAMPLES_ID), want, "the data keep flowing");
+
+    run.file(
+        "Node only (a scripted master and another board): the I/O board of\n\
+         boot-io-board-classic.txt runs with boot_id 0x05F61139. Another board with the\n\
+         same node id (boot_id 0x12345678) announces at 350 and 370 ms and sends a\n\
+         HEARTBEAT at 360 ms: the `M` lines with dir=1 identifiers are its frames. The\n\
+         node answers each ANNOUNCE with one HEARTBEAT of its own (351, 371 ms: state\n\
+         RUNNING, its boot_id), so the newcomer hears it and faults, and does not answer\n\
+         the HEARTBEAT; it keeps running.\n\
+         docs/protocol.md §5.3 rule 2.",
+        &h,
+    )
+}
+
+/// A node-only vector: its file and the function that records it.
+type NodeOnly = (&'static str, fn() -> String);
+
+/// The node-only vectors, each with its recorder.
+fn node_only() -> [NodeOnly; 5] {
+    [
+        (SECOND_ACK, record_second_ack),
+        (DEFINE_RETRY, record_frame_define_retry),
+        (OTHER_MASTER, record_other_master),
+        (SUSPENDED, record_suspended),
+        (ID_COLLISION, record_id_collision),
+    ]
+}
+
+/// Every node-only vector replays against the firmware, and recording it again (which
+/// asserts the rule it shows) gives the same file.
 #[test]
 fn node_only_scenarios_replay_against_the_firmware() {
-    let path = vector_dir().join(SECOND_ACK);
-    let recorded = record_second_ack();
-    if std::env::var_os("FCAN_BLESS").is_some() {
-        std::fs::write(&path, &recorded).unwrap();
+    let bless = std::env::var_os("FCAN_BLESS").is_some();
+    for (file, record) in node_only() {
+        let path = vector_dir().join(file);
+        if bless {
+            std::fs::write(&path, record()).unwrap();
+        }
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (record with FCAN_BLESS=1)", path.display()));
+        let t = parse_transcript(&text);
+        assert!(!t.header.master_engine, "{file}: master none");
+        replay_node(file, &t);
+        assert!(
+            text == record(),
+            "{file}: re-record with FCAN_BLESS=1 and review the diff"
+        );
     }
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        text == recorded,
-        "{SECOND_ACK}: re-record with FCAN_BLESS=1"
-    );
-    let t = parse_transcript(&text);
-    assert!(!t.header.master_engine);
-    replay_node(SECOND_ACK, &t);
 }
