@@ -8,7 +8,8 @@
 //! * [`mapping`]: what Foxglove is told, sans I/O (channels, schemas, services,
 //!   parameters, value conversions, which nodes to serve).
 //! * [`FoxgloveServer`]: the shell that runs the `foxglove` crate's WebSocket server
-//!   for one [`MasterApi`] (an in-process [`fcan_master::Master`] or a remote one).
+//!   for one [`MasterApi`](fcan_master::MasterApi) (an in-process
+//!   [`fcan_master::Master`] or a remote one).
 //!
 //! What the server says about itself (nodes served, publishes refused) are `tracing`
 //! events with the target `fcan::foxglove`, like the `foxglove` crate's own: they reach
@@ -33,7 +34,7 @@
 pub mod mapping;
 mod server;
 
-pub use server::{FoxgloveError, FoxgloveOptions, FoxgloveServer};
+pub use server::{FoxgloveCounters, FoxgloveError, FoxgloveOptions, FoxgloveServer};
 
 /// The `foxglove` crate this server is built on (its types appear in [`mapping`]).
 pub use foxglove;

@@ -15,6 +15,16 @@
 //!   [`FoxgloveOptions::publish_queue`] (full → refused), payloads over
 //!   [`FoxgloveOptions::max_payload`] are refused, and nothing a client sends can panic
 //!   or block the server's poll loop (callbacks only lock briefly and spawn).
+//! * A client that outruns the bus is told so: the master admits commands by bus time
+//!   (docs/protocol.md §5.5) and refuses the rest `busy`; the client gets an error
+//!   status saying so (at most one a second per topic, with the count of the others),
+//!   and [`FoxgloveCounters::busy`] counts them. The queue in front of the master holds
+//!   messages not yet admitted, not commands waiting for the bus: the master answers
+//!   each at once (admitted or busy), several at a time, so the queue drains at the
+//!   master's pace of answering, whatever the bus carries; and a message that waited
+//!   longer than [`FoxgloveOptions::publish_wait`] for that (a client faster than the
+//!   server) is refused busy too. So what the face holds is bounded in time, and what
+//!   the master holds in bus time; the queue's length only bounds memory.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -23,12 +33,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::Event;
+use fcan_master::engine::{CallError, Event};
 use fcan_master::master::NodeInfo;
 use fcan_master::registry::{ParamInfo, Registry};
 use fcan_master::serving::{lock, Face, ServedNode, Supervisor, Unserved};
 use fcan_master::text::Untrusted;
-use fcan_master::MasterApi;
+use fcan_master::{MasterApi, MasterError};
 use foxglove::websocket::service::{Handler, Request, Responder, Service, ServiceSchema};
 use foxglove::websocket::{
     AnyClient, Capability, ChannelView, Client, ClientChannel, ClientId, ConnectionGraph,
@@ -62,8 +72,14 @@ pub struct FoxgloveOptions {
     /// (default 64 KiB).
     pub max_payload: usize,
     /// Client publishes waiting to be published; one that finds the queue full is
-    /// refused (default 1024).
+    /// refused (default 1024). A bound on memory: how long a message may wait is
+    /// [`FoxgloveOptions::publish_wait`].
     pub publish_queue: usize,
+    /// How long a client's publish may wait in the queue for the master before it is
+    /// refused as busy (default 50 ms). The master itself holds a command for at most
+    /// its backlog bound of bus time (20 ms by default, docs/protocol.md §5.5); a
+    /// command older than this would only delay the ones after it.
+    pub publish_wait: Duration,
     /// Parameter reads running at once when a client asks for all of them (default 8).
     pub param_reads: usize,
     /// How often the served nodes are checked against the running ones, besides on
@@ -78,10 +94,32 @@ impl Default for FoxgloveOptions {
             message_backlog: 1024,
             max_payload: 64 * 1024,
             publish_queue: 1024,
+            publish_wait: Duration::from_millis(50),
             param_reads: 8,
             resync_period: Duration::from_secs(1),
         }
     }
+}
+
+/// What a [`FoxgloveServer`] did with its clients' publishes so far
+/// ([`FoxgloveServer::counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FoxgloveCounters {
+    /// Client publishes the master accepted (sent to the node).
+    pub published: u64,
+    /// Client publishes refused, for any reason; each client is told, at most once a
+    /// second per topic and kind (with the count of the others).
+    pub refused: u64,
+    /// Of `refused`: refused by the master because more commands already wait for the
+    /// bus than it admits (its `busy`, docs/protocol.md §5.5): the client outran the bus.
+    pub busy: u64,
+    /// Of `refused`: refused because [`FoxgloveOptions::publish_queue`] messages already
+    /// waited for the master: the client outran the server.
+    pub queue_full: u64,
+    /// Of `refused`: refused because it waited longer than
+    /// [`FoxgloveOptions::publish_wait`] for the master: the client outran the server.
+    pub stale: u64,
 }
 
 /// Why a server did not start.
@@ -133,7 +171,8 @@ impl FoxgloveServer {
             handle: Mutex::new(None),
             state: Mutex::new(State::default()),
             publish_tx,
-            refused: AtomicU64::new(0),
+            counters: Counters::default(),
+            told: Mutex::new(HashMap::new()),
             opts: opts.clone(),
         });
         let weak = Arc::downgrade(&shared);
@@ -191,6 +230,11 @@ impl FoxgloveServer {
         self.shared.watched()
     }
 
+    /// What was done with the clients' publishes so far.
+    pub fn counters(&self) -> FoxgloveCounters {
+        self.shared.counters()
+    }
+
     /// Stops serving (as dropping does).
     pub fn stop(self) {}
 }
@@ -208,6 +252,7 @@ impl Drop for FoxgloveServer {
 trait Served: Send + Sync {
     fn channels(&self) -> Vec<String>;
     fn watched(&self) -> Vec<String>;
+    fn counters(&self) -> FoxgloveCounters;
     fn shutdown(&self);
 }
 
@@ -258,8 +303,47 @@ struct Shared<M> {
     handle: Mutex<Option<WebSocketServerHandle>>,
     state: Mutex<State>,
     publish_tx: mpsc::Sender<Publish>,
-    /// Refused client publishes, for the log's throttle.
+    counters: Counters,
+    /// When each (client, kind of refusal, topic) was last told of a refused publish,
+    /// and how many refusals of that kind it was not told of since.
+    told: Mutex<Told>,
+}
+
+/// See `Shared::told`.
+type Told = HashMap<(ClientId, Refusal), HashMap<String, (Instant, u64)>>;
+
+/// [`FoxgloveCounters`], as they are counted.
+#[derive(Default)]
+struct Counters {
+    published: AtomicU64,
+    /// Also the log's throttle.
     refused: AtomicU64,
+    busy: AtomicU64,
+    queue_full: AtomicU64,
+    stale: AtomicU64,
+}
+
+/// What kind of refusal a client is told of: each kind is reported at most once a
+/// second per (client, topic), so a flood of one kind never hides the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Refusal {
+    /// The message (its encoding, size, JSON, topic, value) or the master's answer to it.
+    Bad,
+    /// The client outran the bus (the master's `busy`) or the server (its queue full, a
+    /// message waited too long for the master): the same message later may pass.
+    Busy,
+}
+
+/// Whether the master refused because commands already wait for the bus: an in-process
+/// master's [`CallError::Busy`], a remote one's kind `busy`.
+///
+/// [`CallError::Busy`]: fcan_master::engine::CallError::Busy
+fn is_busy(e: &MasterError) -> bool {
+    match e {
+        MasterError::Call(CallError::Busy { .. }) => true,
+        MasterError::Remote { kind, .. } => kind == "busy",
+        _ => false,
+    }
 }
 
 #[derive(Default)]
@@ -273,9 +357,6 @@ struct State {
     /// Topics of the served nodes and their direction: a client may publish the m2s
     /// ones.
     topics: BTreeMap<String, DataDirection>,
-    /// When each (client, topic) was last told of a refused publish, and how many
-    /// refusals it was not told of since.
-    told: HashMap<(ClientId, String), (Instant, u64)>,
 }
 
 struct NodeServed {
@@ -295,8 +376,14 @@ struct TopicChannel {
     task: Option<JoinHandle<()>>,
 }
 
+/// Client publishes handed to the master at once by the publish worker (fewer than
+/// `join_all`'s 30, so they are polled in order, one after the other).
+const PIPELINE: usize = 16;
+
 /// A client's message on one of its channels, waiting to be published.
 struct Publish {
+    /// When it arrived.
+    at: Instant,
     client: Client,
     topic: String,
     encoding: String,
@@ -323,6 +410,17 @@ impl<M: MasterApi> Served for Shared<M> {
             .collect();
         v.sort();
         v
+    }
+
+    fn counters(&self) -> FoxgloveCounters {
+        let c = &self.counters;
+        FoxgloveCounters {
+            published: c.published.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            busy: c.busy.load(Ordering::Relaxed),
+            queue_full: c.queue_full.load(Ordering::Relaxed),
+            stale: c.stale.load(Ordering::Relaxed),
+        }
     }
 
     fn shutdown(&self) {
@@ -572,38 +670,50 @@ impl<M: MasterApi> Shared<M> {
         }
     }
 
-    /// Tells a client its publish was refused (at most once a second per topic, with
-    /// the count of the others), and logs it (the first 20, then one in 1000).
-    fn refuse(&self, client: &Client, topic: &str, reason: &str) {
-        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+    /// Tells a client its publish was refused (at most once a second per topic and kind
+    /// of refusal, with the count of the others), and logs it (the first 20, then one in
+    /// 1000). The reason is only written out when it is said: a flood is refused cheaply.
+    fn refuse(&self, client: &Client, topic: &str, kind: Refusal, reason: impl FnOnce() -> String) {
+        let n = self.counters.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut reason = Some(reason);
+        let mut text = None;
+        let mut why = || -> String {
+            text.get_or_insert_with(|| reason.take().map(|f| f()).unwrap_or_default())
+                .clone()
+        };
         if n <= 20 || n.is_multiple_of(1000) {
             tracing::warn!(
                 target: TARGET,
                 parent: &self.span,
                 "refused publish #{n} on {}: {}",
                 Untrusted(topic),
-                Untrusted(reason)
+                Untrusted(&why())
             );
         }
         let more = {
-            let mut st = lock(&self.state);
+            let mut told = lock(&self.told);
             let now = Instant::now();
-            let key = (client.id(), topic.to_string());
-            let more = match st.told.get_mut(&key) {
+            let per_topic = told.entry((client.id(), kind)).or_default();
+            let more = match per_topic.get_mut(topic) {
                 Some(e) if now.duration_since(e.0) < Duration::from_secs(1) => {
                     e.1 += 1;
                     return;
                 }
                 Some(e) => std::mem::replace(e, (now, 0)).1,
                 None => {
-                    st.told.insert(key, (now, 0));
+                    per_topic.insert(topic.to_string(), (now, 0));
                     0
                 }
             };
             // Bounded: a client cycling through topic names cannot grow this for ever.
-            if st.told.len() > 4096 {
-                st.told
-                    .retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(1));
+            if per_topic.len() > 4096 {
+                per_topic.retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(1));
+            }
+            if told.len() > 4096 {
+                told.retain(|_, m| {
+                    m.values()
+                        .any(|(t, _)| now.duration_since(*t) < Duration::from_secs(1))
+                });
             }
             more
         };
@@ -615,47 +725,88 @@ impl<M: MasterApi> Shared<M> {
         client.send_status(Status::error(format!(
             "fcan: publish on {} refused: {}{also}",
             Untrusted(topic),
-            Untrusted(reason)
+            Untrusted(&why())
         )));
     }
 
-    /// Publishes the clients' messages in the order they arrived.
+    /// Publishes the clients' messages in the order they arrived, up to [`PIPELINE`]
+    /// at a time: each batch is checked here, then handed to the master together (the
+    /// master takes them in order and answers each), so the queue drains at the
+    /// master's pace of answering, not one round trip per message.
     async fn publish_worker(self: Arc<Self>, mut rx: mpsc::Receiver<Publish>) {
-        while let Some(p) = rx.recv().await {
-            if p.encoding != MESSAGE_ENCODING {
-                self.refuse(
-                    &p.client,
-                    &p.topic,
-                    &format!(
-                        "encoding `{}` is not supported; advertise the channel with encoding `json`",
-                        p.encoding
-                    ),
-                );
-                continue;
-            }
-            let value = match mapping::decode_message(&p.payload) {
-                Ok(v) => v,
-                Err(why) => {
-                    self.refuse(&p.client, &p.topic, &why);
-                    continue;
+        let mut batch = Vec::with_capacity(PIPELINE);
+        while rx.recv_many(&mut batch, PIPELINE).await > 0 {
+            let master = &self.master;
+            let calls: Vec<_> = batch
+                .drain(..)
+                .filter_map(|p| self.admit(p))
+                .map(|(p, value)| async move {
+                    let r = master.publish(&p.topic, value).await;
+                    (p, r)
+                })
+                .collect();
+            // Polled in order: each publish reaches the master's queue in the order the
+            // messages arrived (its queue is fair), so a later command for a motor never
+            // overtakes an earlier one.
+            for (p, r) in futures_util::future::join_all(calls).await {
+                match r {
+                    Ok(()) => {
+                        self.counters.published.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) if is_busy(&e) => {
+                        self.counters.busy.fetch_add(1, Ordering::Relaxed);
+                        self.refuse(&p.client, &p.topic, Refusal::Busy, || e.to_string());
+                    }
+                    Err(e) => self.refuse(&p.client, &p.topic, Refusal::Bad, || e.to_string()),
                 }
-            };
-            let dir = lock(&self.state).topics.get(&p.topic).copied();
-            if dir != Some(DataDirection::M2s) {
-                let why = match dir {
-                    Some(_) => format!(
-                        "{} is published by the node (s2m), not by a client",
-                        p.topic
-                    ),
-                    None => format!("no command topic named {} on a running node", p.topic),
-                };
-                self.refuse(&p.client, &p.topic, &why);
-                continue;
-            }
-            if let Err(e) = self.master.publish(&p.topic, value).await {
-                self.refuse(&p.client, &p.topic, &e.to_string());
             }
         }
+    }
+
+    /// A message taken from the queue, checked before it goes to the master: not older
+    /// than [`FoxgloveOptions::publish_wait`], JSON of an m2s topic of a running node.
+    /// Refused (and the client told) otherwise.
+    fn admit(&self, p: Publish) -> Option<(Publish, fcan_master::value::Value)> {
+        let waited = p.at.elapsed();
+        if waited > self.opts.publish_wait {
+            self.counters.stale.fetch_add(1, Ordering::Relaxed);
+            self.refuse(&p.client, &p.topic, Refusal::Busy, || {
+                format!(
+                    "the server is busy: the message waited {} ms for the master (the limit is {} ms)",
+                    waited.as_millis(),
+                    self.opts.publish_wait.as_millis()
+                )
+            });
+            return None;
+        }
+        if p.encoding != MESSAGE_ENCODING {
+            self.refuse(&p.client, &p.topic, Refusal::Bad, || {
+                format!(
+                    "encoding `{}` is not supported; advertise the channel with encoding `json`",
+                    p.encoding
+                )
+            });
+            return None;
+        }
+        let value = match mapping::decode_message(&p.payload) {
+            Ok(v) => v,
+            Err(why) => {
+                self.refuse(&p.client, &p.topic, Refusal::Bad, || why);
+                return None;
+            }
+        };
+        let dir = lock(&self.state).topics.get(&p.topic).copied();
+        if dir != Some(DataDirection::M2s) {
+            self.refuse(&p.client, &p.topic, Refusal::Bad, || match dir {
+                Some(_) => format!(
+                    "{} is published by the node (s2m), not by a client",
+                    p.topic
+                ),
+                None => format!("no command topic named {} on a running node", p.topic),
+            });
+            return None;
+        }
+        Some((p, value))
     }
 
     /// The values of parameters `names` (every parameter and bound if empty), read
@@ -846,20 +997,23 @@ impl<M: MasterApi> ServerListener for Listener<M> {
                 payload.len(),
                 s.opts.max_payload
             );
-            return s.refuse(&client, &channel.topic, &why);
+            return s.refuse(&client, &channel.topic, Refusal::Bad, || why);
         }
         let p = Publish {
+            at: Instant::now(),
             client: client.clone(),
             topic: channel.topic.clone(),
             encoding: channel.encoding.clone(),
             payload: payload.to_vec(),
         };
         if s.publish_tx.try_send(p).is_err() {
-            s.refuse(
-                &client,
-                &channel.topic,
-                "too many messages waiting (queue full)",
-            );
+            s.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+            s.refuse(&client, &channel.topic, Refusal::Busy, || {
+                format!(
+                    "the server is busy: {} messages already wait for the master (queue full)",
+                    s.opts.publish_queue.max(1)
+                )
+            });
         }
     }
 }

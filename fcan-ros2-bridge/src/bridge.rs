@@ -20,10 +20,11 @@ use std::time::Duration;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::api::MasterApi;
-use fcan_master::engine::Event;
+use fcan_master::engine::{CallError, Event};
 use fcan_master::master::NodeInfo;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{lock, Face, NodeKey, ServedNode, Supervisor, Unserved};
+use fcan_master::MasterError;
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::{cdr, rihs, Interfaces};
 use futures_util::StreamExt;
@@ -31,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::dds::Endpoint;
 use crate::dds::{Dds, DdsWriter, Gid};
+use crate::drops::{Dropped, RouteDrops, WriterDrops};
 use crate::graph::{self, Distro, GraphNode};
 use crate::names::dds_type;
 use crate::params::{
@@ -87,8 +89,15 @@ pub struct Ros2Stats {
     /// Samples read from DDS and published on the bus (m2s topics).
     pub forwarded: u64,
     /// Samples from DDS that were not sent: undecodable, not fitting the fcan fields, or
-    /// refused by the master.
+    /// refused by the master. Per writer: [`Ros2Bridge::drops`].
     pub refused: u64,
+    /// Of `refused`: refused by the master because more commands already waited for the
+    /// bus than it admits (its `busy`, docs/protocol.md §5.5): a writer outran the bus.
+    pub busy: u64,
+    /// Command samples the bridge never saw: gaps in their writers' sequence numbers
+    /// (overwritten in the reader's history while the bridge was behind, or lost on the
+    /// way). Per writer: [`Ros2Bridge::drops`].
+    pub missed: u64,
     /// Bus samples that could not be written (encoding or DDS failure).
     pub failed: u64,
     /// Service calls answered with the node's response.
@@ -102,6 +111,8 @@ struct Counters {
     written: AtomicU64,
     forwarded: AtomicU64,
     refused: AtomicU64,
+    busy: AtomicU64,
+    missed: AtomicU64,
     failed: AtomicU64,
     calls: AtomicU64,
     calls_refused: AtomicU64,
@@ -165,7 +176,26 @@ struct Shared<M, D: Dds> {
     /// [`Event::ParamChanged`] for each is taken off here instead of announced twice.
     own_writes: Mutex<std::collections::VecDeque<(String, std::time::Instant)>>,
     counters: Arc<Counters>,
+    /// What the command topics' writers sent that did not reach the bus, by topic (kept
+    /// when a node goes, so its counts survive a reboot).
+    drops: Mutex<BTreeMap<String, Arc<Mutex<RouteDrops>>>>,
     opts: Ros2Options,
+}
+
+/// Now, on tokio's clock (the master's: a paused test clock too), for the drop reports'
+/// pace.
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Whether the master refused because commands already wait for the bus: an in-process
+/// master's [`CallError::Busy`], a remote one's kind `busy`.
+fn is_busy(e: &MasterError) -> bool {
+    match e {
+        MasterError::Call(CallError::Busy { .. }) => true,
+        MasterError::Remote { kind, .. } => kind == "busy",
+        _ => false,
+    }
 }
 
 /// The name and value of an `rcl_interfaces/msg/Parameter` (empty and NOT_SET when it
@@ -244,6 +274,7 @@ pub struct Ros2Bridge {
     stats: Arc<Counters>,
     routes: Arc<dyn Fn() -> Vec<Route> + Send + Sync>,
     services: Arc<dyn Fn() -> Vec<ServiceRoute> + Send + Sync>,
+    drops: Arc<dyn Fn() -> Vec<WriterDrops> + Send + Sync>,
     task: JoinHandle<()>,
     stop: Arc<dyn Fn() + Send + Sync>,
 }
@@ -308,6 +339,7 @@ impl Ros2Bridge {
             served: Mutex::new(BTreeMap::new()),
             own_writes: Mutex::new(std::collections::VecDeque::new()),
             counters: Arc::new(Counters::default()),
+            drops: Mutex::new(BTreeMap::new()),
             opts,
         });
         let period = shared.opts.resync_period;
@@ -320,6 +352,7 @@ impl Ros2Bridge {
         let task = sup.spawn();
         let for_routes = shared.clone();
         let for_services = shared.clone();
+        let for_drops = shared.clone();
         Ros2Bridge {
             stats: shared.counters.clone(),
             routes: Arc::new(move || {
@@ -334,6 +367,10 @@ impl Ros2Bridge {
                     .flat_map(|s| s.services.iter().cloned())
                     .collect()
             }),
+            drops: Arc::new(move || {
+                let routes: Vec<_> = lock(&for_drops.drops).values().cloned().collect();
+                routes.iter().flat_map(|r| lock(r).writers()).collect()
+            }),
             task,
             stop: Arc::new(move || sup.stop()),
         }
@@ -346,6 +383,8 @@ impl Ros2Bridge {
             written: c.written.load(Ordering::Relaxed),
             forwarded: c.forwarded.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
+            busy: c.busy.load(Ordering::Relaxed),
+            missed: c.missed.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
             calls: c.calls.load(Ordering::Relaxed),
             calls_refused: c.calls_refused.load(Ordering::Relaxed),
@@ -360,6 +399,14 @@ impl Ros2Bridge {
     /// The services served now.
     pub fn services(&self) -> Vec<ServiceRoute> {
         (self.services)()
+    }
+
+    /// What each DDS writer of a command topic sent that did not reach the bus (refused
+    /// busy, refused otherwise, never seen), by topic and writer; writers with no drops
+    /// are left out. Each writer's drops are also logged, the first at once, then at
+    /// most once a second with the count since (`docs/ros2.md`).
+    pub fn drops(&self) -> Vec<WriterDrops> {
+        (self.drops)()
     }
 
     /// Stops: every endpoint leaves the graph.
@@ -981,36 +1028,52 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 let reader = self.dds.reader(&r.endpoint).map_err(|e| e.to_string())?;
                 gids.readers.push(reader.gid);
                 let mut samples = reader.samples;
+                let drops = lock(&self.drops)
+                    .entry(r.name.clone())
+                    .or_insert_with(|| Arc::new(Mutex::new(RouteDrops::new(&r.name))))
+                    .clone();
                 Ok(tokio::spawn(async move {
-                    let mut warned = false;
-                    while let Some(bytes) = samples.next().await {
+                    while let Some(sample) = samples.next().await {
+                        let writer = sample.id.map(|i| i.writer_guid);
+                        if let Some(id) = sample.id {
+                            let (missed, report) = lock(&drops).seen(id.writer_guid, id.seq, now());
+                            if missed > 0 {
+                                me.counters.missed.fetch_add(missed, Ordering::Relaxed);
+                            }
+                            if let Some(text) = report {
+                                me.warn(&route.name, text);
+                            }
+                        }
                         let decoded = {
                             let store = lock(&me.store);
-                            cdr::decode(&store, &route.binding, &route.fields, &bytes.cdr)
+                            cdr::decode(&store, &route.binding, &route.fields, &sample.cdr)
                         };
                         let result = match decoded {
                             Ok(v) => me
                                 .master
                                 .publish(&route.name, v)
                                 .await
-                                .map_err(|e| e.to_string()),
-                            Err(e) => Err(format!("a {} that does not fit: {e}", route.ros_type)),
+                                .map_err(|e| (is_busy(&e), e.to_string())),
+                            Err(e) => Err((
+                                false,
+                                format!("a {} that does not fit: {e}", route.ros_type),
+                            )),
                         };
                         match result {
                             Ok(()) => {
                                 me.counters.forwarded.fetch_add(1, Ordering::Relaxed);
                             }
-                            Err(e) => {
+                            Err((busy, why)) => {
                                 me.counters.refused.fetch_add(1, Ordering::Relaxed);
-                                if !warned {
-                                    me.warn(
-                                        &route.name,
-                                        format!(
-                                            "{}: refused: {e} (further refusals counted only)",
-                                            route.name
-                                        ),
-                                    );
-                                    warned = true;
+                                let why = if busy {
+                                    me.counters.busy.fetch_add(1, Ordering::Relaxed);
+                                    Dropped::Busy(&why)
+                                } else {
+                                    Dropped::Refused(&why)
+                                };
+                                let report = lock(&drops).dropped(writer, why, now());
+                                if let Some(text) = report {
+                                    me.warn(&route.name, text);
                                 }
                             }
                         }

@@ -5,6 +5,8 @@
 //! - [`routes`] (sans I/O): a node's topics → DDS endpoints, ROS types and bindings;
 //! - [`dds`]: the thin DDS trait the bridge uses; [`rustdds_backend`] implements it on
 //!   RustDDS (pure Rust: no ROS installation needed to build or run);
+//! - [`drops`] (sans I/O): commands from DDS that did not reach the bus, counted per
+//!   writer, and when to say so;
 //! - [`rpc`] (sans I/O): ROS 2 services on DDS, both framings;
 //! - [`params`] (sans I/O): a node's parameters as its ROS 2 parameters;
 //! - [`graph`] (sans I/O): the `ros_discovery_info` that names the nodes;
@@ -25,6 +27,7 @@
 
 pub mod bridge;
 pub mod dds;
+pub mod drops;
 pub mod graph;
 pub mod joints;
 pub mod names;
@@ -35,5 +38,6 @@ pub mod rpc;
 pub mod rustdds_backend;
 
 pub use bridge::{Ros2Bridge, Ros2Options, Ros2Stats};
+pub use drops::WriterDrops;
 pub use graph::Distro;
 pub use rpc::Framing;

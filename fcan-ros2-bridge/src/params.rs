@@ -1,6 +1,6 @@
 //! A node's parameters as its ROS 2 parameters, sans I/O: names, types, values and
 //! descriptors in `rcl_interfaces` terms, and the requests of the six parameter
-//! services answered from the registry ([`list`], [`descriptors`], [`types`]) or turned
+//! services answered from the registry ([`list`], [`descriptor`], [`type_of`]) or turned
 //! into master calls ([`to_value`], [`from_value`]).
 //!
 //! The fcan parameter `motor_driver1.motor0.velocity.kp` is the parameter
