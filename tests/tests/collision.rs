@@ -109,7 +109,10 @@ async fn a_slow_holder_keeps_its_id(mtu: Mtu) {
     })
     .await;
     // The newcomer never ran and is silent.
-    assert_eq!(second.with(|f| f.node.counters().tx_frames) > 0, true);
+    assert!(
+        second.with(|f| f.node.counters().tx_frames) > 0,
+        "it announced"
+    );
     let tx = second.with(|f| f.node.counters().tx_frames);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(second.with(|f| f.node.counters().tx_frames), tx);
