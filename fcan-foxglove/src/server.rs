@@ -276,7 +276,18 @@ impl<M: MasterApi> Face for Shared<M> {
     /// this server): clients subscribed to the parameter hear the new value. (A write made
     /// here is also published after its answer, with the value read back; the same value
     /// twice changes nothing in the app.)
-    async fn on_event(&self, e: &Event, _name: Option<&str>) {
+    async fn on_event(&self, e: &Event, name: Option<&str>) {
+        if let Event::Collision { node, .. } = e {
+            // Two boards answer to one id (docs/protocol.md §5.3): an error the user must
+            // fix on the boards; the app shows it until this node's status changes.
+            if let Some(text) = fcan_master::json::describe_event(e) {
+                let id = status_id(name.unwrap_or(&format!("node{}", node.get())));
+                self.with_server(|h| {
+                    h.publish_status(Status::error(format!("fcan: {text}")).with_id(id))
+                });
+            }
+            return;
+        }
         let Event::ParamChanged { name, value, .. } = e else {
             return;
         };

@@ -524,3 +524,47 @@ async fn a_parameter_the_node_refuses_is_an_error_with_the_nodes_reason() {
     .await;
     assert!(heard.channel(FB).is_some());
 }
+
+/// Two boards answering to one node id (docs/protocol.md §5.3): the app shows an error
+/// status naming the node and both boot ids, as `fcan nodes`, `/rosout` and the remote
+/// events do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_id_collision_is_an_error_status() {
+    use fcan_core::id::NodeId;
+    use fcan_core::msg::{FaultCode, NodeHeartbeat, NodeState};
+    let (w, server, _log) = start(1 << 20).await;
+    let mut ws = connect(&server).await;
+    let mut heard = Heard::default();
+    until(&mut ws, &mut heard, 10, "advertised", |h| {
+        h.channel(FB).is_some()
+    })
+    .await;
+    // A second, acknowledged board with id 2 heartbeats.
+    let known = w.motor(MD2).with(|f| f.node.boot_id());
+    let foreign = known ^ 0x0123_4567;
+    let msg = ConfigMessage::NodeHeartbeat(NodeHeartbeat {
+        state: NodeState::Running,
+        fault: FaultCode::None,
+        boot_id: foreign,
+        errors: 0,
+    });
+    let mut buf = [0u8; 16];
+    let n = msg.encode(&mut buf).unwrap();
+    let id = ConfigId::single(
+        Opcode::Heartbeat,
+        Direction::ToMaster,
+        NodeId::new(MD2).unwrap(),
+        0,
+    );
+    let mut other = w.endpoint();
+    other
+        .send(&Frame::classic(id.can_id(), &buf[..n]).unwrap())
+        .await
+        .unwrap();
+    let hex = format!("{foreign:#010x}");
+    let both = move |e: &String| e.contains(&hex) && e.contains(&format!("{known:#010x}"));
+    until(&mut ws, &mut heard, 10, "the collision status", |h| {
+        errors(h).iter().any(&both)
+    })
+    .await;
+}
