@@ -36,7 +36,10 @@ pub enum Value {
     Int(i64),
     /// Any unsigned integer type.
     UInt(u64),
-    /// `f32` or `f64`.
+    /// `f32` or `f64`. An `f32` field's value is held as [`f32_to_f64`] gives it: the
+    /// `f64` of the shortest decimal that reads back as that `f32` (`0.7`, not
+    /// `0.699999988079071`), so every face prints what the node holds as a person
+    /// writes it, and that text reads back as the same `f32`.
     Float(f64),
     /// A fixed array.
     Array(Vec<Value>),
@@ -45,17 +48,166 @@ pub enum Value {
     Struct(Vec<(Arc<str>, Value)>),
 }
 
-/// A value that does not fit its type. Names the field.
+/// A value that does not fit its type. Names the field and says what it expected
+/// (`value: expected a number (f32), got true`).
 ///
-/// Exhaustive on purpose: value parsers outside this crate (the CLI's YAML flow values)
-/// build it, and a path plus a message is all it will ever say.
+/// Exhaustive on purpose: value parsers outside this crate build it, and a path plus a
+/// message is all it will ever say.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct ValueError {
-    /// Which field (`value`, `positions[2]`, or `(value)` for a whole parameter).
+    /// Which field (`value`, `positions[2]`), `(value)` for the whole value (a
+    /// parameter, or a message that is not `{field: value, …}`), `(value)[2]` for an
+    /// element of it; once [`within`](ValueError::within) a name, the full path
+    /// (`/motor_driver1/motor0/target.value`, `motor_driver1.motor0.velocity.kp`).
     pub path: String,
     /// What is wrong.
     pub message: String,
+}
+
+/// The path of a whole value in a [`ValueError`].
+pub const WHOLE: &str = "(value)";
+
+impl ValueError {
+    /// The error of a value meant for `name` (a topic or service path, a parameter
+    /// name): its path made whole, so the message names the node and the field.
+    ///
+    /// ```
+    /// use fcan_value::{pack_param, Value};
+    /// use fcan_core::types::ScalarType;
+    /// let e = pack_param(ScalarType::F32, None, &Value::Bool(true)).unwrap_err();
+    /// assert_eq!(
+    ///     e.within("md3.motor0.velocity.kp").to_string(),
+    ///     "md3.motor0.velocity.kp: expected a number (f32), got true"
+    /// );
+    /// let e = pack_param(ScalarType::U8, Some(2), &Value::from_json_str("[1, 300]").unwrap()).unwrap_err();
+    /// assert_eq!(e.within("io3.out0.gain").path, "io3.out0.gain[1]");
+    /// ```
+    pub fn within(self, name: &str) -> ValueError {
+        let path = match self.path.strip_prefix(WHOLE) {
+            Some(rest) => format!("{name}{rest}"),
+            None if self.path.starts_with('[') => format!("{name}{}", self.path),
+            None => format!("{name}.{}", self.path),
+        };
+        ValueError { path, ..self }
+    }
+}
+
+/// What a value is written for, so that a parser can say what each field expects
+/// ([`Value::from_json_as`]).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Shape<'a> {
+    /// A message (a topic value, a service request or response): its fields.
+    Message(&'a [Field]),
+    /// A parameter: its element type, and its length for a fixed array.
+    Param(ScalarType, Option<u32>),
+}
+
+/// What a field of type `ty` takes, for messages: `a number (f32)`, `an integer (u8)`,
+/// `true or false (bool)`.
+pub fn expected(ty: ScalarType) -> String {
+    match ty {
+        ScalarType::Bool => "true or false (bool)".into(),
+        ScalarType::F32 | ScalarType::F64 => format!("a number ({ty})"),
+        _ => format!("an integer ({ty})"),
+    }
+}
+
+/// What a field of type `ty` (a fixed array of `len` with `Some`) takes, for messages.
+fn expected_field(ty: ScalarType, len: Option<u32>) -> String {
+    match len {
+        None => expected(ty),
+        Some(n) => format!("an array of {n} {ty}"),
+    }
+}
+
+/// A value as an error message quotes it: JSON, except NaN and the infinities (which
+/// JSON writes `null`), named as such.
+fn quoted(v: &Value) -> String {
+    match *v {
+        Value::Float(f) if f.is_nan() => "NaN".into(),
+        Value::Float(f) if f.is_infinite() => (if f > 0.0 { "inf" } else { "-inf" }).into(),
+        _ => v.to_string(),
+    }
+}
+
+/// An `f32` as the `f64` a [`Value`] holds for it: the `f64` nearest the shortest
+/// decimal that reads back as `x` (`0.7f32` → `0.7`, where `x as f64` is
+/// `0.699999988079071`), so the number prints as that decimal and any reader that
+/// parses it, as `f32` or as `f64` then narrowed, gets `x` back. Where the nearest `f64`
+/// of that decimal would narrow to another `f32` (the decimal lies within a hair of the
+/// midpoint of two `f32`s: about one `f32` in a few million), `x` exactly instead.
+///
+/// ```
+/// use fcan_value::f32_to_f64;
+/// assert_eq!(f32_to_f64(0.7), 0.7);
+/// assert_eq!(f32_to_f64(1e-45), 1e-45);
+/// assert_eq!(f32_to_f64(-3.0), -3.0);
+/// for x in [0.1f32, 1.0 / 3.0, f32::MAX, f32::MIN_POSITIVE, 7.038531e-26] {
+///     assert_eq!(f32_to_f64(x) as f32, x);
+/// }
+/// ```
+#[inline]
+pub fn f32_to_f64(x: f32) -> f64 {
+    let exact = x as f64;
+    // Whole numbers below 2^24 print as themselves already (no shorter decimal is
+    // within half a unit of them); so do 0, NaN and the infinities.
+    if !x.is_finite() || (exact.trunc() == exact && exact.abs() < 16_777_216.0) {
+        return exact;
+    }
+    let mut buf = zmij::Buffer::new();
+    let text = buf.format_finite(x);
+    let near = decimal_to_f64(text).unwrap_or_else(|| text.parse().unwrap_or(exact));
+    if near as f32 == x {
+        near
+    } else {
+        exact
+    }
+}
+
+/// Powers of ten an `f64` holds exactly.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The `f64` nearest a short decimal (`-12.5`, `7.038531e-26`), computed exactly when its
+/// digits and its power of ten are both exact in an `f64` (one correctly rounded
+/// multiplication or division), `None` otherwise (then the full parser decides).
+#[inline]
+fn decimal_to_f64(text: &str) -> Option<f64> {
+    let b = text.as_bytes();
+    let (neg, mut i) = match b.first() {
+        Some(b'-') => (true, 1),
+        _ => (false, 0),
+    };
+    let (mut digits, mut exp, mut frac) = (0u64, 0i32, false);
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                digits = digits.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+                exp -= i32::from(frac);
+            }
+            b'.' => frac = true,
+            b'e' | b'E' => {
+                exp = exp.checked_add(text.get(i + 1..)?.parse::<i32>().ok()?)?;
+                break;
+            }
+            _ => return None,
+        }
+        i += 1;
+    }
+    if digits >= 1 << 53 {
+        return None;
+    }
+    let m = digits as f64;
+    let v = match exp {
+        0..=22 => m * POW10[exp as usize],
+        -22..=-1 => m / POW10[(-exp) as usize],
+        _ => return None,
+    };
+    Some(if neg { -v } else { v })
 }
 
 fn err(path: &str, message: impl Into<String>) -> ValueError {
@@ -79,24 +231,29 @@ impl Value {
             Scalar::I16(v) => Value::Int(v as i64),
             Scalar::I32(v) => Value::Int(v as i64),
             Scalar::I64(v) => Value::Int(v),
-            Scalar::F32(v) => Value::Float(v as f64),
+            Scalar::F32(v) => Value::Float(f32_to_f64(v)),
             Scalar::F64(v) => Value::Float(v),
         }
     }
 
     /// To a scalar of type `ty`, refusing what does not fit (an integer out of range, a
-    /// fraction for an integer type, a number for a bool).
+    /// fraction for an integer type, a number for a bool), saying what `ty` takes.
     ///
     /// ```
     /// use fcan_value::Value;
     /// use fcan_core::types::{Scalar, ScalarType};
     /// assert_eq!(Value::Int(7).to_scalar(ScalarType::U8, "x").unwrap(), Scalar::U8(7));
-    /// assert!(Value::Int(300).to_scalar(ScalarType::U8, "x").is_err());
-    /// assert!(Value::Float(1.5).to_scalar(ScalarType::I32, "x").is_err());
+    /// assert_eq!(
+    ///     Value::Int(300).to_scalar(ScalarType::U8, "x").unwrap_err().to_string(),
+    ///     "x: 300 does not fit u8 (0 to 255)"
+    /// );
+    /// assert_eq!(
+    ///     Value::Float(1.5).to_scalar(ScalarType::I32, "x").unwrap_err().to_string(),
+    ///     "x: expected a whole number (i32), got 1.5"
+    /// );
     /// assert_eq!(Value::Int(2).to_scalar(ScalarType::F32, "x").unwrap(), Scalar::F32(2.0));
     /// ```
     pub fn to_scalar(&self, ty: ScalarType, path: &str) -> Result<Scalar, ValueError> {
-        let range = || err(path, format!("{} does not fit {ty}", self));
         let int = |v: &Value| -> Option<i128> {
             match *v {
                 Value::Int(i) => Some(i as i128),
@@ -110,18 +267,35 @@ impl Value {
         Ok(match ty {
             ScalarType::Bool => match self {
                 Value::Bool(b) => Scalar::Bool(*b),
-                _ => return Err(err(path, format!("expected true or false, got {self}"))),
+                _ => {
+                    return Err(err(
+                        path,
+                        format!("expected {}, got {}", expected(ty), quoted(self)),
+                    ))
+                }
             },
             ScalarType::F32 | ScalarType::F64 => {
                 let f = match *self {
                     Value::Float(f) => f,
                     Value::Int(i) => i as f64,
                     Value::UInt(u) => u as f64,
-                    _ => return Err(err(path, format!("expected a number, got {self}"))),
+                    _ => {
+                        return Err(err(
+                            path,
+                            format!("expected {}, got {}", expected(ty), quoted(self)),
+                        ))
+                    }
                 };
                 if ty == ScalarType::F32 {
                     if f.is_finite() && f.abs() > f32::MAX as f64 {
-                        return Err(range());
+                        return Err(err(
+                            path,
+                            format!(
+                                "{} does not fit f32 (at most ±{:e})",
+                                quoted(self),
+                                f32::MAX
+                            ),
+                        ));
                     }
                     Scalar::F32(f as f32)
                 } else {
@@ -130,12 +304,27 @@ impl Value {
             }
             _ => {
                 let i = int(self).ok_or_else(|| match self {
-                    Value::Float(_) => err(path, format!("{ty} needs a whole number, got {self}")),
-                    _ => err(path, format!("expected an integer, got {self}")),
+                    Value::Float(_) => err(
+                        path,
+                        format!("expected a whole number ({ty}), got {}", quoted(self)),
+                    ),
+                    _ => err(
+                        path,
+                        format!("expected {}, got {}", expected(ty), quoted(self)),
+                    ),
                 })?;
+                let range = |lo: i128, hi: i128| {
+                    err(
+                        path,
+                        format!("{} does not fit {ty} ({lo} to {hi})", quoted(self)),
+                    )
+                };
                 macro_rules! fit {
                     ($t:ty, $v:ident) => {
-                        Scalar::$v(<$t>::try_from(i).map_err(|_| range())?)
+                        Scalar::$v(
+                            <$t>::try_from(i)
+                                .map_err(|_| range(<$t>::MIN as i128, <$t>::MAX as i128))?,
+                        )
                     };
                 }
                 match ty {
@@ -196,34 +385,44 @@ impl Value {
         }
     }
 
-    /// From JSON.
+    /// From JSON. JSON has no NaN or infinity: the strings `NaN`, `.nan`, `inf`,
+    /// `.inf`, `Infinity` (and their negatives) stand for them, so a user can write them
+    /// and be told where they are refused. Any other string, and `null`, is no value:
+    /// the error names where it is in the value (`value`, `gains[2]`); to also say what
+    /// the field there expects, parse with [`Value::from_json_as`].
+    ///
+    /// ```
+    /// use fcan_value::Value;
+    /// let e = Value::from_json_str(r#"{"type": 1, "value": "x"}"#).unwrap_err();
+    /// assert_eq!(e.to_string(), r#"value: got the string "x", which is no value (a number, true or false, an array or {field: value, …})"#);
+    /// ```
     pub fn from_json(j: &serde_json::Value) -> Result<Value, ValueError> {
-        Ok(match j {
-            serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => Value::from_number(n.as_u64(), n.as_i64(), n.as_f64()),
-            serde_json::Value::Array(a) => {
-                Value::Array(a.iter().map(Value::from_json).collect::<Result<_, _>>()?)
-            }
-            serde_json::Value::Object(o) => Value::Struct(
-                o.iter()
-                    .map(|(k, v)| Ok((Arc::from(k.as_str()), Value::from_json(v)?)))
-                    .collect::<Result<_, _>>()?,
-            ),
-            serde_json::Value::String(s) => match s.as_str() {
-                // JSON has no NaN or infinity; accept their YAML spellings so a user can
-                // try them (and be refused by the range check with a clear reason).
-                ".nan" | "NaN" | "nan" => Value::Float(f64::NAN),
-                ".inf" | "inf" | "Infinity" => Value::Float(f64::INFINITY),
-                "-.inf" | "-inf" | "-Infinity" => Value::Float(f64::NEG_INFINITY),
-                _ => {
-                    return Err(err(
-                        "(value)",
-                        format!("strings are not a value type: {s:?}"),
-                    ))
-                }
-            },
-            serde_json::Value::Null => return Err(err("(value)", "null is not a value")),
-        })
+        from_json_at(j, Want::Any, WHOLE)
+    }
+
+    /// From JSON meant for `shape`: as [`Value::from_json`], and a string or `null`
+    /// where the shape has a field is refused saying what the field takes.
+    ///
+    /// ```
+    /// use fcan_core::ir::Field;
+    /// use fcan_core::types::ScalarType;
+    /// use fcan_value::{Shape, Value};
+    /// let fields = [Field { name: "value".into(), ty: ScalarType::F32, len: None }];
+    /// let j = serde_json::json!({"value": "x"});
+    /// let e = Value::from_json_as(&j, Shape::Message(&fields)).unwrap_err();
+    /// assert_eq!(
+    ///     e.within("/md3/motor0/target").to_string(),
+    ///     r#"/md3/motor0/target.value: expected a number (f32), got the string "x""#
+    /// );
+    /// let e = Value::from_json_as(&serde_json::json!(null), Shape::Param(ScalarType::U8, None)).unwrap_err();
+    /// assert_eq!(e.to_string(), "(value): expected an integer (u8), got null");
+    /// ```
+    pub fn from_json_as(j: &serde_json::Value, shape: Shape<'_>) -> Result<Value, ValueError> {
+        let want = match shape {
+            Shape::Message(fields) => Want::Message(fields),
+            Shape::Param(ty, len) => Want::Field(ty, len),
+        };
+        from_json_at(j, want, WHOLE)
     }
 
     /// To JSON (NaN and infinities, which JSON lacks, become `null`). Struct fields come
@@ -262,6 +461,82 @@ impl Value {
     }
 }
 
+/// What a JSON walk expects where it is.
+#[derive(Clone, Copy)]
+enum Want<'a> {
+    /// Nothing known.
+    Any,
+    /// A message's fields.
+    Message(&'a [Field]),
+    /// A field: its type, and its length for a fixed array.
+    Field(ScalarType, Option<u32>),
+}
+
+/// `path` joined with a struct field's name.
+fn member(path: &str, name: &str) -> String {
+    if path == WHOLE {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+fn from_json_at(j: &serde_json::Value, want: Want<'_>, path: &str) -> Result<Value, ValueError> {
+    use serde_json::Value as J;
+    let no_value = |got: String| {
+        let message = match want {
+            Want::Any => format!(
+                "got {got}, which is no value (a number, true or false, an array or {{field: value, …}})"
+            ),
+            Want::Message(_) => format!("expected {{field: value, …}}, got {got}"),
+            Want::Field(ty, len) => format!("expected {}, got {got}", expected_field(ty, len)),
+        };
+        err(path, message)
+    };
+    Ok(match j {
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => Value::from_number(n.as_u64(), n.as_i64(), n.as_f64()),
+        J::Array(a) => {
+            let item = match want {
+                Want::Field(ty, Some(_)) => Want::Field(ty, None),
+                _ => Want::Any,
+            };
+            Value::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, v)| from_json_at(v, item, &format!("{path}[{i}]")))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+        J::Object(o) => Value::Struct(
+            o.iter()
+                .map(|(k, v)| {
+                    let field = match want {
+                        Want::Message(fields) => fields
+                            .iter()
+                            .find(|f| f.name == *k)
+                            .map_or(Want::Any, |f| Want::Field(f.ty, f.len)),
+                        _ => Want::Any,
+                    };
+                    Ok((
+                        Arc::from(k.as_str()),
+                        from_json_at(v, field, &member(path, k))?,
+                    ))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        J::String(s) => match s.as_str() {
+            // JSON has no NaN or infinity: their usual spellings stand for them, so a
+            // user can write them (and be refused where they are not taken).
+            ".nan" | "NaN" | "nan" => Value::Float(f64::NAN),
+            ".inf" | "inf" | "Infinity" | "+.inf" | "+inf" => Value::Float(f64::INFINITY),
+            "-.inf" | "-inf" | "-Infinity" => Value::Float(f64::NEG_INFINITY),
+            _ => return Err(no_value(format!("the string {s:?}"))),
+        },
+        J::Null => return Err(no_value("null".into())),
+    })
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Field names come from a node's blob.
@@ -269,31 +544,47 @@ impl fmt::Display for Value {
     }
 }
 
-/// Packs one field (scalar or array) from a value.
+/// Packs one field (scalar or array) from a value; `finite`: a float must be finite.
 fn pack_field(
     w: &mut Writer,
     ty: ScalarType,
     len: Option<u32>,
     v: &Value,
     path: &str,
+    finite: bool,
 ) -> Result<(), ValueError> {
     match len {
         None => {
             let s = v.to_scalar(ty, path)?;
+            if finite && !s.as_f64().is_finite() {
+                return Err(err(
+                    path,
+                    format!(
+                        "expected a finite number ({ty}), got {}: a command carries no NaN or infinity",
+                        quoted(v)
+                    ),
+                ));
+            }
             w.scalar(&s).map_err(|_| err(path, "value too long"))
         }
         Some(n) => {
             let Value::Array(items) = v else {
-                return Err(err(path, format!("expected an array of {n} {ty}, got {v}")));
+                return Err(err(
+                    path,
+                    format!("expected an array of {n} {ty}, got {}", quoted(v)),
+                ));
             };
             if items.len() != n as usize {
                 return Err(err(
                     path,
-                    format!("expected {n} elements, got {}", items.len()),
+                    format!(
+                        "expected an array of {n} {ty}, got {} element(s)",
+                        items.len()
+                    ),
                 ));
             }
             for (i, item) in items.iter().enumerate() {
-                pack_field(w, ty, None, item, &format!("{path}[{i}]"))?;
+                pack_field(w, ty, None, item, &format!("{path}[{i}]"), finite)?;
             }
             Ok(())
         }
@@ -314,7 +605,11 @@ fn unpack_field(r: &mut Reader, ty: ScalarType, len: Option<u32>) -> Result<Valu
     }
 }
 
-/// Packs a message value (a [`Value::Struct`] with every field) into bytes.
+/// Packs a command — an m2s topic value or a service request, a [`Value::Struct`]
+/// with every field — into bytes. A float field must be finite: the schema language
+/// has no way to let a command field carry NaN or an infinity, and none must reach a
+/// node's control loop (docs/schema.md). Errors name the field (`value`, `p[1]`, or
+/// `(value)`); [`ValueError::within`] puts the topic's or service's name in front.
 ///
 /// ```
 /// use fcan_core::ir::Field;
@@ -324,6 +619,10 @@ fn unpack_field(r: &mut Reader, ty: ScalarType, len: Option<u32>) -> Result<Valu
 /// assert_eq!(pack_message(&fields, &Value::from_json_str(r#"{"on": true}"#).unwrap()).unwrap(), vec![1]);
 /// let e = pack_message(&fields, &Value::from_json_str(r#"{"of": true}"#).unwrap()).unwrap_err();
 /// assert!(e.to_string().contains("did you mean `on`"));
+/// let fields = [Field { name: "value".into(), ty: ScalarType::F32, len: None }];
+/// let e = pack_message(&fields, &Value::from_json_str(r#"{"value": ".nan"}"#).unwrap()).unwrap_err();
+/// assert_eq!(e.path, "value");
+/// assert!(e.message.starts_with("expected a finite number (f32), got NaN"));
 /// ```
 pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueError> {
     let size = fcan_core::numbering::layout(fields).size;
@@ -333,10 +632,15 @@ pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueErr
         Value::Struct(items) => items,
         _ if fields.is_empty() => &[],
         other => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
             return Err(err(
-                "(value)",
-                format!("expected {{field: value, …}}, got {other}"),
-            ))
+                WHOLE,
+                format!(
+                    "expected {{field: value, …}} with {}, got {}",
+                    names.join(", "),
+                    quoted(other)
+                ),
+            ));
         }
     };
     for (name, _) in items {
@@ -356,8 +660,13 @@ pub fn pack_message(fields: &[Field], value: &Value) -> Result<Vec<u8>, ValueErr
             .iter()
             .find(|(n, _)| **n == *f.name)
             .map(|(_, v)| v)
-            .ok_or_else(|| err(&f.name, "missing"))?;
-        pack_field(&mut w, f.ty, f.len, v, &f.name)?;
+            .ok_or_else(|| {
+                err(
+                    &f.name,
+                    format!("missing: expected {}", expected_field(f.ty, f.len)),
+                )
+            })?;
+        pack_field(&mut w, f.ty, f.len, v, &f.name, true)?;
     }
     Ok(buf)
 }
@@ -404,11 +713,14 @@ fn read_value(ty: ScalarType, b: &[u8], field: &str) -> Result<Value, ValueError
         .map_err(|e| err(field, e.to_string()))
 }
 
-/// Packs a parameter value (a scalar, or an array for an array param).
+/// Packs a parameter value (a scalar, or an array for an array param). Errors name
+/// `(value)` or `(value)[i]`; [`ValueError::within`] puts the parameter's name there.
+/// NaN and the infinities pack: the range check refuses them, saying so (the master's
+/// `check_param_value`, and the node's).
 pub fn pack_param(ty: ScalarType, len: Option<u32>, value: &Value) -> Result<Vec<u8>, ValueError> {
     let size = ty.size() * len.unwrap_or(1) as usize;
     let mut buf = vec![0u8; size];
-    pack_field(&mut Writer::new(&mut buf), ty, len, value, "(value)")?;
+    pack_field(&mut Writer::new(&mut buf), ty, len, value, WHOLE, false)?;
     Ok(buf)
 }
 
@@ -533,13 +845,16 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.path, "p");
-        assert!(e.message.contains("expected 2 elements"));
+        assert_eq!(e.message, "expected an array of 2 i16, got 1 element(s)");
         let e = pack_message(
             &fields(),
             &Value::from_json_str(r#"{"type": 1, "p": [1, 2]}"#).unwrap(),
         )
         .unwrap_err();
-        assert_eq!((e.path.as_str(), e.message.as_str()), ("value", "missing"));
+        assert_eq!(
+            (e.path.as_str(), e.message.as_str()),
+            ("value", "missing: expected a number (f32)")
+        );
         let e = pack_message(
             &fields(),
             &Value::from_json_str(r#"{"type": 1, "value": true, "p": [1, 2]}"#).unwrap(),
@@ -559,5 +874,195 @@ mod tests {
             Value::UInt(7)
         );
         assert!(pack_param(ScalarType::Bool, None, &Value::UInt(1)).is_err());
+    }
+
+    /// A decimal reads as the f64 nearest it (serde_json's `float_roundtrip`).
+    #[test]
+    fn json_numbers_read_exactly() {
+        for (text, f) in [
+            ("1e-50", 1e-50),
+            ("0.1", 0.1),
+            ("2.2250738585072014e-308", 2.2250738585072014e-308),
+        ] {
+            assert_eq!(
+                Value::from_json_str(text).unwrap(),
+                Value::Float(f),
+                "{text}"
+            );
+        }
+    }
+
+    /// Issue 33 item 5 / issue 38 item 4: an f32 prints as the f32 it is, in text and in
+    /// JSON, and what prints reads back as the same f32.
+    #[test]
+    fn f32_values_print_as_f32() {
+        let v = unpack_param(ScalarType::F32, None, &0.7f32.to_le_bytes()).unwrap();
+        assert_eq!(v.to_string(), "0.7");
+        assert_eq!(serde_json::to_string(&v).unwrap(), "0.7");
+        assert_eq!(v.to_json(), serde_json::json!(0.7));
+        let back = Value::from_json_str(&v.to_string()).unwrap();
+        assert_eq!(
+            pack_param(ScalarType::F32, None, &back).unwrap(),
+            0.7f32.to_le_bytes()
+        );
+        // A message's fields and arrays too; f64 fields keep every digit.
+        let fields = [
+            Field {
+                name: "a".into(),
+                ty: ScalarType::F32,
+                len: Some(2),
+            },
+            Field {
+                name: "b".into(),
+                ty: ScalarType::F64,
+                len: None,
+            },
+        ];
+        let mut bytes = Vec::new();
+        bytes.extend(0.1f32.to_le_bytes());
+        bytes.extend((-123.456f32).to_le_bytes());
+        bytes.extend((0.7f32 as f64).to_le_bytes());
+        let v = unpack_message(&fields, &bytes).unwrap();
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"a":[0.1,-123.456],"b":0.699999988079071}"#
+        );
+        // What a subnormal f32 underflows to is 0, printed so.
+        let tiny = pack_param(ScalarType::F32, None, &Value::Float(1e-50)).unwrap();
+        assert_eq!(
+            unpack_param(ScalarType::F32, None, &tiny)
+                .unwrap()
+                .to_string(),
+            "0.0"
+        );
+    }
+
+    /// Every f32 bit pattern of a sample of 1M (plus the edges) narrows back to itself
+    /// from the f64 a Value holds, and prints no longer than the f32's shortest decimal.
+    #[test]
+    fn f32_to_f64_round_trips() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let edges = [
+            0u32,
+            0x8000_0000,
+            1,
+            0x8000_0001,
+            0x007f_ffff,
+            0x0080_0000,
+            0x7f7f_ffff,
+            0xff7f_ffff,
+            0x15ae_43fd,
+            0x3f80_0000,
+            0x4b80_0000,
+            0x4b7f_ffff,
+        ];
+        let sample = (0..1_000_000).map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng as u32
+        });
+        for bits in edges.into_iter().chain(sample) {
+            let x = f32::from_bits(bits);
+            if !x.is_finite() {
+                continue;
+            }
+            let v = f32_to_f64(x);
+            assert_eq!((v as f32).to_bits(), x.to_bits(), "{x:e}");
+            let shortest = format!("{x:e}");
+            let printed = format!("{v:e}");
+            assert!(printed.len() <= shortest.len().max(24), "{x:e}: {printed}");
+        }
+    }
+
+    #[test]
+    fn errors_say_what_the_field_takes() {
+        let msg = |v: &str| {
+            pack_message(&fields(), &Value::from_json_str(v).unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            msg(r#"{"type": true, "value": 1, "p": [1, 2]}"#),
+            "type: expected an integer (u8), got true"
+        );
+        assert_eq!(
+            msg(r#"{"type": 1.5, "value": 1, "p": [1, 2]}"#),
+            "type: expected a whole number (u8), got 1.5"
+        );
+        assert_eq!(
+            msg(r#"{"type": 1, "value": 1, "p": [1, 70000]}"#),
+            "p[1]: 70000 does not fit i16 (-32768 to 32767)"
+        );
+        assert_eq!(
+            msg(r#"{"type": 1, "value": 1e39, "p": [1, 2]}"#),
+            "value: 1e+39 does not fit f32 (at most ±3.4028235e38)"
+        );
+        assert_eq!(
+            msg("3"),
+            "(value): expected {field: value, …} with type, value, p, got 3"
+        );
+        // Strings and null: where they are, and with the shape, what belongs there.
+        let j = serde_json::json!({"type": 1, "value": "x", "p": [1, 2]});
+        let e = Value::from_json(&j).unwrap_err();
+        assert_eq!(e.path, "value");
+        let e = Value::from_json_as(&j, Shape::Message(&fields())).unwrap_err();
+        assert_eq!(
+            e.within("/md1/motor0/target").to_string(),
+            r#"/md1/motor0/target.value: expected a number (f32), got the string "x""#
+        );
+        let j = serde_json::json!({"type": 1, "value": 2, "p": [1, null]});
+        let e = Value::from_json_as(&j, Shape::Message(&fields())).unwrap_err();
+        assert_eq!(e.to_string(), "p[1]: expected an integer (i16), got null");
+        let e = Value::from_json_as(
+            &serde_json::json!([1, "2"]),
+            Shape::Param(ScalarType::F32, Some(2)),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.within("io3.analog.gain").to_string(),
+            r#"io3.analog.gain[1]: expected a number (f32), got the string "2""#
+        );
+        let e = Value::from_json_as(&serde_json::json!("x"), Shape::Param(ScalarType::F32, None))
+            .unwrap_err();
+        assert_eq!(
+            e.within("md1.motor0.velocity.kp").to_string(),
+            r#"md1.motor0.velocity.kp: expected a number (f32), got the string "x""#
+        );
+    }
+
+    /// Issue 33 item 5: commands carry no NaN or infinity; parameters leave them to the
+    /// range check.
+    #[test]
+    fn commands_refuse_non_finite_floats() {
+        for bad in [".nan", "inf", "-Infinity"] {
+            let v = Value::from_json(&serde_json::json!({"type": 1, "value": bad, "p": [1, 2]}))
+                .unwrap();
+            let e = pack_message(&fields(), &v).unwrap_err();
+            assert_eq!(e.path, "value", "{bad}");
+            assert!(
+                e.message
+                    .starts_with("expected a finite number (f32), got "),
+                "{e}"
+            );
+        }
+        let f64s = [Field {
+            name: "x".into(),
+            ty: ScalarType::F64,
+            len: Some(2),
+        }];
+        let e = pack_message(
+            &f64s,
+            &Value::Struct(vec![(
+                "x".into(),
+                Value::Array(vec![Value::Float(1.0), Value::Float(f64::NEG_INFINITY)]),
+            )]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x[1]: expected a finite number (f64), got -inf: a command carries no NaN or infinity"
+        );
+        assert!(pack_param(ScalarType::F32, None, &Value::Float(f64::NAN)).is_ok());
     }
 }
