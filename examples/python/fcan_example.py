@@ -115,7 +115,7 @@ class Fcan:
 
     def param_set(self, param: str, value) -> object:
         """Writes a parameter (checked by the daemon against the schema, then by the node);
-        returns the value written."""
+        returns the value the node holds then, read back from it."""
         return self._query(self.key("param", param), value)["value"]
 
     def call(self, service: str, request: dict) -> object:

@@ -302,6 +302,7 @@ pub enum TopicCmd {
         /// Topic name.
         name: String,
         /// The value (JSON or YAML flow syntax).
+        #[arg(allow_hyphen_values = true)]
         value: String,
         /// Publish this many times (default once).
         #[arg(long, short = 'n', default_value_t = 1, value_name = "N")]
@@ -333,7 +334,7 @@ pub enum ServiceCmd {
         /// Service name.
         name: String,
         /// The request (JSON or YAML flow syntax); `{}` for an empty request.
-        #[arg(default_value = "{}")]
+        #[arg(default_value = "{}", allow_hyphen_values = true)]
         value: String,
     },
 }
@@ -356,7 +357,9 @@ pub enum ParamCmd {
     Set {
         /// Parameter name.
         name: String,
-        /// The value, in the parameter's unit (`fcan param list` shows its range).
+        /// The value, in the parameter's unit (`fcan param list` shows its range); a
+        /// negative one as it is (`-1`, `-.inf`).
+        #[arg(allow_hyphen_values = true)]
         value: String,
     },
     /// Read every parameter (optionally only those starting with PREFIX) as YAML.
@@ -407,6 +410,35 @@ mod tests {
         for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
             all(sub, format!("{path} {}", sub.get_name()), acc);
         }
+    }
+
+    /// Issue 33 item 5: a negative number is a value, not an option, wherever a value
+    /// is typed; options around it still count.
+    #[test]
+    fn negative_numbers_are_values() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("fcan").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+        };
+        let cli = parse(&["param", "set", "md3.motor0.velocity.kp", "-1", "--json"]);
+        assert!(cli.json);
+        assert!(
+            matches!(&cli.command, Command::Param(ParamCmd::Set { value, .. }) if value == "-1")
+        );
+        let cli = parse(&["--json", "param", "set", "md3.motor0.velocity.kp", "-.inf"]);
+        assert!(
+            matches!(&cli.command, Command::Param(ParamCmd::Set { value, .. }) if value == "-.inf")
+        );
+        let cli = parse(&["topic", "pub", "/md3/motor0/target", "-2.5", "--count", "3"]);
+        assert!(matches!(
+            &cli.command,
+            Command::Topic(TopicCmd::Pub { value, count: 3, .. }) if value == "-2.5"
+        ));
+        let cli = parse(&["service", "call", "/md3/motor0/reset_encoder", "-1e-3"]);
+        assert!(matches!(
+            &cli.command,
+            Command::Service(ServiceCmd::Call { value, .. }) if value == "-1e-3"
+        ));
     }
 
     #[test]

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use fcan_master::master::MasterError;
 use fcan_master::text::Untrusted;
-use fcan_master::value::Value;
+use fcan_master::value::{Shape, Value};
 use fcan_master::{MasterApi, Phase};
 
 use crate::args::{Command, MonitorArgs, ParamCmd, SchemaCmd, ServiceCmd, StreamArgs, TopicCmd};
 use crate::views::*;
-use crate::{parse_value, CliError};
+use crate::{parse_value, parse_value_as, CliError};
 
 /// Where reports go (the renderer, or a test's list).
 pub(crate) trait Sink {
@@ -280,7 +280,7 @@ async fn topic<M: MasterApi>(
             count,
             rate,
         } => {
-            let v = parse_value(value).map_err(MasterError::from)?;
+            let v = value_for(master, value, For::Topic(name)).await?;
             let period = Duration::from_secs_f64(1.0 / rate.max(0.001));
             let mut tick = tokio::time::interval(period);
             for _ in 0..*count {
@@ -350,7 +350,7 @@ async fn service<M: MasterApi>(
             ))
         }
         ServiceCmd::Call { name, value } => {
-            let v = parse_value(value).map_err(MasterError::from)?;
+            let v = value_for(master, value, For::Service(name)).await?;
             let response = master.call(name, v).await?;
             sink.emit(Report::Call(CallView {
                 service: name.clone(),
@@ -389,11 +389,12 @@ async fn param<M: MasterApi>(
             }))
         }
         ParamCmd::Set { name, value } => {
-            let v = parse_value(value).map_err(MasterError::from)?;
-            master.param_set(name, v.clone()).await?;
+            let v = value_for(master, value, For::Param(name)).await?;
+            // What the node holds now, read back: what every face shows after a write.
+            let value = master.param_set_read_back(name, v).await?;
             sink.emit(Report::ParamSet(ParamSetView {
                 name: name.clone(),
-                value: v,
+                value,
                 set: true,
             }))
         }
@@ -420,9 +421,9 @@ async fn param<M: MasterApi>(
             let mut failed = 0;
             for (name, v) in map {
                 let text = serde_yaml_ng::to_string(&v).unwrap_or_default();
-                let r = match parse_value(text.trim()) {
+                let r = match value_for(master, text.trim(), For::Param(&name)).await {
                     Ok(v) => master.param_set(&name, v).await.map_err(CliError::from),
-                    Err(e) => Err(CliError::Master(MasterError::Value(e))),
+                    Err(e) => Err(e),
                 };
                 let error = r.err().map(|e| e.to_string());
                 failed += usize::from(error.is_some());
@@ -438,6 +439,42 @@ async fn param<M: MasterApi>(
             Ok(())
         }
     }
+}
+
+/// What a value typed on the command line is for.
+#[derive(Clone, Copy)]
+enum For<'a> {
+    Topic(&'a str),
+    Service(&'a str),
+    Param(&'a str),
+}
+
+/// The value the user typed for a topic, a service's request or a parameter; where it
+/// holds no value (a string, `null`), an error naming the topic, service or parameter,
+/// the field, and what the field takes (from the registry: asked only then).
+async fn value_for<M: MasterApi>(master: &M, text: &str, what: For<'_>) -> Result<Value, CliError> {
+    let e = match parse_value(text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let r = master.registry().await?;
+    // An unknown name is the error to fix first (`run` says whose it may be).
+    let unknown = |u| CliError::Master(MasterError::Unknown(u));
+    let (name, typed) = match what {
+        For::Topic(n) => {
+            let t = r.topic(n).map_err(unknown)?;
+            (n, parse_value_as(text, Shape::Message(&t.fields)))
+        }
+        For::Service(n) => {
+            let s = r.service(n).map_err(unknown)?;
+            (n, parse_value_as(text, Shape::Message(&s.request)))
+        }
+        For::Param(n) => {
+            let p = r.param(n).map_err(unknown)?;
+            (n, parse_value_as(text, Shape::Param(p.decl.ty, p.decl.len)))
+        }
+    };
+    Err(MasterError::Value(typed.err().unwrap_or(e).within(name)).into())
 }
 
 /// `fcan monitor` on one master.

@@ -38,7 +38,7 @@ pub mod views;
 
 pub use args::{Cli, Command, MonitorArgs, ParamCmd, SchemaCmd, ServiceCmd, StreamArgs, TopicCmd};
 pub use render::describe_event;
-pub use value_text::parse_value;
+pub use value_text::{parse_value, parse_value_as};
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;

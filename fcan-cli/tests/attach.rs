@@ -307,6 +307,147 @@ async fn attached_param_beyond_its_bound_is_refused_naming_value_and_bound() {
     assert_eq!(e["kind"], "master", "{e}");
 }
 
+/// A failed command: status 1 and its error line.
+fn refused(what: &str, o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(1), "{what}: {}", text(&o.stderr));
+    text(&o.stderr)
+}
+
+/// Issue 33 item 5, as a user sees it: `param set` prints the value the node holds (an
+/// f32 as the f32 it is), refusals name the parameter or the topic's field and what it
+/// takes, negative numbers are values, commands carry no NaN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_faces_report_what_the_node_holds() {
+    let d = daemon(&["sim"]).await;
+    let ep = d.endpoint.as_str();
+    let kp = "motor_driver1.motor0.velocity.kp";
+    // 1e-50 underflows the f32 the node stores: it holds 0, and that is what prints.
+    let set = ok(
+        "param set",
+        &fcan_on(ep, &["param", "set", kp, "1e-50"]).await,
+    );
+    assert_eq!(set.trim(), format!("{kp} = 0.0"));
+    let set = ok(
+        "param set",
+        &fcan_on(ep, &["--json", "param", "set", kp, "0.7"]).await,
+    );
+    assert_eq!(
+        set.trim(),
+        r#"{"name":"motor_driver1.motor0.velocity.kp","value":0.7,"set":true}"#
+    );
+    let get = ok("param get", &fcan_on(ep, &["param", "get", kp]).await);
+    assert_eq!(get.trim(), "0.7");
+    let list = ok(
+        "param list",
+        &fcan_on(ep, &["--json", "param", "list"]).await,
+    );
+    let alpha = json_lines(&list)
+        .into_iter()
+        .find(|p| p["name"] == "motor_driver1.motor0.filter_alpha")
+        .expect("filter_alpha listed");
+    assert_eq!(alpha["default"].to_string(), "0.9");
+
+    // A string where a number belongs: the parameter, its type, what came.
+    let e = refused(
+        "param set x",
+        &fcan_on(ep, &["param", "set", kp, "x"]).await,
+    );
+    assert_eq!(
+        e.trim(),
+        r#"fcan: error: bad value: motor_driver1.motor0.velocity.kp: expected a number (f32), got the string "x""#
+    );
+    // A negative number is a value, not an option: the node's bound refuses it.
+    let e = refused(
+        "param set -1",
+        &fcan_on(ep, &["param", "set", kp, "-1"]).await,
+    );
+    assert!(e.contains("below its min 0"), "{e}");
+    let e = refused(
+        "topic pub -1",
+        &fcan_on(ep, &["topic", "pub", "/motor_driver1/motor0/target", "-1"]).await,
+    );
+    assert!(
+        e.contains(
+            "/motor_driver1/motor0/target: expected {field: value, …} with type, value, got -1"
+        ),
+        "{e}"
+    );
+    let e = refused(
+        "service call -1",
+        &fcan_on(
+            ep,
+            &[
+                "service",
+                "call",
+                "/motor_driver1/motor0/reset_encoder",
+                "-1",
+            ],
+        )
+        .await,
+    );
+    assert!(
+        e.contains("/motor_driver1/motor0/reset_encoder: expected {field: value"),
+        "{e}"
+    );
+    // A command field: the topic, the field, its type.
+    let e = refused(
+        "topic pub x",
+        &fcan_on(
+            ep,
+            &[
+                "topic",
+                "pub",
+                "/motor_driver1/motor0/target",
+                "{type: 1, value: x}",
+            ],
+        )
+        .await,
+    );
+    assert!(
+        e.contains(
+            r#"/motor_driver1/motor0/target.value: expected a number (f32), got the string "x""#
+        ),
+        "{e}"
+    );
+    // No NaN or infinity in a command.
+    let e = refused(
+        "topic pub .nan",
+        &fcan_on(
+            ep,
+            &[
+                "topic",
+                "pub",
+                "/motor_driver1/motor0/target",
+                "{type: 1, value: .nan}",
+            ],
+        )
+        .await,
+    );
+    assert!(
+        e.contains("/motor_driver1/motor0/target.value: expected a finite number (f32), got NaN"),
+        "{e}"
+    );
+    let e = refused(
+        "service call -.inf",
+        &fcan_on(
+            ep,
+            &[
+                "service",
+                "call",
+                "/motor_driver1/motor0/reset_encoder",
+                "{offset: true, value: -.inf}",
+            ],
+        )
+        .await,
+    );
+    assert!(
+        e.contains(
+            "/motor_driver1/motor0/reset_encoder.value: expected a finite number (f32), got -inf"
+        ),
+        "{e}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attached_service_call_answers_with_the_nodes_response() {
     let d = daemon(&["sim"]).await;

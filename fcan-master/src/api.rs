@@ -109,6 +109,23 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         value: Value,
     ) -> impl Future<Output = Result<(), MasterError>> + Send;
 
+    /// Writes a parameter and returns the value the node holds afterwards, read back
+    /// from it: what a face shows after a write, so every face shows the same (an `f32`
+    /// parameter set to `1e-50` holds `0`; a device may hold what it made of the value).
+    /// The default is [`param_set`](Self::param_set) then [`param_get`](Self::param_get);
+    /// the in-process master reads back as soon as the node acknowledged the write, and
+    /// the remote client gets the daemon's read-back in its reply.
+    fn param_set_read_back(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        async move {
+            self.param_set(param, value).await?;
+            self.param_get(param).await
+        }
+    }
+
     /// Provisions a running (or failed) node again (see [`Master::reprovision`]).
     fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send;
 
@@ -238,6 +255,13 @@ impl MasterApi for Master {
         value: Value,
     ) -> impl Future<Output = Result<(), MasterError>> + Send {
         Master::param_set(self, param, value)
+    }
+    fn param_set_read_back(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        Master::param_set_read_back(self, param, value)
     }
 }
 

@@ -237,7 +237,13 @@ enum Command {
     ),
     Call(String, Value, oneshot::Sender<Result<Value, MasterError>>),
     ParamGet(String, oneshot::Sender<Result<Value, MasterError>>),
-    ParamSet(String, Value, oneshot::Sender<Result<(), MasterError>>),
+    /// A parameter write; `true`: answered with the value read back from the node.
+    ParamSet(
+        String,
+        Value,
+        bool,
+        oneshot::Sender<Result<Value, MasterError>>,
+    ),
     Reprovision(NodeId, oneshot::Sender<Result<(), MasterError>>),
     AbortUpdate(NodeId, oneshot::Sender<Result<(), MasterError>>),
     Update(
@@ -519,9 +525,27 @@ impl Master {
     }
 
     /// Writes a parameter (checked here first; the node checks again). The master
-    /// restores it after every reboot of the node.
+    /// restores it after every reboot of the node. Returns once the node acknowledged
+    /// the write; [`param_set_read_back`](Master::param_set_read_back) also says what
+    /// the node holds then.
     pub async fn param_set(&self, param: &str, value: Value) -> Result<(), MasterError> {
-        self.ask(|r| Command::ParamSet(param.to_string(), value, r))
+        self.ask(|r| Command::ParamSet(param.to_string(), value, false, r))
+            .await?
+            .map(drop)
+    }
+
+    /// Writes a parameter as [`param_set`](Master::param_set) does, then reads it back
+    /// from the node (PARAM_GET, one more round trip on the configuration plane, sent as
+    /// soon as the write is acknowledged) and returns the value the node holds: what was
+    /// given as its type stores it (`1e-50` for an `f32` is `0`), or what the node made
+    /// of it. An error after an acknowledged write (the node went away before answering
+    /// the read) says the value is not known, not that the write failed.
+    pub async fn param_set_read_back(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> Result<Value, MasterError> {
+        self.ask(|r| Command::ParamSet(param.to_string(), value, true, r))
             .await?
     }
 }
@@ -540,7 +564,15 @@ enum Waiting {
         Option<u32>,
         oneshot::Sender<Result<Value, MasterError>>,
     ),
-    ParamSet(oneshot::Sender<Result<(), MasterError>>),
+    /// A parameter write waiting for the node's acknowledgement.
+    ParamSet {
+        /// Who waits.
+        tx: oneshot::Sender<Result<Value, MasterError>>,
+        /// The value written, as its type holds it: the answer without read-back.
+        written: Value,
+        /// With read-back, the parameter to read once the write is acknowledged.
+        read_back: Option<ParamInfo>,
+    },
     /// Everyone waiting for one update (the same image asked again joins it).
     Update(Vec<oneshot::Sender<Result<crate::engine::UpdateReport, MasterError>>>),
 }
@@ -574,6 +606,9 @@ impl<T: Transport> Task<T> {
             self.engine.poll(now);
             self.flush().await;
             self.dispatch_events();
+            // What answering an event queued (a parameter's read-back once its write
+            // is acknowledged) goes out now, not at the next wake.
+            self.flush().await;
             let deadline =
                 self.base + Duration::from_micros(self.engine.next_deadline().max(now + 100));
             tokio::select! {
@@ -678,9 +713,31 @@ impl<T: Transport> Task<T> {
                         };
                         let _ = tx.send(r);
                     }
-                    Some(Waiting::ParamSet(tx)) => {
-                        let _ = tx.send(result.clone().map(|_| ()).map_err(MasterError::Call));
-                    }
+                    Some(Waiting::ParamSet {
+                        tx,
+                        written,
+                        read_back,
+                    }) => match (result, read_back) {
+                        (Err(e), _) => {
+                            let _ = tx.send(Err(MasterError::Call(e.clone())));
+                        }
+                        (Ok(_), None) => {
+                            let _ = tx.send(Ok(written));
+                        }
+                        // Acknowledged: read what the node holds now.
+                        (Ok(_), Some(p)) => {
+                            let now = self.now();
+                            match self.engine.get_param(p.node, p.block, p.param, now) {
+                                Ok(id) => {
+                                    self.waiting
+                                        .insert(id, Waiting::ParamGet(p.decl.ty, p.decl.len, tx));
+                                }
+                                Err(e) => {
+                                    let _ = tx.send(Err(e.into()));
+                                }
+                            }
+                        }
+                    },
                     _ => {}
                 },
                 Event::UpdateDone { id, result, .. } => {
@@ -784,7 +841,7 @@ impl<T: Transport> Task<T> {
                     let mut staged = Vec::with_capacity(items.len());
                     for (name, value) in &items {
                         let t: TopicInfo = self.registry().topic(name)?.clone();
-                        let bytes = pack_message(&t.fields, value)?;
+                        let bytes = pack_message(&t.fields, value).map_err(|e| e.within(name))?;
                         // Every rule `stage_publish` applies, before anything is staged.
                         self.engine
                             .admit_publish(t.node, t.block, t.topic, bytes.len())?;
@@ -809,7 +866,7 @@ impl<T: Transport> Task<T> {
             Command::Call(name, value, tx) => {
                 let r = (|| -> Result<(u64, Vec<fcan_core::ir::Field>), MasterError> {
                     let s: ServiceInfo = self.registry().service(&name)?.clone();
-                    let bytes = pack_message(&s.request, &value)?;
+                    let bytes = pack_message(&s.request, &value).map_err(|e| e.within(&name))?;
                     Ok((
                         self.engine
                             .call_service(s.node, s.block, s.service, &bytes, now)?,
@@ -840,26 +897,32 @@ impl<T: Transport> Task<T> {
                     }
                 }
             }
-            Command::ParamSet(name, value, tx) => {
-                let r = (|| -> Result<u64, MasterError> {
+            Command::ParamSet(name, value, read_back, tx) => {
+                let r = (|| -> Result<(u64, Value, ParamInfo), MasterError> {
                     let p: ParamInfo = self.registry().param(&name)?.clone();
                     let bytes =
-                        pack_param(p.decl.ty, p.decl.len, &value).map_err(|e| ValueError {
-                            path: name.clone(),
-                            ..e
-                        })?;
+                        pack_param(p.decl.ty, p.decl.len, &value).map_err(|e| e.within(&name))?;
                     // Name the parameter as the user did, not as the schema does.
-                    self.engine
+                    let id = self
+                        .engine
                         .set_param(p.node, p.block, p.param, &bytes, now)
                         .map_err(|e| match e {
                             CallError::BadValue(m) => CallError::BadValue(format!("{name}: {m}")),
                             e => e,
-                        })
-                        .map_err(MasterError::from)
+                        })?;
+                    let written = unpack_param(p.decl.ty, p.decl.len, &bytes)?;
+                    Ok((id, written, p))
                 })();
                 match r {
-                    Ok(id) => {
-                        self.waiting.insert(id, Waiting::ParamSet(tx));
+                    Ok((id, written, p)) => {
+                        self.waiting.insert(
+                            id,
+                            Waiting::ParamSet {
+                                tx,
+                                written,
+                                read_back: read_back.then_some(p),
+                            },
+                        );
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));

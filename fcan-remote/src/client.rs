@@ -354,9 +354,27 @@ impl RemoteMaster {
                 ),
             });
         }
-        pack_message(&t.fields, value)?;
+        pack_message(&t.fields, value).map_err(|e| e.within(topic))?;
         self.key(keys::topic(&self.inner.bus, topic), topic)
     }
+}
+
+/// A request's or parameter's payload: its JSON, with NaN and the infinities (which JSON
+/// lacks) as the strings `NaN`, `inf`, `-inf` the daemon reads as them — so it refuses
+/// them saying why (must be finite), as a local master does, not as `null`.
+fn payload(v: &Value) -> Vec<u8> {
+    fn json(v: &Value) -> Json {
+        match v {
+            Value::Float(f) if f.is_nan() => Json::from("NaN"),
+            Value::Float(f) if f.is_infinite() => Json::from(if *f > 0.0 { "inf" } else { "-inf" }),
+            Value::Array(a) => Json::Array(a.iter().map(json).collect()),
+            Value::Struct(s) => {
+                Json::Object(s.iter().map(|(k, v)| (k.to_string(), json(v))).collect())
+            }
+            v => v.to_json(),
+        }
+    }
+    json(v).to_string().into_bytes()
 }
 
 /// `v` with its struct fields in the schema's order (JSON objects arrive sorted by name;
@@ -670,9 +688,7 @@ impl MasterApi for RemoteMaster {
         let service = service.to_string();
         async move {
             let key = self.key(keys::service(&self.inner.bus, &service), &service)?;
-            let j = self
-                .query_json(key, Some(request.to_json().to_string().into_bytes()))
-                .await?;
+            let j = self.query_json(key, Some(payload(&request))).await?;
             let v = Value::from_json(&j)?;
             let r = self.cached_registry().await?;
             Ok(match r.service(&service) {
@@ -699,12 +715,25 @@ impl MasterApi for RemoteMaster {
         param: &str,
         value: Value,
     ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        let set = self.param_set_read_back(param, value);
+        async move { set.await.map(drop) }
+    }
+
+    /// One query: the daemon writes the parameter, reads it back and replies with the
+    /// value the node holds (`{"value": V}`).
+    fn param_set_read_back(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
         let param = param.to_string();
         async move {
             let key = self.key(keys::param(&self.inner.bus, &param), &param)?;
-            self.query_json(key, Some(value.to_json().to_string().into_bytes()))
-                .await?;
-            Ok(())
+            let j = self.query_json(key, Some(payload(&value))).await?;
+            let v = j
+                .get("value")
+                .ok_or_else(|| internal("reply has no `value`"))?;
+            Ok(Value::from_json(v)?)
         }
     }
 }

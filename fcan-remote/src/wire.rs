@@ -8,7 +8,7 @@ use fcan_core::msg::DataDirection;
 use fcan_master::engine::CallError;
 use fcan_master::registry::Registry;
 use fcan_master::update::UpdateImage;
-use fcan_master::value::Value;
+use fcan_master::value::{Shape, Value};
 use fcan_master::MasterError;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
@@ -153,6 +153,15 @@ pub fn batch_json(items: &[(String, Value)]) -> Json {
 /// an object, an empty object (publishing nothing is certainly a client's mistake, and
 /// refusing it lets the client see it in `rejected_puts`), a value that is no value.
 pub fn batch_from_json(bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
+    batch_from_json_as(bytes, |_| None)
+}
+
+/// [`batch_from_json`], saying what a field takes where an item holds no value (a
+/// string, `null`): `shape_of` gives a topic's fields, when known.
+pub(crate) fn batch_from_json_as<'a>(
+    bytes: &[u8],
+    shape_of: impl Fn(&str) -> Option<Shape<'a>>,
+) -> Result<Vec<(String, Value)>, String> {
     let j: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
     let Json::Object(m) = j else {
         return Err("a batch is a JSON object {\"/<node>/<ns>/<topic>\": value, …}".into());
@@ -163,7 +172,12 @@ pub fn batch_from_json(bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
     m.into_iter()
         .map(|(t, v)| match Value::from_json(&v) {
             Ok(v) => Ok((t, v)),
-            Err(e) => Err(format!("{t}: {e}")),
+            Err(e) => {
+                let e = shape_of(&t)
+                    .and_then(|shape| Value::from_json_as(&v, shape).err())
+                    .unwrap_or(e);
+                Err(e.within(&t).to_string())
+            }
         })
         .collect()
 }

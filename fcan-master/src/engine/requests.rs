@@ -200,16 +200,16 @@ pub fn check_param_value(p: &fcan_core::ir::Param, value: &[u8]) -> Result<(), C
                     format!(
                         "{} = {} is below its min {}",
                         p.name,
-                        v.as_f64(),
-                        p.min.map_or(0.0, |m| m.as_f64())
+                        shown(&v),
+                        p.min.as_ref().map_or("?".into(), shown)
                     )
                 }
                 fcan_core::types::RangeError::AboveMax => {
                     format!(
                         "{} = {} is above its max {}",
                         p.name,
-                        v.as_f64(),
-                        p.max.map_or(0.0, |m| m.as_f64())
+                        shown(&v),
+                        p.max.as_ref().map_or("?".into(), shown)
                     )
                 }
                 fcan_core::types::RangeError::WrongType => format!("{} is not a {}", p.name, p.ty),
@@ -217,4 +217,13 @@ pub fn check_param_value(p: &fcan_core::ir::Param, value: &[u8]) -> Result<(), C
         })?;
     }
     Ok(())
+}
+
+/// A parameter's element as its type holds it, for messages: an `f32` as the `f32` it is
+/// (`100.7`, not `100.69999694824219`), every integer in full.
+fn shown(s: &Scalar) -> String {
+    match crate::value::Value::from_scalar(*s) {
+        crate::value::Value::Float(f) => f.to_string(),
+        v => v.to_string(),
+    }
 }

@@ -6,13 +6,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fcan_core::msg::DataDirection;
-use fcan_master::value::{pack_message, Value};
+use fcan_master::value::{pack_message, Shape, Value};
 use fcan_master::{MasterApi, MasterError};
 use serde_json::Value as Json;
 
 use super::Shared;
 use crate::keys::{self, Entity};
-use crate::wire::{batch_from_json, kind, ErrorReply};
+use crate::wire::{batch_from_json_as, kind, ErrorReply};
 
 /// A put waiting to be published. Single puts and batches share one queue, so they are
 /// published in the order they arrived.
@@ -84,15 +84,28 @@ impl<M: MasterApi> Shared<M> {
                 self.reject_put(&name, &why.message);
                 continue;
             }
-            let value = match serde_json::from_slice::<Json>(&bytes)
-                .map_err(|e| format!("not JSON: {e}"))
-                .and_then(|j| Value::from_json(&j).map_err(|e| e.to_string()))
-            {
-                Ok(v) => v,
-                Err(why) => {
-                    self.reject_put(&name, &why);
+            let value = match serde_json::from_slice::<Json>(&bytes) {
+                Err(e) => {
+                    self.reject_put(&name, &format!("not JSON: {e}"));
                     continue;
                 }
+                Ok(j) => match Value::from_json(&j) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        // No value (a string, null): say what the field there takes.
+                        let e = match self.registry(false).await {
+                            Ok(r) => match r.topic(&name) {
+                                Ok(t) => Value::from_json_as(&j, Shape::Message(&t.fields))
+                                    .err()
+                                    .unwrap_or(e),
+                                Err(_) => e,
+                            },
+                            Err(_) => e,
+                        };
+                        self.reject_put(&name, &e.within(&name).to_string());
+                        continue;
+                    }
+                },
             };
             if let Err(e) = self.master.publish(&name, value).await {
                 self.count_busy(&e);
@@ -106,8 +119,10 @@ impl<M: MasterApi> Shared<M> {
     /// checked (an m2s topic, its node RUNNING, the value packs): one bad item refuses
     /// the whole batch, nothing is sent, and the reason names the item.
     pub(super) async fn publish_batch(&self, bytes: &[u8]) -> Result<(), String> {
-        let items = batch_from_json(bytes)?;
         let mut registry = self.registry(false).await?;
+        let items = batch_from_json_as(bytes, |t| {
+            registry.topic(t).ok().map(|t| Shape::Message(&t.fields))
+        })?;
         for (name, value) in &items {
             // As for a put on a topic key: a node that is not RUNNING is named as such
             // (its topics are not in the registry).
@@ -122,7 +137,7 @@ impl<M: MasterApi> Shared<M> {
                     "topic {name} is published by the node (s2m), not by a master"
                 ));
             }
-            pack_message(&t.fields, value).map_err(|e| format!("{name}: {e}"))?;
+            pack_message(&t.fields, value).map_err(|e| e.within(name).to_string())?;
         }
         self.master.publish_many(items).await.map_err(|e| {
             self.count_busy(&e);

@@ -10,7 +10,7 @@
 
 use fcan_core::hash::SchemaDigest;
 use fcan_master::serving::lock;
-use fcan_master::value::Value;
+use fcan_master::value::{Shape, Value};
 use fcan_master::{MasterApi, MasterError};
 use serde_json::{json, Value as Json};
 use zenoh::key_expr::KeyExpr;
@@ -38,10 +38,11 @@ pub(super) enum QKind {
 /// One reply: the key it answers on and its payload.
 pub(super) type Reply = (String, Vec<u8>);
 
-/// A request's JSON payload as a value: `None` when there is none, or why it is not one.
-/// Decoded with the request but reported only once the node is found RUNNING: a query
-/// to a node that is not gets `not_running` whatever it carries.
-type Body = Result<Option<Value>, ErrorReply>;
+/// A request's JSON payload: `None` when there is none, or why it is not JSON. Decoded
+/// with the request but reported only once the node is found RUNNING: a query to a node
+/// that is not gets `not_running` whatever it carries. Made a value then ([`value_for`]),
+/// knowing what the value is for.
+type Body = Result<Option<Json>, ErrorReply>;
 
 /// A query decoded: what it asks of the master.
 #[derive(Debug)]
@@ -176,16 +177,51 @@ impl Request {
     }
 }
 
-/// A payload as a value (JSON, by fcan's one number rule).
+/// A payload as JSON.
 fn body(payload: &[u8]) -> Body {
     if payload.is_empty() {
         return Ok(None);
     }
-    let j: Json = serde_json::from_slice(payload)
-        .map_err(|e| ErrorReply::new(kind::BAD_VALUE, format!("payload is not JSON: {e}")))?;
-    Value::from_json(&j)
+    serde_json::from_slice(payload)
         .map(Some)
-        .map_err(|e| ErrorReply::new(kind::BAD_VALUE, e.to_string()))
+        .map_err(|e| ErrorReply::new(kind::BAD_VALUE, format!("payload is not JSON: {e}")))
+}
+
+/// What a payload is for: a service's request or a parameter, by name.
+#[derive(Clone, Copy)]
+enum For<'a> {
+    Request(&'a str),
+    Param(&'a str),
+}
+
+/// A payload as the value for `what` (by fcan's one number rule), or `bad_value` naming
+/// the service or parameter, the field, and — for a string or `null`, which are no value
+/// — what the field there takes, from the registry.
+async fn value_for<M: MasterApi>(master: &M, j: &Json, what: For<'_>) -> Result<Value, ErrorReply> {
+    let e = match Value::from_json(j) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let (name, typed) = match (what, master.registry().await) {
+        (For::Request(name), Ok(r)) => (
+            name,
+            r.service(name)
+                .ok()
+                .map(|s| Value::from_json_as(j, Shape::Message(&s.request))),
+        ),
+        (For::Param(name), Ok(r)) => (
+            name,
+            r.param(name)
+                .ok()
+                .map(|p| Value::from_json_as(j, Shape::Param(p.decl.ty, p.decl.len))),
+        ),
+        (For::Request(name) | For::Param(name), Err(_)) => (name, None),
+    };
+    let e = match typed {
+        Some(Err(typed)) => typed,
+        _ => e,
+    };
+    Err(ErrorReply::new(kind::BAD_VALUE, e.within(name).to_string()))
 }
 
 /// What answering needs of the server besides its master.
@@ -337,6 +373,7 @@ pub(super) async fn answer<M: MasterApi>(
                     "a service call needs a JSON request payload",
                 ));
             };
+            let request = value_for(master, &request, For::Request(&service)).await?;
             let response = master.call(&service, request).await.map_err(of)?;
             Ok(vec![(key, response.to_json().to_string().into_bytes())])
         }
@@ -344,9 +381,11 @@ pub(super) async fn answer<M: MasterApi>(
             not_running(master, server, &param).await?;
             let reply = match value? {
                 None => param_reply(&master.param_get(&param).await.map_err(of)?),
-                Some(v) => {
-                    master.param_set(&param, v.clone()).await.map_err(of)?;
-                    param_reply(&v)
+                Some(j) => {
+                    let v = value_for(master, &j, For::Param(&param)).await?;
+                    // The value the node holds after the write, read back: what every
+                    // face shows (a value its type rounds, what a device made of it).
+                    param_reply(&master.param_set_read_back(&param, v).await.map_err(of)?)
                 }
             };
             Ok(vec![(key, reply.to_string().into_bytes())])
@@ -414,11 +453,13 @@ mod tests {
     const DIGEST: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
     /// A master with two nodes: `md1` (id 1) running, `md2` (id 2) offline. `md1` has a
-    /// plan and one parameter, `md1.motor0.gain` (0.5, at most 10); every service
-    /// answers `{success: true}`.
+    /// plan and one parameter, `md1.motor0.gain` (an f32, 0.5, at most 10); every
+    /// service answers `{success: true}`.
     #[derive(Clone)]
     struct FakeMaster {
         nodes: Vec<NodeInfo>,
+        /// What `md1.motor0.gain` holds, as an f32 does.
+        gain: Arc<Mutex<Value>>,
         /// What it was asked to do (calls, parameter writes, reprovisioning), in order.
         asked: Arc<Mutex<Vec<String>>>,
     }
@@ -435,6 +476,7 @@ mod tests {
             };
             FakeMaster {
                 nodes: vec![node(1, "md1", "running"), node(2, "md2", "offline")],
+                gain: Arc::new(Mutex::new(Value::Float(0.5))),
                 asked: Arc::default(),
             }
         }
@@ -489,7 +531,7 @@ mod tests {
         }
         async fn param_get(&self, param: &str) -> Result<Value, MasterError> {
             match param {
-                "md1.motor0.gain" => Ok(Value::Float(0.5)),
+                "md1.motor0.gain" => Ok(self.gain.lock().unwrap().clone()),
                 _ => Err(CallError::BadTarget(format!("no param {param}")).into()),
             }
         }
@@ -498,6 +540,8 @@ mod tests {
                 return Err(CallError::BadValue(format!("{param}: above max 10")).into());
             }
             self.record(format!("param_set {param} {}", value.to_json()));
+            let stored = value.to_scalar(fcan_core::types::ScalarType::F32, param)?;
+            *self.gain.lock().unwrap() = Value::from_scalar(stored);
             Ok(())
         }
         async fn reprovision(&self, node: NodeId) -> Result<(), MasterError> {
@@ -732,6 +776,36 @@ mod tests {
         let (master, r) = ask(QKind::Param, key, "2.5").await;
         assert_eq!(json_replies(r), [(key.to_string(), json!({"value": 2.5}))]);
         assert_eq!(master.asked(), ["param_set md1.motor0.gain 2.5"]);
+    }
+
+    /// Issue 33 item 5: the reply to a write is what the node holds then, read back —
+    /// not the value asked for.
+    #[tokio::test]
+    async fn a_param_write_replies_the_value_the_node_holds() {
+        let key = "fcan/can0/param/md1/motor0/gain";
+        let (master, r) = ask(QKind::Param, key, "1e-50").await;
+        assert_eq!(json_replies(r), [(key.to_string(), json!({"value": 0.0}))]);
+        assert_eq!(master.asked(), ["param_set md1.motor0.gain 1e-50"]);
+        let (_, r) = ask(QKind::Param, key, "0.7").await;
+        let replies = json_replies(r);
+        assert_eq!(
+            serde_json::to_string(&replies[0].1).unwrap(),
+            r#"{"value":0.7}"#
+        );
+    }
+
+    /// A payload that holds no value names the parameter and the field.
+    #[tokio::test]
+    async fn a_string_for_a_param_is_bad_value_naming_it() {
+        let key = "fcan/can0/param/md1/motor0/gain";
+        let (master, r) = ask(QKind::Param, key, r#""x""#).await;
+        let (kind, message) = error(r);
+        assert_eq!(kind, kind::BAD_VALUE);
+        assert!(
+            message.starts_with(r#"md1.motor0.gain: got the string "x""#),
+            "{message}"
+        );
+        assert_eq!(master.asked(), Vec::<String>::new());
     }
 
     #[tokio::test]
