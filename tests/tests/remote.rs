@@ -1578,3 +1578,33 @@ async fn a_flood_of_puts_is_refused_busy_and_no_node_notices() {
         );
     }
 }
+
+/// The daemon's put queue is bounded in time as well as in count: a put that waited
+/// longer than `put_wait` for the bus is refused `busy` (here a zero wait refuses every
+/// put), counted in `busy_puts`, and never reaches the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_that_waited_too_long_is_refused_busy() {
+    let (w, master) = World::standard(Mtu::Fd).await;
+    let port = free_port();
+    let dz = daemon_session(port).await;
+    let mut opts = quiet();
+    opts.put_wait = Duration::ZERO;
+    let server = Server::start(master.clone(), &dz, "sim", opts)
+        .await
+        .unwrap();
+    let cz = client_session(&[port]).await;
+    let _m = client(&cz, "sim", 3).await;
+    cz.put(
+        "fcan/sim/topic/motor_driver1/motor3/target",
+        r#"{"type": 0, "value": 0.625}"#,
+    )
+    .await
+    .unwrap();
+    until("the put refused busy", || async {
+        (server.counters().busy_puts >= 1).then_some(())
+    })
+    .await;
+    assert!(server.counters().rejected_puts >= 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_ne!(w.motor(MD1).with(|f| f.axis(3).unwrap().duty), 0.625);
+}

@@ -23,7 +23,8 @@
 //! Bounded: payloads over [`ServerOptions::max_payload`] are refused, at most
 //! [`ServerOptions::max_in_flight`] queries run at once (more are answered `busy`), each
 //! for at most [`ServerOptions::request_timeout`]; puts wait in a queue of
-//! [`ServerOptions::put_queue`] (a put that finds it full is refused).
+//! [`ServerOptions::put_queue`] (a put that finds it full is refused) for at most
+//! [`ServerOptions::put_wait`] (then it is refused `busy`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -92,8 +93,12 @@ pub struct ServerOptions {
     /// Queries running at once; more are answered `busy` (default 64).
     pub max_in_flight: usize,
     /// Puts waiting to be published; a put that finds the queue full is refused
-    /// (default 1024).
+    /// (default 1024; it bounds memory, `put_wait` bounds time).
     pub put_queue: usize,
+    /// How long a put may wait in the queue: one that waited longer is refused as
+    /// `busy` (counted in `busy_puts`), so the queue never holds seconds of commands
+    /// that would reach the bus stale (default 50 ms).
+    pub put_wait: Duration,
     /// The status put period (default 1 s).
     pub status_period: Duration,
     /// The daemon's clock origin: samples' `t_us` count from it (default: when the
@@ -111,6 +116,7 @@ impl Default for ServerOptions {
             request_timeout: Duration::from_secs(10),
             max_in_flight: 64,
             put_queue: 1024,
+            put_wait: Duration::from_millis(50),
             status_period: Duration::from_secs(1),
             clock: Instant::now(),
             delivery: Delivery::Prompt,
@@ -165,8 +171,9 @@ pub struct ServerCounters {
     pub queries: u64,
     /// Queries answered `busy`.
     pub busy: u64,
-    /// Puts refused because commands already wait for the bus (the master's backlog
-    /// limit, kind `busy`; counted in `rejected_puts` too): the client outran the bus.
+    /// Puts refused because the client outran the bus (counted in `rejected_puts` too):
+    /// the master's backlog limit (kind `busy`), the put queue full, or a put that
+    /// waited longer than [`ServerOptions::put_wait`].
     pub busy_puts: u64,
     /// Samples put on topic keys.
     pub samples: u64,

@@ -5,6 +5,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use fcan_core::msg::DataDirection;
 use fcan_master::value::{pack_message, Shape, Value};
 use fcan_master::{MasterApi, MasterError};
@@ -17,10 +19,11 @@ use crate::wire::{batch_from_json_as, kind, ErrorReply};
 /// A put waiting to be published. Single puts and batches share one queue, so they are
 /// published in the order they arrived.
 pub(super) enum Put {
-    /// A value for the m2s topic named (the payload of a put on its key).
-    Topic(String, Vec<u8>),
-    /// The payload of a put on `fcan/<bus>/publish`.
-    Batch(Vec<u8>),
+    /// A value for the m2s topic named (the payload of a put on its key), and when it
+    /// arrived.
+    Topic(String, Vec<u8>, Instant),
+    /// The payload of a put on `fcan/<bus>/publish`, and when it arrived.
+    Batch(Vec<u8>, Instant),
 }
 
 impl<M: MasterApi> Shared<M> {
@@ -58,11 +61,13 @@ impl<M: MasterApi> Shared<M> {
         }
         let bytes = s.payload().to_bytes().into_owned();
         let put = match keys::parse(key) {
-            Some((_, Entity::Topic(name))) => Put::Topic(name, bytes),
-            Some((_, Entity::Publish)) => Put::Batch(bytes),
+            Some((_, Entity::Topic(name))) => Put::Topic(name, bytes, Instant::now()),
+            Some((_, Entity::Publish)) => Put::Batch(bytes, Instant::now()),
             _ => return self.reject_put(key, "not a topic or batch key"),
         };
         if queue.try_send(put).is_err() {
+            // The client outran the daemon: as busy as a command the bus cannot take.
+            self.counters.busy_puts.fetch_add(1, Ordering::Relaxed);
             self.reject_put(key, "too many puts waiting (queue full)");
         }
     }
@@ -70,9 +75,29 @@ impl<M: MasterApi> Shared<M> {
     /// Publishes the queued puts in order.
     pub(super) async fn put_worker(self: Arc<Self>, mut rx: tokio::sync::mpsc::Receiver<Put>) {
         while let Some(put) = rx.recv().await {
+            let (Put::Topic(_, _, at) | Put::Batch(_, at)) = &put;
+            let waited = at.elapsed();
+            if waited > self.opts.put_wait {
+                // Bounded in time, not only in count: what waited this long would reach
+                // the bus stale, behind commands the bus could not take either.
+                self.counters.busy_puts.fetch_add(1, Ordering::Relaxed);
+                let key = match &put {
+                    Put::Topic(name, ..) => name.clone(),
+                    Put::Batch(..) => keys::publish(&self.bus).expect("bus name checked"),
+                };
+                self.reject_put(
+                    &key,
+                    &format!(
+                        "the daemon is busy: the put waited {} ms for the bus (the limit is {} ms)",
+                        waited.as_millis(),
+                        self.opts.put_wait.as_millis()
+                    ),
+                );
+                continue;
+            }
             let (name, bytes) = match put {
-                Put::Topic(name, bytes) => (name, bytes),
-                Put::Batch(bytes) => {
+                Put::Topic(name, bytes, _) => (name, bytes),
+                Put::Batch(bytes, _) => {
                     if let Err(why) = self.publish_batch(&bytes).await {
                         let key = keys::publish(&self.bus).expect("bus name checked");
                         self.reject_put(&key, &why);
