@@ -219,6 +219,10 @@ mod tests {
         let s = r.snapshot(100);
         assert_eq!(s.jitter_max, Duration::from_micros(12_098));
         assert_eq!(s.jitter_p99, s.jitter_max, "not Duration::MAX");
-        assert!(s.jitter_p50 <= Duration::from_micros(99), "{:?}", s.jitter_p50);
+        assert!(
+            s.jitter_p50 <= Duration::from_micros(99),
+            "{:?}",
+            s.jitter_p50
+        );
     }
 }
