@@ -261,7 +261,12 @@ fn scalar(p: Primitive, ty: ScalarType, v: &RosValue, at: &At) -> Result<Value, 
         (ScalarType::F32, RosValue::Float(x)) if x.is_finite() && x.abs() > f64::from(f32::MAX) => {
             return Err(err(at, format!("{x:e} does not fit an f32")))
         }
-        (ScalarType::F32 | ScalarType::F64, RosValue::Float(x)) => return Ok(Value::Float(*x)),
+        // An fcan f32 is held as its shortest decimal (fcan-value's one number rule), the
+        // value the node holds, whatever width the ROS side sent.
+        (ScalarType::F32, RosValue::Float(x)) => {
+            return Ok(Value::Float(fcan_value::f32_to_f64(*x as f32)))
+        }
+        (ScalarType::F64, RosValue::Float(x)) => return Ok(Value::Float(*x)),
         (ScalarType::Bool | ScalarType::F32 | ScalarType::F64, _) => None,
         (_, RosValue::Int(x)) => Some(i128::from(*x)),
         (_, RosValue::UInt(x)) => Some(i128::from(*x)),
