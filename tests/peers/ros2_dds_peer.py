@@ -35,6 +35,7 @@ Checks, printing one line each and `N passed, M failed` last:
 """
 import argparse
 import json
+import struct
 import subprocess
 import sys
 import threading
@@ -395,9 +396,15 @@ def main():
     moving = wait_for(lambda: feedback.snapshot()[-1].velocity > 0.05, 5)
     stop.set()
     driver.join()
-    seen = {(round(f.position, 6), round(f.velocity, 6), round(f.current, 6), f.ready) for f in feedback.snapshot()}
+    # The fields are float32 on both sides: compared as float32. fcan prints an f32 as
+    # its shortest decimal (0.7, not 0.699999988079071), which reads back as the same
+    # f32; rounding both to 6 places disagreed at the rounding boundary.
+    def f32(x):
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+
+    seen = {(f32(f.position), f32(f.velocity), f32(f.current), f.ready) for f in feedback.snapshot()}
     in_dds = [e for e in echoed_fb
-              if (round(e["position"], 6), round(e["velocity"], 6), round(e["current"], 6), e["ready"]) in seen]
+              if (f32(e["position"]), f32(e["velocity"]), f32(e["current"]), e["ready"]) in seen]
     check(len(echoed_fb) == 60 and len(in_dds) == 60,
           "every motor0 feedback fcan topic echo printed arrived on DDS with the same values",
           f"(echoed {len(echoed_fb)}, found on DDS {len(in_dds)})")
