@@ -308,7 +308,6 @@ impl Master {
         if let Some(tune) = opts.tune {
             tune(&mut cfg);
         }
-        let rates = opts.rates;
         // A store that does I/O (the disk cache) runs on a thread of its own: the engine
         // only asks and is woken when the answer is there, so no disk stalls the bus.
         let (store, cache_wake) = if opts.store.blocks() {
@@ -353,8 +352,6 @@ impl Master {
             waiting: BTreeMap::new(),
             registry: Registry::default(),
             registry_dirty: true,
-            rates,
-            bus_busy: Duration::ZERO,
             cache_wake,
         };
         tokio::spawn(task.run());
@@ -588,8 +585,6 @@ struct Task<T> {
     waiting: BTreeMap<u64, Waiting>,
     registry: Registry,
     registry_dirty: bool,
-    rates: BitRates,
-    bus_busy: Duration,
     /// Woken by the cache thread when a lookup is answered.
     cache_wake: Option<Arc<tokio::sync::Notify>>,
 }
@@ -615,7 +610,6 @@ impl<T: Transport> Task<T> {
                 r = self.transport.recv() => match r {
                     Ok(rx) => {
                         let at = micros(self.base, rx.at);
-                        self.bus_busy += self.rates.frame_time(&rx.frame);
                         if self.frames.receiver_count() > 0 {
                             let _ = self.frames.send(BusFrame::new(rx.frame, rx.at, false));
                         }
@@ -668,7 +662,6 @@ impl<T: Transport> Task<T> {
                     let tapped = self.frames.receiver_count() > 0;
                     let now = Instant::now();
                     for f in &batch[sent..sent + n] {
-                        self.bus_busy += self.rates.frame_time(f);
                         if tapped {
                             let _ = self.frames.send(BusFrame::new(*f, now, true));
                         }
@@ -819,7 +812,7 @@ impl<T: Transport> Task<T> {
                     nodes,
                     samples,
                     stats: self.engine.stats(),
-                    bus_busy: self.bus_busy,
+                    bus_busy: self.engine.bus_busy(),
                 });
             }
             Command::Schema(node, tx) => {

@@ -282,3 +282,18 @@ fn a_node_without_brs_gets_no_switched_frames() {
         fd.len()
     );
 }
+
+#[test]
+fn bus_time_counts_every_frame_sent_and_taken_in() {
+    let mut w = EngineWorld::new(Mtu::Fd, 1, 0);
+    assert_eq!(w.engine.bus_busy(), std::time::Duration::ZERO);
+    w.provision();
+    let rates = w.engine.config().rates;
+    let sent: std::time::Duration = w.master_sent.iter().map(|f| rates.frame_time(f)).sum();
+    // The master's own frames, plus every frame the node sent that the engine took in.
+    assert!(
+        w.engine.bus_busy() > sent,
+        "{:?} vs {sent:?}",
+        w.engine.bus_busy()
+    );
+}

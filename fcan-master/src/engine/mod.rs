@@ -478,6 +478,9 @@ pub struct Engine {
     clock: u64,
     /// Numbers each time a node starts running (`NodeRecord::run`).
     run_seq: u64,
+    /// Wire time of every frame taken in or handed to the link (ns), at the config's
+    /// rates: the bus load the master reports (the pacer needs each cost anyway).
+    bus_busy_ns: u64,
     events: VecDeque<Event>,
     next_heartbeat: u64,
     next_request: u64,
@@ -544,6 +547,7 @@ impl Engine {
             pacer: Default::default(),
             clock: 0,
             run_seq: 0,
+            bus_busy_ns: 0,
             events: VecDeque::new(),
             next_heartbeat: 0,
             next_request: 1,
@@ -599,6 +603,7 @@ impl Engine {
         let now_ns = self.clock.saturating_mul(1000);
         if let Some(f) = self.out.pop_front() {
             let cost = self.frame_cost_ns(&f);
+            self.bus_busy_ns += cost;
             self.pacer
                 .sent(now_ns, cost, self.cfg.bus_load_limit_percent, true);
             return Some(f);
@@ -612,6 +617,7 @@ impl Engine {
             if same_run {
                 self.pacer
                     .sent(now_ns, q.cost_ns, self.cfg.bus_load_limit_percent, false);
+                self.bus_busy_ns += q.cost_ns;
                 self.stats.tx_frames += 1;
                 return Some(q.frame);
             }
@@ -623,6 +629,12 @@ impl Engine {
     /// A frame's time on the wire at this bus's rates (ns).
     fn frame_cost_ns(&self, f: &Frame) -> u64 {
         self.cfg.rates.frame_time(f).as_nanos() as u64
+    }
+
+    /// Wire time of every frame taken in ([`Engine::handle_frame`]) or handed to the
+    /// link ([`Engine::pop_frame`]) so far, at [`EngineConfig::rates`].
+    pub fn bus_busy(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.bus_busy_ns)
     }
 
     /// Moves the engine's "now" forward (never back).
@@ -817,6 +829,7 @@ impl Engine {
         self.tick(at);
         // The bus time the nodes use is not the master's to fill (`admission.rs`).
         let cost = self.frame_cost_ns(frame);
+        self.bus_busy_ns += cost;
         self.pacer.heard(
             at.saturating_mul(1000),
             cost,
