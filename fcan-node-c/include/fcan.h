@@ -125,7 +125,7 @@
 #define FCAN_ERR_DESC -3
 
 // The configuration does not fit the descriptor (counts: one per array, each ≤ its
-// `max_count`; node id 1..=127).
+// `max_count`; node id 0..=126).
 #define FCAN_ERR_CONFIG -4
 
 // Called from inside a callback where the node is busy (only topic, parameter and
@@ -449,7 +449,7 @@ typedef struct {
 
 // How a board configures its node at boot.
 typedef struct {
-  // This node's id on the bus, 1..=127.
+  // This node's id on the bus, 0..=126 (127 is the broadcast address).
   uint8_t node_id;
   // `FCAN_CONTROLLER_CLASSIC` or `FCAN_CONTROLLER_FD`.
   uint8_t controller;

@@ -22,7 +22,7 @@ pub const FCAN_FRAME_BRS: u8 = 4;
 
 /// One CAN or CAN FD frame, as the node takes and gives it.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct fcan_frame_t {
     /// The identifier (11 or 29 bits, see `flags`).
     pub id: u32,
@@ -349,7 +349,7 @@ pub struct fcan_callbacks_t {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct fcan_node_config_t {
-    /// This node's id on the bus, 1..=127.
+    /// This node's id on the bus, 0..=126 (127 is the broadcast address).
     pub node_id: u8,
     /// `FCAN_CONTROLLER_CLASSIC` or `FCAN_CONTROLLER_FD`.
     pub controller: u8,
@@ -416,7 +416,7 @@ pub const FCAN_ERR_RAM: i32 = -2;
 /// The descriptor is inconsistent, or of another `FCAN_ABI_VERSION`.
 pub const FCAN_ERR_DESC: i32 = -3;
 /// The configuration does not fit the descriptor (counts: one per array, each ≤ its
-/// `max_count`; node id 1..=127).
+/// `max_count`; node id 0..=126).
 pub const FCAN_ERR_CONFIG: i32 = -4;
 /// Called from inside a callback where the node is busy (only topic, parameter and
 /// publish calls work inside `service` and `params_changed`).

@@ -151,6 +151,36 @@ const EMPTY_ARRAY: ArrayDesc = ArrayDesc {
     first_block: 0,
 };
 
+/// The service slots and the bytes of each slot's buffer the node needs, from the C
+/// tables (the rule `NodeDesc::required_service_buffer` applies, read before the
+/// descriptor exists so a measuring arena counts them too).
+///
+/// # Safety
+/// As [`read`].
+pub unsafe fn service_slots(d: &fcan_node_desc_t) -> Result<(usize, usize), Code> {
+    // SAFETY: the caller's contract.
+    let types = unsafe { table(d.types, d.n_types)? };
+    let mut any = false;
+    let mut pair = 0usize;
+    for t in types {
+        // SAFETY: the caller's contract.
+        for s in unsafe { table(t.services, t.n_services)? } {
+            any = true;
+            pair = pair.max(s.request_size as usize + s.response_size as usize);
+        }
+    }
+    if !any {
+        return Ok((0, 0));
+    }
+    let bytes = fcan_runtime_nostd::fcan_core::limits::service_slot_bytes(
+        d.service_buffer as usize,
+        d.max_request as usize,
+        d.max_response as usize,
+        pair,
+    );
+    Ok((d.service_reassembly.max(1) as usize, bytes))
+}
+
 /// Reads the C tables into the arena. A measuring arena takes the same room and checks
 /// the same values; the descriptor it returns has empty tables.
 ///

@@ -99,12 +99,8 @@ unsafe fn carve(
     if nd_at.is_none() && !dry {
         return Err(FCAN_ERR_RAM);
     }
-    let svc_slots = if nd.has_services() {
-        nd.limits.service_reassembly.max(1) as usize
-    } else {
-        0
-    };
-    let svc_buf_len = nd.required_service_buffer();
+    // SAFETY: the caller's contract.
+    let (svc_slots, svc_buf_len) = unsafe { desc::service_slots(d)? };
     let frames = nd.limits.max_frames as usize;
     let ram = FCAN_ERR_RAM;
     let storage = CStorage {
