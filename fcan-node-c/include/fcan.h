@@ -551,6 +551,14 @@ int32_t fcan_node_poll(fcan_node_t *node, uint32_t now_us);
 // `node` is a handle from `fcan_node_init`; `deadline_us` is writable.
 int32_t fcan_node_poll_at(fcan_node_t *node, uint32_t now_us, uint32_t *deadline_us);
 
+// The `user` pointer of the node's callbacks (`fcan_node_config_t.callbacks.user`):
+// how a handler, which gets the node, finds the application's own state. Works
+// everywhere, callbacks included; NULL for a NULL node.
+//
+// # Safety
+// `node` is NULL or a handle from `fcan_node_init`.
+void *fcan_node_user(fcan_node_t *node);
+
 // Sets an s2m topic's value (`len` must be its packed size). Periodic frames carry it
 // at their next period; on-publish frames go out at the next poll while running.
 // Works from the main loop and from inside `service` / `params_changed`.

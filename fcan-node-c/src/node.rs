@@ -548,6 +548,23 @@ unsafe fn target<'a>(node: *mut fcan_node_t) -> Result<Target<'a>, i32> {
     }
 }
 
+/// The `user` pointer of the node's callbacks (`fcan_node_config_t.callbacks.user`):
+/// how a handler, which gets the node, finds the application's own state. Works
+/// everywhere, callbacks included; NULL for a NULL node.
+///
+/// # Safety
+/// `node` is NULL or a handle from `fcan_node_init`.
+#[no_mangle]
+pub unsafe extern "C" fn fcan_node_user(node: *mut fcan_node_t) -> *mut c_void {
+    let c = node.cast::<CNode>();
+    if c.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: the caller's contract; `callbacks` is outside the `Node` that `poll`
+    // borrows and is never written after init, so reading it during a callback is fine.
+    unsafe { addr_of!((*c).callbacks.user).read() }
+}
+
 /// Sets an s2m topic's value (`len` must be its packed size). Periodic frames carry it
 /// at their next period; on-publish frames go out at the next poll while running.
 /// Works from the main loop and from inside `service` / `params_changed`.

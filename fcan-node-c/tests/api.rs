@@ -45,6 +45,8 @@ unsafe extern "C" fn transmit(user: *mut c_void, frame: *const fcan_frame_t) -> 
 }
 
 unsafe extern "C" fn event(user: *mut c_void, node: *mut fcan_node_t, e: u32) {
+    // The handle leads back to the application's state, inside a callback too.
+    assert_eq!(unsafe { fcan_node_user(node) }, user);
     let b = unsafe { &mut *user.cast::<Board>() };
     b.events.push(e);
     b.reentry.push(unsafe { fcan_node_state(node) });
