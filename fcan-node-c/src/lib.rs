@@ -19,8 +19,12 @@
 //!   watchdog resets it. Nothing unwinds across the ABI (`panic = "abort"`).
 //! - One Rust archive per image: two Rust staticlibs in one link clash on their runtime
 //!   symbols (rust-lang/rust#44322). Link only `libfcan_node.a`.
-//! - The archive's compiler builtins (`__aeabi_*` and friends) are weak symbols, so
-//!   linking libgcc beside it is fine (the firmware build in CI links both).
+//! - The archive carries Rust's compiler builtins (`__aeabi_*`, `memcpy`, …): most are
+//!   weak; 37 (compiler-rt's division and comparison helpers) are strong but live in
+//!   archive members that define nothing libgcc's members lack, so linking libgcc beside
+//!   it never clashes, in any link order (checked against GCC 12's libgcc for Cortex-M4F;
+//!   examples/c-io-board/firmware links both). Read the archive with `readelf`, not
+//!   binutils `nm`, which lists no symbols for the LLVM-bitcode builtins objects.
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
