@@ -167,13 +167,16 @@
 #define FCAN_STATE_FAULT 4
 
 #if defined(FCAN_PTR32)
-// RAM of the node itself and its descriptor, with the padding between all the parts.
-#define FCAN_RAM_FIXED 1824
+// RAM of the node itself and its descriptor, with the padding between all the parts
+// (enough for a runtime built with firmware updates too, ~170 bytes more, which a
+// workspace build that unifies features gives the library).
+#define FCAN_RAM_FIXED 2000
 #endif
 
 #if defined(FCAN_PTR64)
-// RAM of the node itself and its descriptor, with the padding between all the parts.
-#define FCAN_RAM_FIXED 2008
+// RAM of the node itself and its descriptor, with the padding between all the parts
+// (enough for a runtime built with firmware updates too).
+#define FCAN_RAM_FIXED 2176
 #endif
 
 #if defined(FCAN_PTR32)
@@ -267,7 +270,7 @@ typedef struct {
 
 // One block type (generated, in flash).
 typedef struct {
-  // The type's name (NUL-terminated), for diagnostics.
+  // The type's name (NUL-terminated), for a debugger; the runtime does not read it.
   const char *name;
   // `n_topics` topics, in schema order.
   const fcan_topic_desc_t *topics;

@@ -126,7 +126,7 @@ pub struct fcan_service_desc_t {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct fcan_type_desc_t {
-    /// The type's name (NUL-terminated), for diagnostics.
+    /// The type's name (NUL-terminated), for a debugger; the runtime does not read it.
     pub name: *const c_char,
     /// `n_topics` topics, in schema order.
     pub topics: *const fcan_topic_desc_t,
@@ -451,12 +451,15 @@ pub const FCAN_STATE_FAULT: i32 = 4;
 // included. `crate::layout` checks them against the real sizes on every target the
 // library is built for, so a runtime change that outgrows one fails the build.
 
-/// RAM of the node itself and its descriptor, with the padding between all the parts.
+/// RAM of the node itself and its descriptor, with the padding between all the parts
+/// (enough for a runtime built with firmware updates too, ~170 bytes more, which a
+/// workspace build that unifies features gives the library).
 #[cfg(target_pointer_width = "32")]
-pub const FCAN_RAM_FIXED: u32 = 1824;
-/// RAM of the node itself and its descriptor, with the padding between all the parts.
+pub const FCAN_RAM_FIXED: u32 = 2000;
+/// RAM of the node itself and its descriptor, with the padding between all the parts
+/// (enough for a runtime built with firmware updates too).
 #[cfg(target_pointer_width = "64")]
-pub const FCAN_RAM_FIXED: u32 = 2008;
+pub const FCAN_RAM_FIXED: u32 = 2176;
 /// RAM per block type (its descriptor and the padding of its three tables).
 #[cfg(target_pointer_width = "32")]
 pub const FCAN_RAM_PER_TYPE: u32 = 64;

@@ -7,8 +7,6 @@
 //! runtime read an invalid value), then `NodeDesc::check` checks the tables against each
 //! other. The cost is RAM for the copy: `FCAN_RAM_*` in `fcan.h` (docs/firmware-c.md).
 
-use core::ffi::CStr;
-
 use fcan_runtime_nostd::codegen::{
     ArrayDesc, BlockDesc, LimitsDesc, NodeDesc, ParamDesc, ServiceDesc, TopicDesc, TypeDesc,
 };
@@ -219,15 +217,11 @@ pub unsafe fn read(arena: &mut Arena, d: &fcan_node_desc_t) -> Result<NodeDesc, 
                 })
             },
         )?;
-        let name = if ct.name.is_null() {
-            ""
-        } else {
-            // SAFETY: a NUL-terminated string in flash (the caller's contract).
-            unsafe { CStr::from_ptr(ct.name) }.to_str().unwrap_or("?")
-        };
         if let (false, Some(slot)) = (dry, types.get_mut(i)) {
             *slot = TypeDesc {
-                name,
+                // Not read by the runtime (a Rust diagnostic aid); reading the C string
+                // would link UTF-8 validation (~1 KB of flash) for nothing.
+                name: "",
                 topics,
                 params,
                 services,
