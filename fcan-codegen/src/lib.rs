@@ -1,16 +1,18 @@
 //! `fcan-codegen`: the fcan schema compiler.
 //!
 //! YAML schema files (several may be merged) → a validated [`fcan_core::ir::Schema`] →
-//! the protobuf schema blob and its SHA-256 → Rust source for `fcan-runtime-nostd`.
+//! the protobuf schema blob and its SHA-256 → Rust source for `fcan-runtime-nostd`, or
+//! C99 source for the C API of `fcan-node-c` ([`c`]).
 //!
 //! Use it from `build.rs` through [`Builder`], or from the command line
-//! (`fcan-codegen check|generate|inspect|diff`). The schema language is described in
+//! (`fcan-codegen check|generate|c|inspect|diff`). The schema language is described in
 //! `docs/schema.md`.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod builder;
+pub mod c;
 mod diag;
 pub mod diff;
 mod frontend;
@@ -45,22 +47,32 @@ impl Output {
     /// Writes `fcan_gen.rs`, `schema.bin` and `schema.sha256` into `dir` (created if
     /// missing). Returns the paths written.
     pub fn write_to(&self, dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-        std::fs::create_dir_all(dir)?;
-        let files = [
-            (dir.join("fcan_gen.rs"), self.rust.as_bytes().to_vec()),
-            (dir.join("schema.bin"), self.blob.clone()),
-            (dir.join("schema.sha256"), self.sha256_text().into_bytes()),
-        ];
-        let mut written = Vec::new();
-        for (path, bytes) in files {
-            // Leave an unchanged file alone so cargo does not rebuild for nothing.
-            if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
-                std::fs::write(&path, &bytes)?;
-            }
-            written.push(path);
-        }
-        Ok(written)
+        write_files(
+            dir,
+            vec![
+                (dir.join("fcan_gen.rs"), self.rust.as_bytes().to_vec()),
+                (dir.join("schema.bin"), self.blob.clone()),
+                (dir.join("schema.sha256"), self.sha256_text().into_bytes()),
+            ],
+        )
     }
+}
+
+/// Writes `files` into `dir` (created if missing), leaving a file whose bytes are
+/// already these alone (so a build does not rerun for nothing). Returns the paths.
+pub(crate) fn write_files(
+    dir: &std::path::Path,
+    files: Vec<(std::path::PathBuf, Vec<u8>)>,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    for (path, bytes) in files {
+        if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+            std::fs::write(&path, &bytes)?;
+        }
+        written.push(path);
+    }
+    Ok(written)
 }
 
 /// Compiles a loaded schema: blob, digest and Rust source. Fails only on problems that

@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 use fcan_codegen::{diff, generate, inspect, load_files, Diagnostics};
 
 /// The fcan schema compiler: checks YAML schemas, writes the schema blob, its SHA-256 and
-/// the Rust module for fcan-runtime-nostd, shows numbering tables and compares versions.
+/// the Rust module for fcan-runtime-nostd (or C for fcan-node-c), shows numbering tables
+/// and compares versions.
 ///
 /// Several files form one node: they are merged in the order of their file names (so the
 /// order on the command line never matters), and block types no instance uses are
@@ -19,6 +20,7 @@ use fcan_codegen::{diff, generate, inspect, load_files, Diagnostics};
 #[command(after_help = "Examples:
   fcan-codegen check schema/examples/motor_driver.yaml
   fcan-codegen generate node.yaml motor.type.yaml --out src/generated
+  fcan-codegen c node.yaml motor.type.yaml --out build/fcan
   fcan-codegen inspect node.yaml motor.type.yaml --json
   fcan-codegen diff --old v1/*.yaml --new v2/*.yaml
   fcan-codegen ros-package node.yaml motor.type.yaml --out ros_ws/src
@@ -63,6 +65,36 @@ enum Command {
         /// enables fcan-runtime-nostd's `update` feature; docs/protocol.md §3.14).
         #[arg(long)]
         firmware_updates: bool,
+    },
+    /// Validate and write C99 for the node on the C API of fcan-node-c (fcan.h):
+    /// DIR/fcan_<node>.h, DIR/fcan_<node>.c, DIR/schema.bin and DIR/schema.sha256.
+    ///
+    /// The header declares the node's descriptor, its RAM size (FCAN_<NODE>_RAM_BYTES,
+    /// an fcan_<node>_ram_t to give fcan_<node>_init), per block type one struct per
+    /// topic, request and response with _pack/_unpack, typed param reads, topic
+    /// publish/take, and the handlers the application must define: one per service and
+    /// fcan_<node>_<type>_params_changed per type with params (a missing one is a link
+    /// error). Names: node `io_board{i}` → fcan_io_board_, type `DigitalOut` →
+    /// digital_out, a `/` in a name → `__`. The .c needs only fcan.h, memcpy and memset
+    /// and builds with -std=c99 -Wall -Wextra -Wpedantic -Wconversion. Nothing is
+    /// written when the schema has errors (FILE:LINE:COL: error: MESSAGE, as `check`).
+    #[command(after_help = "Example:
+  fcan-codegen c schema/examples/io_board.yaml --out build/fcan
+  # then compile build/fcan/fcan_io_board.c with your sources
+  # (-I build/fcan -I fcan-node-c/include), define the handlers the header
+  # declares, and link libfcan_node.a.
+
+With CMake, include fcan-node-c/cmake/fcan.cmake and call
+  fcan_generate_schema(TARGET my-firmware SCHEMA node.yaml motor.type.yaml)
+which runs this at build time; make: fcan-node-c/make/fcan.mk. The guide:
+docs/firmware-c.md.")]
+    C {
+        /// Schema files forming one node.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Output directory (created if missing).
+        #[arg(long, short, value_name = "DIR")]
+        out: PathBuf,
     },
     /// Show the numbering: blocks, each type's params (with changed-mask bits), topics
     /// and services, their packed sizes and frames on Classical CAN and CAN FD.
@@ -256,6 +288,23 @@ fn main() -> ExitCode {
             opts.firmware_updates = firmware_updates;
             let result = load_files(&files).and_then(|l| fcan_codegen::generate_with(&l, &opts));
             match result {
+                Ok(o) => match o.write_to(&out) {
+                    Ok(paths) => {
+                        for p in paths {
+                            println!("wrote {}", p.display());
+                        }
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("{}: error: cannot write output: {e}", out.display());
+                        ExitCode::from(1)
+                    }
+                },
+                Err(d) => report(&d),
+            }
+        }
+        Command::C { files, out } => {
+            match load_files(&files).and_then(|l| fcan_codegen::c::generate(&l)) {
                 Ok(o) => match o.write_to(&out) {
                     Ok(paths) => {
                         for p in paths {

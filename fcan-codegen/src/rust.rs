@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use fcan_core::hash::SchemaDigest;
-use fcan_core::ir::{BlockType, Field, Limits};
+use fcan_core::ir::{BlockType, Field, InstanceArray, Limits};
 use fcan_core::msg::DataDirection;
 use fcan_core::numbering::{flat_name, Numbering, TypeLayout};
 use fcan_core::types::{Scalar, ScalarType};
@@ -392,7 +392,7 @@ fn field_ctx(f: &Field) -> FieldCtx {
 /// it would end the comment and inject code. Control characters (line breaks included)
 /// and Unicode bidirectional controls (which rustc refuses in comments) are written as
 /// `\u{..}` escapes; everything else is kept, so an ordinary name reads as itself.
-fn comment_text(s: &str) -> String {
+pub(crate) fn comment_text(s: &str) -> String {
     let bidi = |c: char| matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -415,15 +415,34 @@ fn msg_ctx(name: String, doc: String, fields: &[Field], size: usize) -> MsgCtx {
 }
 
 /// Collects the generated names of one scope and reports collisions at the schema key
-/// that produced the second one.
-struct Names {
+/// that produced the second one. Shared by the Rust and the C backend.
+pub(crate) struct Names {
+    /// The language the names are in, for messages (`Rust`, `C`).
+    lang: &'static str,
+    /// Names the language cannot use at all.
+    refused: &'static [&'static str],
     scope: String,
     seen: BTreeMap<String, String>,
 }
 
 impl Names {
+    /// A scope of Rust names.
     fn new(scope: impl Into<String>, reserved: &[&str], why: &str) -> Names {
+        Names::of_lang("Rust", NOT_RAW, scope, reserved, why)
+    }
+
+    /// A scope of names in `lang`; `refused` are names it cannot use, `reserved` names
+    /// `why` already takes.
+    pub(crate) fn of_lang(
+        lang: &'static str,
+        refused: &'static [&'static str],
+        scope: impl Into<String>,
+        reserved: &[&str],
+        why: &str,
+    ) -> Names {
         Names {
+            lang,
+            refused,
             scope: scope.into(),
             seen: reserved
                 .iter()
@@ -432,25 +451,34 @@ impl Names {
         }
     }
 
-    fn add(
+    /// Whether `name` is taken in this scope.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.seen.contains_key(name)
+    }
+
+    /// Takes `name` for `from` (e.g. "param `kp`"), or reports at `path` why it cannot.
+    pub(crate) fn add(
         &mut self,
         loaded: &Loaded,
         diags: &mut Vec<Diagnostic>,
-        rust: &str,
+        name: &str,
         from: &str,
         path: &[PathSeg],
     ) {
-        let bare = rust.trim_start_matches("r#");
-        if bare.is_empty() || NOT_RAW.contains(&bare) {
+        let lang = self.lang;
+        let bare = name.trim_start_matches("r#");
+        if bare.is_empty() || self.refused.contains(&bare) {
             diags.push(loaded.locator.diag(
                 path,
-                format!("{from} gives the Rust name `{bare}`, which Rust cannot use; rename it"),
+                format!(
+                    "{from} gives the {lang} name `{bare}`, which {lang} cannot use; rename it"
+                ),
             ));
             return;
         }
         if let Some(other) = self.seen.get(bare) {
             let msg = format!(
-                "{from} gives the Rust name `{bare}` {}, which is already used by {other}; rename one of them",
+                "{from} gives the {lang} name `{bare}` {}, which is already used by {other}; rename one of them",
                 self.scope
             );
             diags.push(loaded.locator.diag(path, msg));
@@ -516,7 +544,7 @@ const TOP_RESERVED: &[&str] = &[
 ];
 
 /// Arena offsets are u16 in the runtime's tables.
-fn check_arena_size(loaded: &Loaded, tables: &Tables, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn check_arena_size(loaded: &Loaded, tables: &Tables, diags: &mut Vec<Diagnostic>) {
     if let Some((what, total)) = tables.too_large() {
         diags.push(loaded.locator.diag(
             &[key("instances")],
@@ -541,17 +569,7 @@ fn array_ctxs(
     );
     let mut array_ctx = Vec::new();
     for (ai, a) in schema.instances.iter().enumerate() {
-        let base = a.ns.replace("{i}", "_");
-        let method = base
-            .split('_')
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join("_");
-        let method = if method.is_empty() {
-            snake(&a.ty)
-        } else {
-            method
-        };
+        let method = array_method(a);
         let ipath = [key("instances"), PathSeg::Index(ai), key("ns")];
         node_names.add(
             loaded,
@@ -586,6 +604,27 @@ fn array_ctxs(
         });
     }
     array_ctx
+}
+
+/// An instance array's name in generated code: its `ns` with `{i}` dropped and runs of
+/// `_` joined (`out{i}` → `out`, `a_{i}_b` → `a_b`), or the type's snake name when
+/// nothing is left. The Rust `Node` method and `<NAME>_MAX_COUNT`, the C
+/// `FCAN_<NODE>_<NAME>(i)` and `FCAN_<NODE>_<NAME>_MAX_COUNT`.
+pub(crate) fn array_method(a: &InstanceArray) -> String {
+    let method = squeeze(&a.ns.replace("{i}", "_"));
+    if method.is_empty() {
+        snake(&a.ty)
+    } else {
+        method
+    }
+}
+
+/// `a__b_` → `a_b`: runs of `_` become one, none at either end.
+pub(crate) fn squeeze(s: &str) -> String {
+    s.split('_')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("_")
 }
 
 /// The scopes one type's generated names land in, besides the top of the module.
@@ -635,7 +674,7 @@ impl TypeNames {
 }
 
 /// The schema path of a key under type `t` (`types.<t>.<rest>…`).
-fn type_path(t: &BlockType, rest: &[&str]) -> Vec<PathSeg> {
+pub(crate) fn type_path(t: &BlockType, rest: &[&str]) -> Vec<PathSeg> {
     let mut p = vec![key("types"), key(&t.name)];
     p.extend(rest.iter().map(|s| key(s)));
     p
@@ -880,7 +919,7 @@ fn service_ctxs(
 
 /// The naming errors, one per offending key: a name that collides as a struct usually
 /// collides as a constant too.
-fn name_errors(loaded: &Loaded, mut diags: Vec<Diagnostic>) -> Diagnostics {
+pub(crate) fn name_errors(loaded: &Loaded, mut diags: Vec<Diagnostic>) -> Diagnostics {
     let mut seen = std::collections::BTreeSet::new();
     diags.retain(|d| seen.insert((d.file.clone(), d.line, d.col)));
     finish(&loaded.locator, diags)
@@ -900,17 +939,7 @@ fn module_ctx(
     let l = &schema.limits;
     Ctx {
         version: env!("CARGO_PKG_VERSION"),
-        files: loaded
-            .files
-            .iter()
-            .map(|f| {
-                let name = std::path::Path::new(f)
-                    .file_name()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| f.clone());
-                comment_text(&name)
-            })
-            .collect(),
+        files: file_names(loaded),
         node: schema.node.clone(),
         node_lit: format!("{:?}", schema.node),
         protocol: schema.protocol,
@@ -937,6 +966,21 @@ fn module_ctx(
         max_response: tables.max_response,
         buffers: buffers_ctx(tables, l),
     }
+}
+
+/// The input files' names (without directories), safe in a comment, in merge order.
+pub(crate) fn file_names(loaded: &Loaded) -> Vec<String> {
+    loaded
+        .files
+        .iter()
+        .map(|f| {
+            let name = std::path::Path::new(f)
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| f.clone());
+            comment_text(&name)
+        })
+        .collect()
 }
 
 /// The runtime's block table, as [`BlockTables`] computed it.
