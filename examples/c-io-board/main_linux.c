@@ -60,8 +60,9 @@ static void bad_usage(const char *what, const char *arg)
     exit(2);
 }
 
-/* Parses an unsigned number (decimal, or hex with 0x) no greater than `max`. */
-static int parse_u32(const char *s, unsigned long max, uint32_t *out)
+/* Parses an unsigned number no greater than `max`: decimal (`base` 10), or decimal or
+ * hex with 0x (`base` 0; a leading 0 means octal, as strtoul has it). */
+static int parse_u32(const char *s, int base, unsigned long max, uint32_t *out)
 {
     char *end = NULL;
     unsigned long v;
@@ -69,7 +70,7 @@ static int parse_u32(const char *s, unsigned long max, uint32_t *out)
         return -1;
     }
     errno = 0;
-    v = strtoul(s, &end, 0);
+    v = strtoul(s, &end, base);
     if (errno != 0 || end == s || *end != '\0' || v > max) {
         return -1;
     }
@@ -347,12 +348,12 @@ int main(int argc, char **argv)
             if (strcmp(a, "--bus") == 0) {
                 bus_arg = v;
             } else if (strcmp(a, "--node-id") == 0) {
-                if (parse_u32(v, 126, &node_id) != 0) {
+                if (parse_u32(v, 10, 126, &node_id) != 0) {
                     bad_usage("--node-id must be 0..126, not", v);
                 }
                 have_node_id = 1;
             } else {
-                if (parse_u32(v, 0xFFFFFFFFul, &boot_id) != 0) {
+                if (parse_u32(v, 0, 0xFFFFFFFFul, &boot_id) != 0) {
                     bad_usage("--boot-id must be a 32-bit number, not", v);
                 }
                 have_boot_id = 1;
@@ -449,7 +450,12 @@ int main(int argc, char **argv)
             break;
         }
         if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
-            fprintf(stderr, "%s: the CAN interface went away\n", prog);
+            /* The interface went down or away (ENETDOWN, ENODEV): the bus closed. */
+            int err = 0;
+            socklen_t len = sizeof err;
+            getsockopt(bus.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            fprintf(stderr, "%s: the CAN interface failed: %s\n", prog,
+                    err != 0 ? strerror(err) : "hung up");
             status = 1;
             break;
         }

@@ -46,7 +46,9 @@ $(error fcan.mk: set FCAN_SCHEMA to the node's schema files before including fca
 endif
 
 # The node's name: the first `node:` line (io_board{i} -> io_board).
-FCAN_NAME ?= $(shell sed -n 's/^node:[[:space:]]*["'\'']\{0,1\}\([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' $(FCAN_SCHEMA) | head -n 1 | tr 'A-Z' 'a-z')
+ifeq ($(origin FCAN_NAME),undefined)
+FCAN_NAME := $(shell sed -n 's/^node:[[:space:]]*["'\'']\{0,1\}\([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' $(FCAN_SCHEMA) | head -n 1 | tr 'A-Z' 'a-z')
+endif
 ifeq ($(strip $(FCAN_NAME)),)
 $(error fcan.mk: no `node:` line in $(FCAN_SCHEMA): set FCAN_NAME)
 endif
@@ -54,7 +56,9 @@ endif
 # Cargo's target directory (CARGO_TARGET_DIR when set).
 FCAN_CARGO_TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(FCAN_SOURCE_DIR)/target)
 
-FCAN_RUST_TARGET ?= $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+ifeq ($(origin FCAN_RUST_TARGET),undefined)
+FCAN_RUST_TARGET := $(shell cd $(FCAN_SOURCE_DIR) && rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+endif
 ifeq ($(strip $(FCAN_RUST_TARGET)),)
 $(error fcan.mk: set FCAN_RUST_TARGET (no rustc to tell the host's); shipped targets: thumbv6m-none-eabi thumbv7m-none-eabi thumbv7em-none-eabi thumbv7em-none-eabihf thumbv8m.main-none-eabihf riscv32imac-unknown-none-elf)
 endif
