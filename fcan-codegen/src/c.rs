@@ -147,7 +147,7 @@ pub const FCAN_H_NAMES: &[&str] = &[
     "FCAN_EVENT_MASTER_LOST", "FCAN_EVENT_ID_COLLISION", "FCAN_EVENT_PLAN_RESET",
     "FCAN_OK", "FCAN_ERR_ARG", "FCAN_ERR_RAM", "FCAN_ERR_DESC", "FCAN_ERR_CONFIG",
     "FCAN_ERR_REENTRANT", "FCAN_ERR_INDEX", "FCAN_ERR_NOT_WIRED", "FCAN_ERR_DIRECTION",
-    "FCAN_ERR_LENGTH", "FCAN_ERR_TOKEN", "FCAN_ERR_FRAME", "FCAN_STATE_UNPROVISIONED",
+    "FCAN_ERR_LENGTH", "FCAN_ERR_TOKEN", "FCAN_ERR_FRAME", "FCAN_ERR_DECODE", "FCAN_STATE_UNPROVISIONED",
     "FCAN_STATE_PROVISIONED", "FCAN_STATE_RUNNING", "FCAN_STATE_SUSPENDED",
     "FCAN_STATE_FAULT", "FCAN_RAM_FIXED", "FCAN_RAM_PER_TYPE", "FCAN_RAM_PER_TOPIC",
     "FCAN_RAM_PER_PARAM", "FCAN_RAM_PER_SERVICE", "FCAN_RAM_PER_BLOCK",
@@ -1009,7 +1009,7 @@ impl Model {
                         "The last complete value from the master, decoded into `*out`; its".into(),
                         "generation and time into `*info` (may be NULL). FCAN_OK, also before the".into(),
                         "first value: then `*out` is all zero and info->generation is 0. Errors as".into(),
-                        "fcan_node_topic; FCAN_ERR_FRAME (and `*out` zero) if the bytes do not decode.".into(),
+                        "fcan_node_topic; FCAN_ERR_DECODE (and `*out` zero) if the bytes do not decode.".into(),
                     ],
                 );
                 let _ = writeln!(
@@ -1381,8 +1381,15 @@ fn codec_body(
 }
 
 /// A buffer's declared length: C has no zero-length array.
-fn buf_len(size: usize) -> usize {
-    size.max(1)
+/// The declaration of a packing buffer for a message of `size` bytes: an empty message
+/// still needs one byte (C99 has no empty arrays), initialised, since nothing packs into
+/// it and gcc -Os flags passing it on as maybe-uninitialized.
+fn buf_decl(size: usize) -> String {
+    if size == 0 {
+        "    uint8_t buf[1] = {0};".into()
+    } else {
+        format!("    uint8_t buf[{size}];")
+    }
 }
 
 impl Model {
@@ -1664,7 +1671,7 @@ impl Model {
                 "\nint32_t {}(fcan_node_t *node, uint8_t block, {} *out, fcan_topic_info_t *info)\n{{",
                 tp.func, msg.ty
             );
-            let _ = writeln!(c, "    uint8_t buf[{}];", buf_len(msg.size));
+            let _ = writeln!(c, "{}", buf_decl(msg.size));
             c.push_str("    fcan_topic_info_t meta;\n    int32_t n;\n");
             c.push_str("    if (out == NULL) {\n        return FCAN_ERR_ARG;\n    }\n");
             c.push_str("    memset(out, 0, sizeof *out);\n");
@@ -1679,7 +1686,7 @@ impl Model {
             c.push_str("    if (meta.generation == 0u) {\n        return FCAN_OK;\n    }\n");
             let _ = writeln!(
                 c,
-                "    if (n != {} || {}(out, buf) < 0) {{\n        memset(out, 0, sizeof *out);\n        return FCAN_ERR_FRAME;\n    }}\n    return FCAN_OK;\n}}",
+                "    if (n != {} || {}(out, buf) < 0) {{\n        memset(out, 0, sizeof *out);\n        return FCAN_ERR_DECODE;\n    }}\n    return FCAN_OK;\n}}",
                 msg.size_macro, msg.unpack
             );
         } else {
@@ -1688,7 +1695,7 @@ impl Model {
                 "\nint32_t {}(fcan_node_t *node, uint8_t block, const {} *msg)\n{{",
                 tp.func, msg.ty
             );
-            let _ = writeln!(c, "    uint8_t buf[{}];", buf_len(msg.size));
+            let _ = writeln!(c, "{}", buf_decl(msg.size));
             let _ = writeln!(
                 c,
                 "    if ({}(msg, buf) < 0) {{\n        return FCAN_ERR_ARG;\n    }}",
@@ -1711,7 +1718,7 @@ impl Model {
             "\nint32_t {}(fcan_node_t *node, const fcan_deferred_t *token, const {} *response)\n{{",
             s.complete, resp.ty
         );
-        let _ = writeln!(c, "    uint8_t buf[{}];", buf_len(resp.size));
+        let _ = writeln!(c, "{}", buf_decl(resp.size));
         c.push_str(
             "    if (token == NULL || response == NULL) {\n        return FCAN_ERR_ARG;\n    }\n",
         );
@@ -1794,7 +1801,7 @@ impl Model {
                 "\nint32_t {}(fcan_node_t *node, uint8_t block, {out})\n{{",
                 q.func
             );
-            let _ = writeln!(c, "    uint8_t buf[{}];\n    int32_t n;", buf_len(q.size));
+            let _ = writeln!(c, "{}\n    int32_t n;", buf_decl(q.size));
             if q.field.len.is_some() {
                 c.push_str("    uint32_t i;\n");
             }
@@ -1824,7 +1831,7 @@ impl Model {
                 "buf",
                 &access,
                 false,
-                "FCAN_ERR_FRAME",
+                "FCAN_ERR_DECODE",
             ));
             c.push_str("    return FCAN_OK;\n}\n");
         }

@@ -1252,7 +1252,7 @@ fn io_board_codecs_params_topics_and_dispatch() {
         "take_none 0 gen 0 zero 1".into(),
         format!("take 0 gen 7 at 1234 low0 {low0} high7 {high7} enable 1"),
         "take_null_info 0".into(),
-        "take_bad -11 zero 1".into(),
+        "take_bad -12 zero 1".into(),
         // set on block 2: decoded, handler answers, response packed.
         "handler set block 2 on 1 service 0 zeroed 1".into(),
         format!("reply 0 len 3 bytes {}", le(&[&[1], &500u16.to_le_bytes()])),

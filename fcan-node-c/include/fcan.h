@@ -151,6 +151,10 @@
 // A frame whose length or identifier is not legal for its kind.
 #define FCAN_ERR_FRAME -11
 
+// Bytes that do not decode as the message (a bool byte other than 0 or 1): generated
+// `take_*` accessors return it, with the output zeroed.
+#define FCAN_ERR_DECODE -12
+
 // `fcan_node_state`: booted; listening, then announcing until a master acknowledges.
 #define FCAN_STATE_UNPROVISIONED 0
 

@@ -434,6 +434,9 @@ pub const FCAN_ERR_LENGTH: i32 = -9;
 pub const FCAN_ERR_TOKEN: i32 = -10;
 /// A frame whose length or identifier is not legal for its kind.
 pub const FCAN_ERR_FRAME: i32 = -11;
+/// Bytes that do not decode as the message (a bool byte other than 0 or 1): generated
+/// `take_*` accessors return it, with the output zeroed.
+pub const FCAN_ERR_DECODE: i32 = -12;
 
 /// `fcan_node_state`: booted; listening, then announcing until a master acknowledges.
 pub const FCAN_STATE_UNPROVISIONED: i32 = 0;

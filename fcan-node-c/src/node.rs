@@ -798,6 +798,7 @@ pub extern "C" fn fcan_strerror(code: i32) -> *const core::ffi::c_char {
         FCAN_ERR_LENGTH => c"length does not match",
         FCAN_ERR_TOKEN => c"deferred call no longer pending",
         FCAN_ERR_FRAME => c"frame length or identifier not legal for its kind",
+        FCAN_ERR_DECODE => c"bytes do not decode as the message (a bool other than 0 or 1)",
         _ => c"unknown error",
     };
     s.as_ptr()

@@ -59,12 +59,7 @@ build() {
     mkdir -p "$out/obj-$name"
     for src in "$@"; do
         obj="$out/obj-$name/$(basename "${src%.c}").o"
-        extra=()
-        # TEMPORARY, until fcan-codegen initialises the buffer it packs an empty response
-        # into (`uint8_t buf[1];` in fcan_io_board_analog_sensor_calibrate_complete: GCC 12
-        # -Os warns that it reaches fcan_node_complete's const pointer uninitialised).
-        [ "$src" = "$out/gen/fcan_io_board.c" ] && extra=(-Wno-error=maybe-uninitialized)
-        "$CC" "${CFLAGS[@]}" "${extra[@]}" "${INC[@]}" -c "$src" -o "$obj"
+        "$CC" "${CFLAGS[@]}" "${INC[@]}" -c "$src" -o "$obj"
         objs+=("$obj")
     done
     "$CC" "${LDFLAGS[@]}" -Wl,-Map="$out/$name.map" "${objs[@]}" "$lib" -lgcc -o "$out/$name.elf"
