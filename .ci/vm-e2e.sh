@@ -15,6 +15,8 @@
 # `devices_vm` (fcan-examples) runs simulated RobStride and MIT devices (`fcan fake
 # --device`) beside the example boards, driven by `fcan serve --device`, with `fcan`
 # commands and a candump capture decoded by `fcan decode --device`, at both MTUs.
+# `c_node_vm` (fcan-e2e) runs the C I/O board (examples/c-io-board, built with make)
+# beside a Rust motor driver under `fcan serve`, at both MTUs.
 # These tests are #[ignore]d on hosts (no SocketCAN there): each runs here by name with
 # --ignored --exact. Exits non-zero if a build or any run fails, or if a test did not
 # run (no `1 passed`).
@@ -69,6 +71,12 @@ echo "==> building the devices_vm test binary (RobStride and MIT devices beside 
 devices_bin=$(cargo_exes test -p fcan-examples --test devices_vm --no-run | exe_named devices_vm)
 devices_bin=$(strip_copy "$devices_bin")
 
+echo "==> building the C I/O board (examples/c-io-board, make) and the c_node_vm test binary"
+make -s -C "$root/examples/c-io-board" >/dev/null
+with+=(--with "$root/examples/c-io-board/build/io-board-c")
+c_node_bin=$(cargo_exes test -p fcan-e2e --test c_node_vm --no-run | exe_named c_node_vm)
+c_node_bin=$(strip_copy "$c_node_bin")
+
 status=0
 for mtu in 72 16; do
   echo "==> fake_fibril_node_on_vcan0 in the VM, vcan0 MTU $mtu"
@@ -82,6 +90,24 @@ for mtu in 72 16; do
     fi
   else
     echo "vm-e2e: fake_vm, MTU $mtu: FAILED" >&2
+    status=1
+  fi
+  rm -f "$log"
+done
+
+for mtu in 72 16; do
+  # The C I/O board (C application + generated C + libfcan_node.a) beside a Rust motor
+  # driver under `fcan serve`.
+  echo "==> c_io_board_beside_a_rust_node_on_vcan0 in the VM, vcan0 MTU $mtu"
+  log=$(mktemp)
+  if bash "$runner" --timeout 300 --mtu "$mtu" "${with[@]}" \
+      "$c_node_bin" --ignored --exact c_io_board_beside_a_rust_node_on_vcan0 --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+    if ! grep -q '^test result: ok\. 1 passed' "$log"; then
+      echo "vm-e2e: c_node_vm, MTU $mtu: the test did not run" >&2
+      status=1
+    fi
+  else
+    echo "vm-e2e: c_node_vm, MTU $mtu: FAILED" >&2
     status=1
   fi
   rm -f "$log"

@@ -33,7 +33,9 @@ use tokio::time::Instant;
 pub use fcan_core;
 pub use fcan_master;
 
+pub mod c_board;
 pub mod capture;
+pub mod vm;
 
 /// Runs an `async fn(Mtu)` test once on CAN FD and once on Classical CAN, each on a
 /// paused tokio clock: `both_links!(name);` makes `name::fd` and `name::classic`.

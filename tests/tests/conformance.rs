@@ -18,6 +18,7 @@ use fcan_core::msg::{
 };
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_core::types::{Scalar, ScalarType};
+use fcan_e2e::c_board::CIoBoard;
 use fcan_example_io_board::IoBoard;
 use fcan_example_motor_driver::MotorDriver;
 use fcan_master::cache::MemoryStore;
@@ -375,6 +376,8 @@ impl Transmit for Collect {
 enum Fw {
     Motor(Box<MotorDriver>),
     Io(Box<IoBoard>),
+    /// The I/O board written in C (examples/c-io-board) on the C API (fcan-node-c).
+    CIo(Box<CIoBoard>),
 }
 
 impl Fw {
@@ -406,10 +409,19 @@ impl Fw {
             other => panic!("unknown firmware {other}"),
         }
     }
+    /// The C I/O board booted as the transcript's header says.
+    fn boot_c(h: &Header) -> Fw {
+        assert_eq!(h.firmware, "io_board", "the C board is an I/O board");
+        let counts = [h.wired[0], h.wired[1], h.wired[2]];
+        Fw::CIo(Box::new(
+            CIoBoard::new(h.node_id, h.boot_id, counts, h.fd_capable).expect("C board boots"),
+        ))
+    }
     fn receive(&mut self, f: &Frame, now: u32) {
         match self {
             Fw::Motor(m) => m.receive(f, now),
             Fw::Io(b) => b.receive(f, now),
+            Fw::CIo(b) => fcan_examples::Firmware::receive(&mut **b, f, now),
         }
     }
     fn poll(&mut self, now: u32) -> Vec<Frame> {
@@ -417,13 +429,15 @@ impl Fw {
         match self {
             Fw::Motor(m) => m.poll(now, &mut tx),
             Fw::Io(b) => b.poll(now, &mut tx),
+            Fw::CIo(b) => b.poll_into(now, &mut tx),
         }
         tx.0
     }
-    fn topic(&self, block: u8, topic: u8) -> Option<Vec<u8>> {
+    fn topic(&mut self, block: u8, topic: u8) -> Option<Vec<u8>> {
         let t = match self {
             Fw::Motor(m) => m.node.raw().topic(block, topic),
             Fw::Io(b) => b.node.raw().topic(block, topic),
+            Fw::CIo(b) => return b.topic(block, topic).map(|(bytes, _)| bytes),
         };
         t.map(|t| t.bytes.to_vec())
     }
@@ -535,7 +549,11 @@ fn ticks(h: &Header) -> impl Iterator<Item = u64> {
 /// Replays a transcript against the real node firmware: feeds it the master's frames
 /// and checks every frame it sends and every topic value it holds.
 fn replay_node(name: &str, t: &Transcript) {
-    let mut fw = Fw::boot(&t.header);
+    replay_node_on(name, t, Fw::boot(&t.header));
+}
+
+/// [`replay_node`] against a given firmware.
+fn replay_node_on(name: &str, t: &Transcript, mut fw: Fw) {
     let none = Vec::new();
     for now in ticks(&t.header) {
         let evs = t.events.get(&now).unwrap_or(&none);
@@ -1714,6 +1732,26 @@ fn node_only() -> [NodeOnly; 5] {
         (SUSPENDED, record_suspended),
         (ID_COLLISION, record_id_collision),
     ]
+}
+
+/// Every I/O-board transcript replays against the I/O board written in C
+/// (examples/c-io-board, the code `fcan-codegen c` generates, `fcan-node-c`): the same
+/// frames at the same ticks, byte for byte, as the Rust board and the master recorded.
+#[test]
+fn io_board_transcripts_replay_against_the_c_board() {
+    let mut files: Vec<&str> = scripts().iter().map(|s| s.file).collect();
+    files.extend(node_only().iter().map(|(f, _)| *f));
+    let mut replayed = 0;
+    for file in files {
+        let text = std::fs::read_to_string(vector_dir().join(file)).unwrap();
+        let t = parse_transcript(&text);
+        if t.header.firmware != "io_board" {
+            continue;
+        }
+        replay_node_on(&format!("{file} (C board)"), &t, Fw::boot_c(&t.header));
+        replayed += 1;
+    }
+    assert!(replayed >= 7, "I/O-board transcripts replayed: {replayed}");
 }
 
 /// Every node-only vector replays against the firmware, and recording it again (which

@@ -8,71 +8,11 @@
 //! (and fails when forced without it), and `.ci/vm-e2e.sh` runs it with `--ignored`
 //! inside its VM, which puts `fcan` on `PATH` and the fibril files in `$FCAN_FIBRIL_DIR`.
 
-use std::io::Read;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fcan_e2e::vm::{fcan, fcan_bin, stdout, Bg};
 use fcan_e2e::{fibril_dir, fibril_nodes, free_port};
-
-/// Kills a background process when the test ends, however it ends.
-struct Bg(Child, &'static str);
-impl Bg {
-    /// SIGINT (Ctrl-C), then its exit status and stderr.
-    fn interrupt(mut self) -> (std::process::ExitStatus, String) {
-        let pid = self.0.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let t = Instant::now();
-        let status = loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "{} ignored SIGINT",
-                self.1
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut err = String::new();
-        if let Some(mut e) = self.0.stderr.take() {
-            e.read_to_string(&mut err).unwrap();
-        }
-        (status, err)
-    }
-}
-impl Drop for Bg {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn fcan_bin() -> String {
-    std::env::var("FCAN_BIN").unwrap_or_else(|_| "fcan".into())
-}
-
-fn fcan(ep: &str, args: &[&str]) -> Output {
-    let o = Command::new(fcan_bin())
-        .args(["--connect", ep, "--bus", "socketcan:vcan0"])
-        .args(args)
-        .output()
-        .unwrap();
-    println!(
-        "$ fcan {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 #[test]
 #[ignore = "needs SocketCAN: .ci/vm-e2e.sh runs it in a VM"]

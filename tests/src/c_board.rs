@@ -1,0 +1,204 @@
+//! The C I/O board in the tests: `examples/c-io-board`'s application and the C code
+//! `fcan-codegen c` generates (built by `build.rs` into a static library), running on
+//! `fcan-node-c`, the C API over the node runtime, as a [`Firmware`] the host loop drives
+//! like the Rust boards.
+
+use std::ffi::c_void;
+
+use fcan_core::frame::{CanId, Frame};
+use fcan_core::msg::NodeState;
+use fcan_examples::{Firmware, TxQueue};
+use fcan_node::abi::*;
+use fcan_runtime_nostd::Transmit;
+
+// The C runtime's symbols come from fcan-node-c; naming the crate links it.
+use fcan_node as _;
+
+#[allow(improper_ctypes)]
+extern "C" {
+    fn c_board_size() -> u32;
+    fn c_board_boot(
+        b: *mut c_void,
+        node_id: u8,
+        controller: u8,
+        boot_id: u32,
+        counts: *const u8,
+        transmit: fcan_transmit_fn,
+        user: *mut c_void,
+    ) -> i32;
+    fn c_board_receive(b: *mut c_void, f: *const fcan_frame_t, now_us: u32) -> i32;
+    fn c_board_poll(b: *mut c_void, now_us: u32) -> i32;
+    fn c_board_node(b: *mut c_void) -> *mut fcan_node_t;
+    fn c_board_output(b: *const c_void, i: u32) -> i32;
+    fn c_board_calibrations(b: *const c_void) -> u32;
+}
+
+/// Where the transmit callback puts frames: the queue of the poll running.
+struct Outbox {
+    tx: Option<*mut (dyn Transmit + 'static)>,
+}
+
+unsafe extern "C" fn transmit(user: *mut c_void, frame: *const fcan_frame_t) -> i32 {
+    // SAFETY: `user` is the board's boxed `Outbox`; `tx` is set for the whole of
+    // `c_board_poll`, the only call that transmits.
+    let out = unsafe { &mut *user.cast::<Outbox>() };
+    let Some(tx) = out.tx.and_then(|t| unsafe { t.as_mut() }) else {
+        return 1;
+    };
+    match tx.transmit(&from_c(unsafe { &*frame })) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// A frame the C node sent, as the host loop takes it.
+pub fn from_c(f: &fcan_frame_t) -> Frame {
+    let id = if f.flags & FCAN_FRAME_EXTENDED != 0 {
+        CanId::Extended(f.id)
+    } else {
+        CanId::Standard(f.id as u16)
+    };
+    let data = &f.data[..f.len as usize];
+    if f.flags & FCAN_FRAME_FD == 0 {
+        Frame::classic(id, data).expect("the node sends legal frames")
+    } else if f.flags & FCAN_FRAME_BRS != 0 {
+        Frame::fd(id, data).expect("the node sends legal frames")
+    } else {
+        Frame::fd(id, data)
+            .expect("the node sends legal frames")
+            .without_brs()
+    }
+}
+
+/// A frame for the C node.
+pub fn to_c(f: &Frame) -> fcan_frame_t {
+    let (id, mut flags) = match f.id() {
+        CanId::Standard(id) => (id as u32, 0),
+        CanId::Extended(id) => (id, FCAN_FRAME_EXTENDED),
+    };
+    if f.is_fd() {
+        flags |= FCAN_FRAME_FD;
+        if f.is_brs() {
+            flags |= FCAN_FRAME_BRS;
+        }
+    }
+    let mut c = fcan_frame_t {
+        id,
+        len: f.len() as u8,
+        flags,
+        reserved: [0; 2],
+        data: [0; 64],
+    };
+    c.data[..f.len()].copy_from_slice(f.data());
+    c
+}
+
+/// The C I/O board: its RAM (node and application) and where its frames go.
+pub struct CIoBoard {
+    mem: Box<[u64]>,
+    outbox: Box<Outbox>,
+}
+
+// The board's memory is owned by this value alone; the C code keeps no pointer to it
+// beyond the call it is in (the app's "current app" pointer is thread-local and only set
+// during a poll).
+unsafe impl Send for CIoBoard {}
+
+impl CIoBoard {
+    /// Boots the board: `counts` outputs, inputs and analog sensors wired; an FD
+    /// controller when `fd`.
+    pub fn new(node_id: u8, boot_id: u32, counts: [u8; 3], fd: bool) -> Result<CIoBoard, i32> {
+        let words = (unsafe { c_board_size() } as usize).div_ceil(8);
+        let mut b = CIoBoard {
+            mem: vec![0u64; words].into_boxed_slice(),
+            outbox: Box::new(Outbox { tx: None }),
+        };
+        let controller = if fd {
+            FCAN_CONTROLLER_FD
+        } else {
+            FCAN_CONTROLLER_CLASSIC
+        };
+        let user: *mut Outbox = &mut *b.outbox;
+        let rc = unsafe {
+            c_board_boot(
+                b.ptr(),
+                node_id,
+                controller,
+                boot_id,
+                counts.as_ptr(),
+                Some(transmit),
+                user.cast(),
+            )
+        };
+        if rc == FCAN_OK {
+            Ok(b)
+        } else {
+            Err(rc)
+        }
+    }
+
+    fn ptr(&mut self) -> *mut c_void {
+        self.mem.as_mut_ptr().cast()
+    }
+
+    /// The C node (for the C API's reads).
+    pub fn node(&mut self) -> *mut fcan_node_t {
+        unsafe { c_board_node(self.ptr()) }
+    }
+
+    /// A topic's current value and generation, through the C API.
+    pub fn topic(&mut self, block: u8, topic: u8) -> Option<(Vec<u8>, u32)> {
+        let mut buf = [0u8; 64];
+        let mut info = fcan_topic_info_t {
+            generation: 0,
+            received_at_us: 0,
+        };
+        let n = unsafe {
+            fcan_node::fcan_node_topic(self.node(), block, topic, buf.as_mut_ptr(), 64, &mut info)
+        };
+        (n >= 0).then(|| (buf[..n as usize].to_vec(), info.generation))
+    }
+
+    /// The level output `i` drives.
+    pub fn output(&self, i: u32) -> Option<bool> {
+        match unsafe { c_board_output(self.mem.as_ptr().cast(), i) } {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// Times `calibrate` ran.
+    pub fn calibrations(&self) -> u32 {
+        unsafe { c_board_calibrations(self.mem.as_ptr().cast()) }
+    }
+
+    /// `poll`, with the frames it sends handed to `tx`.
+    pub fn poll_into(&mut self, now_us: u32, tx: &mut dyn Transmit) {
+        let tx: *mut (dyn Transmit + '_) = tx;
+        // SAFETY: only the lifetime changes; the pointer is cleared before `tx` is
+        // given back to the caller.
+        self.outbox.tx = Some(unsafe {
+            std::mem::transmute::<*mut (dyn Transmit + '_), *mut (dyn Transmit + 'static)>(tx)
+        });
+        let rc = unsafe { c_board_poll(self.ptr(), now_us) };
+        self.outbox.tx = None;
+        assert_eq!(rc, FCAN_OK, "io_board_app_poll");
+    }
+}
+
+impl Firmware for CIoBoard {
+    fn receive(&mut self, frame: &Frame, now_us: u32) {
+        let f = to_c(frame);
+        let rc = unsafe { c_board_receive(self.ptr(), &f, now_us) };
+        assert_eq!(rc, FCAN_OK, "io_board_app_receive");
+    }
+    fn poll(&mut self, now_us: u32, tx: &mut TxQueue) {
+        self.poll_into(now_us, tx);
+    }
+    fn state(&self) -> NodeState {
+        let n = unsafe { c_board_node(self.mem.as_ptr() as *mut c_void) };
+        let s = unsafe { fcan_node::fcan_node_state(n) };
+        NodeState::try_from(s as u8).expect("a node state")
+    }
+}
