@@ -451,7 +451,13 @@ fn topic_param_and_publish_errors_name_the_cause() {
         unsafe { fcan_node_complete(node, &token, buf.as_ptr(), 3) },
         FCAN_ERR_TOKEN
     );
-    for code in [FCAN_ERR_ARG, FCAN_ERR_RAM, FCAN_ERR_TOKEN, FCAN_ERR_FRAME, FCAN_ERR_DECODE] {
+    for code in [
+        FCAN_ERR_ARG,
+        FCAN_ERR_RAM,
+        FCAN_ERR_TOKEN,
+        FCAN_ERR_FRAME,
+        FCAN_ERR_DECODE,
+    ] {
         assert!(strerror(code).len() > 8 && strerror(code) != "unknown error");
     }
 }
