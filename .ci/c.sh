@@ -2,9 +2,10 @@
 # C CI: the node runtime for C (fcan-node-c) as a C team gets it. fcan.h is what src/
 # generates; libfcan_node.a builds for every shipped target and defines the whole API;
 # the C I/O board example builds with CMake (gcc and clang) and with make, warnings as
-# errors, and runs; then the C firmware for Cortex-M4F when its build script is there.
-# Installs what it needs (cmake, clang, the Arm GNU toolchain from Debian; cbindgen from
-# crates.io).
+# errors, and runs; the generated C passes fcan-codegen's C tests with every compiler;
+# the C firmware for Cortex-M4F builds and passes its self-test under QEMU. Installs what
+# it needs (cmake, clang, the Arm GNU toolchain, qemu-system-arm from Debian; cbindgen
+# from crates.io).
 #
 #   bash .ci/c.sh
 set -euo pipefail
