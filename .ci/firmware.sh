@@ -23,6 +23,9 @@ rustup toolchain install 1.85 --profile minimal
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-core --no-default-features
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd --features update
+# The C library is firmware too (its layout checks are `const` assertions: a 1.85 build
+# evaluates them for the host; a 32-bit target is checked by build-lib.sh).
+env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-node-c --features panic-handler
 # The async firmware's executor crates (embassy) declare no rust-version: checked here for
 # the firmware target, with the versions Cargo.lock pins.
 rustup target add --toolchain 1.85 thumbv7em-none-eabihf

@@ -275,9 +275,9 @@ fn check_tables(blob: &[u8], sha: &[u8; 32], desc: &NodeDesc) -> (Schema, Number
             assert_eq!(p.size(), l.param_sizes[i]);
             assert_eq!(p.offset as usize, poff);
             assert_eq!(p.ty, t.params[i].ty);
-            assert_eq!(p.default, t.params[i].default);
-            assert_eq!(p.min, t.params[i].min);
-            assert_eq!(p.max, t.params[i].max);
+            assert_eq!(p.default_value(), Some(t.params[i].default));
+            assert_eq!(p.min(), Ok(t.params[i].min));
+            assert_eq!(p.max(), Ok(t.params[i].max));
             poff += l.param_sizes[i];
         }
         assert_eq!(td.param_bytes as usize, poff);

@@ -246,6 +246,39 @@ impl Scalar {
         })
     }
 
+    /// The value's packed little-endian bytes in the low bytes of a `u64` (the rest
+    /// zero): how descriptor tables hold a default or a bound in flash, for Rust and C
+    /// alike. `const`, so generated tables compute it at compile time.
+    ///
+    /// ```
+    /// use fcan_core::types::{Scalar, ScalarType};
+    /// assert_eq!(Scalar::F32(1.5).to_bits(), 0x3FC0_0000);
+    /// assert_eq!(Scalar::I16(-1).to_bits(), 0xFFFF);
+    /// assert_eq!(Scalar::from_bits(ScalarType::I16, 0xFFFF), Ok(Scalar::I16(-1)));
+    /// ```
+    pub const fn to_bits(self) -> u64 {
+        match self {
+            Scalar::Bool(v) => v as u64,
+            Scalar::U8(v) => v as u64,
+            Scalar::I8(v) => v as u8 as u64,
+            Scalar::U16(v) => v as u64,
+            Scalar::I16(v) => v as u16 as u64,
+            Scalar::U32(v) => v as u64,
+            Scalar::I32(v) => v as u32 as u64,
+            Scalar::U64(v) => v,
+            Scalar::I64(v) => v as u64,
+            Scalar::F32(v) => v.to_bits() as u64,
+            Scalar::F64(v) => v.to_bits(),
+        }
+    }
+
+    /// The value of type `ty` whose packed bytes are the low bytes of `bits`
+    /// ([`Scalar::to_bits`] back); a `bool` other than 0 or 1 is an error.
+    pub fn from_bits(ty: ScalarType, bits: u64) -> Result<Scalar, ValueError> {
+        let bytes = bits.to_le_bytes();
+        Scalar::read(ty, bytes.get(..ty.size()).ok_or(ValueError::Truncated)?)
+    }
+
     /// Whether the value is usable as a number: not NaN and not infinite. Integers and
     /// bools always are.
     pub fn is_finite(&self) -> bool {

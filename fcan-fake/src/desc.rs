@@ -118,14 +118,14 @@ fn tables(
         }
         let mut params = Vec::with_capacity(t.params.len());
         for (p, &(_, offset)) in t.params.iter().zip(&ta.params) {
-            params.push(ParamDesc {
-                ty: p.ty,
-                count: fit(p.len.unwrap_or(1) as usize, "a param's length")?,
-                offset: fit(offset, "a param's offset")?,
-                default: p.default,
-                min: p.min,
-                max: p.max,
-            });
+            params.push(ParamDesc::new(
+                p.ty,
+                fit(p.len.unwrap_or(1) as usize, "a param's length")?,
+                fit(offset, "a param's offset")?,
+                p.default,
+                p.min,
+                p.max,
+            ));
         }
         let mut services = Vec::with_capacity(ta.services.len());
         for &(req, resp) in &ta.services {

@@ -184,26 +184,26 @@
 #endif
 
 #if defined(FCAN_PTR32)
-// RAM per block type (its descriptor and the padding of its three tables).
-#define FCAN_RAM_PER_TYPE 64
+// RAM per block type (its descriptor; its tables are read in place from flash).
+#define FCAN_RAM_PER_TYPE 40
 #endif
 
 #if defined(FCAN_PTR64)
-// RAM per block type (its descriptor and the padding of its three tables).
-#define FCAN_RAM_PER_TYPE 96
+// RAM per block type (its descriptor; its tables are read in place from flash).
+#define FCAN_RAM_PER_TYPE 72
 #endif
 
-// RAM per topic of a type.
-#define FCAN_RAM_PER_TOPIC 12
+// RAM per topic of a type: none, the table is read in place from flash.
+#define FCAN_RAM_PER_TOPIC 0
 
-// RAM per parameter of a type.
-#define FCAN_RAM_PER_PARAM 56
+// RAM per parameter of a type: none, the table is read in place from flash.
+#define FCAN_RAM_PER_PARAM 0
 
-// RAM per service of a type.
-#define FCAN_RAM_PER_SERVICE 4
+// RAM per service of a type: none, the table is read in place from flash.
+#define FCAN_RAM_PER_SERVICE 0
 
-// RAM per block (its descriptor and its changed-parameter mask).
-#define FCAN_RAM_PER_BLOCK 16
+// RAM per block: its changed-parameter mask (the table is read in place from flash).
+#define FCAN_RAM_PER_BLOCK 4
 
 // RAM per instance array.
 #define FCAN_RAM_PER_ARRAY 4

@@ -463,20 +463,20 @@ pub const FCAN_RAM_FIXED: u32 = 2000;
 /// (enough for a runtime built with firmware updates too).
 #[cfg(target_pointer_width = "64")]
 pub const FCAN_RAM_FIXED: u32 = 2176;
-/// RAM per block type (its descriptor and the padding of its three tables).
+/// RAM per block type (its descriptor; its tables are read in place from flash).
 #[cfg(target_pointer_width = "32")]
-pub const FCAN_RAM_PER_TYPE: u32 = 64;
-/// RAM per block type (its descriptor and the padding of its three tables).
+pub const FCAN_RAM_PER_TYPE: u32 = 40;
+/// RAM per block type (its descriptor; its tables are read in place from flash).
 #[cfg(target_pointer_width = "64")]
-pub const FCAN_RAM_PER_TYPE: u32 = 96;
-/// RAM per topic of a type.
-pub const FCAN_RAM_PER_TOPIC: u32 = 12;
-/// RAM per parameter of a type.
-pub const FCAN_RAM_PER_PARAM: u32 = 56;
-/// RAM per service of a type.
-pub const FCAN_RAM_PER_SERVICE: u32 = 4;
-/// RAM per block (its descriptor and its changed-parameter mask).
-pub const FCAN_RAM_PER_BLOCK: u32 = 16;
+pub const FCAN_RAM_PER_TYPE: u32 = 72;
+/// RAM per topic of a type: none, the table is read in place from flash.
+pub const FCAN_RAM_PER_TOPIC: u32 = 0;
+/// RAM per parameter of a type: none, the table is read in place from flash.
+pub const FCAN_RAM_PER_PARAM: u32 = 0;
+/// RAM per service of a type: none, the table is read in place from flash.
+pub const FCAN_RAM_PER_SERVICE: u32 = 0;
+/// RAM per block: its changed-parameter mask (the table is read in place from flash).
+pub const FCAN_RAM_PER_BLOCK: u32 = 4;
 /// RAM per instance array.
 pub const FCAN_RAM_PER_ARRAY: u32 = 4;
 /// RAM per topic state (one per topic of every block).

@@ -5,13 +5,16 @@
 use crate::error::ConfigError;
 use fcan_core::hash::HashPrefix;
 use fcan_core::msg::DataDirection;
-use fcan_core::types::{Scalar, ScalarType};
+use fcan_core::types::{Scalar, ScalarType, ValueError};
 
 /// One topic of a block type.
+///
+/// `#[repr(C)]` in this field order, like every table below that holds no slice: the C
+/// API's generated tables (`fcan_topic_desc_t` in `fcan.h`) have this layout, so
+/// `fcan-node-c` reads them in place instead of copying them into RAM.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct TopicDesc {
-    /// `m2s` (commands in) or `s2m` (feedback out).
-    pub dir: DataDirection,
     /// s2m: period in µs, 0 = sent on commit. m2s: 0.
     pub period_us: u32,
     /// Packed size in bytes.
@@ -22,34 +25,105 @@ pub struct TopicDesc {
     /// area, or `u16::MAX` when the topic never spans several frames (≤ 8 bytes) and so
     /// needs no staging.
     pub stage_offset: u16,
+    /// `m2s` (commands in) or `s2m` (feedback out).
+    pub dir: DataDirection,
 }
 
 /// One parameter of a block type.
+///
+/// The default and the bounds are held as bits ([`Scalar::to_bits`]: the packed value in
+/// the low bytes), 32 bytes a parameter in flash rather than 56 with three `Scalar`s, and
+/// the layout of the C API's `fcan_param_desc_t`. Build one with [`ParamDesc::new`].
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct ParamDesc {
-    /// Element type.
-    pub ty: ScalarType,
+    /// The value at boot (every element of an array), as bits.
+    pub default_bits: u64,
+    /// Inclusive lower bound when `flags & ParamDesc::HAS_MIN`, as bits.
+    pub min_bits: u64,
+    /// Inclusive upper bound when `flags & ParamDesc::HAS_MAX`, as bits.
+    pub max_bits: u64,
     /// Element count (1 for a scalar).
     pub count: u16,
     /// Offset of the packed value within the block's param area.
     pub offset: u16,
-    /// Value at boot (every element of an array).
-    pub default: Scalar,
-    /// Inclusive lower bound, checked on the node.
-    pub min: Option<Scalar>,
-    /// Inclusive upper bound, checked on the node.
-    pub max: Option<Scalar>,
+    /// Element type.
+    pub ty: ScalarType,
+    /// [`ParamDesc::HAS_MIN`] | [`ParamDesc::HAS_MAX`].
+    pub flags: u8,
 }
 
 impl ParamDesc {
+    /// `flags`: `min_bits` holds a lower bound.
+    pub const HAS_MIN: u8 = 1;
+    /// `flags`: `max_bits` holds an upper bound.
+    pub const HAS_MAX: u8 = 2;
+
     /// Packed size in bytes.
     pub const fn size(&self) -> usize {
         self.ty.size() * self.count as usize
     }
+
+    /// A parameter of `count` elements of `ty` at `offset`, with its default and
+    /// bounds. `const`: generated tables are built with it at compile time.
+    pub const fn new(
+        ty: ScalarType,
+        count: u16,
+        offset: u16,
+        default: Scalar,
+        min: Option<Scalar>,
+        max: Option<Scalar>,
+    ) -> ParamDesc {
+        let (min_bits, has_min) = match min {
+            Some(v) => (v.to_bits(), Self::HAS_MIN),
+            None => (0, 0),
+        };
+        let (max_bits, has_max) = match max {
+            Some(v) => (v.to_bits(), Self::HAS_MAX),
+            None => (0, 0),
+        };
+        ParamDesc {
+            default_bits: default.to_bits(),
+            min_bits,
+            max_bits,
+            count,
+            offset,
+            ty,
+            flags: has_min | has_max,
+        }
+    }
+
+    /// The value at boot, or `None` when the bits are not a value of `ty` (a bool other
+    /// than 0 or 1).
+    pub fn default_value(&self) -> Option<Scalar> {
+        Scalar::from_bits(self.ty, self.default_bits).ok()
+    }
+
+    /// The lower bound: `Ok(None)` without one, an error when its bits are no value of
+    /// the type (a bool other than 0 or 1).
+    pub fn min(&self) -> Result<Option<Scalar>, ValueError> {
+        self.bound(Self::HAS_MIN, self.min_bits)
+    }
+
+    /// The upper bound: `Ok(None)` without one, an error when its bits are no value of
+    /// the type.
+    pub fn max(&self) -> Result<Option<Scalar>, ValueError> {
+        self.bound(Self::HAS_MAX, self.max_bits)
+    }
+
+    // Out of line: one copy of the decoding for both bounds (flash on a firmware).
+    #[inline(never)]
+    fn bound(&self, flag: u8, bits: u64) -> Result<Option<Scalar>, ValueError> {
+        if self.flags & flag == 0 {
+            return Ok(None);
+        }
+        Scalar::from_bits(self.ty, bits).map(Some)
+    }
 }
 
-/// One service of a block type.
+/// One service of a block type (`#[repr(C)]`: `fcan_service_desc_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct ServiceDesc {
     /// Packed request size (without the message header).
     pub request_size: u16,
@@ -76,15 +150,11 @@ pub struct TypeDesc {
     pub param_bytes: u16,
 }
 
-/// One block (an instance of an instance array), by block number.
+/// One block (an instance of an instance array), by block number (`#[repr(C)]`:
+/// `fcan_block_desc_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct BlockDesc {
-    /// Index into [`NodeDesc::types`].
-    pub type_index: u8,
-    /// Index of its instance array.
-    pub array: u8,
-    /// Index within the array (compared against the count wired at boot).
-    pub index: u8,
     /// Offset of the block's topic area in the node's topic arena.
     pub topic_offset: u16,
     /// Offset of the block's staging area in the node's staging arena.
@@ -94,6 +164,12 @@ pub struct BlockDesc {
     /// Index of the block's first topic in the node's per-topic state table; topic `t`
     /// of the block is entry `topic_slot + t`.
     pub topic_slot: u16,
+    /// Index into [`NodeDesc::types`].
+    pub type_index: u8,
+    /// Index of its instance array.
+    pub array: u8,
+    /// Index within the array (compared against the count wired at boot).
+    pub index: u8,
 }
 
 /// One instance array.
@@ -274,6 +350,9 @@ impl NodeDesc {
             }
             for pd in td.params.iter() {
                 if b.param_offset as usize + pd.offset as usize + pd.size() > desc.param_bytes {
+                    return Err(bad);
+                }
+                if pd.default_value().is_none() || pd.min().is_err() || pd.max().is_err() {
                     return Err(bad);
                 }
                 if !fcan_core::limits::param_fits(pd.size()) {

@@ -11,7 +11,7 @@ use crate::plan::Nak;
 use crate::storage::Parts;
 use crate::wired::Wired;
 use fcan_core::msg::{ParamSet, ResultCode};
-use fcan_core::types::{check_range, Scalar, ValueError};
+use fcan_core::types::{check_range, Scalar, ScalarType, ValueError};
 
 /// The byte range of a param in the param arena.
 fn range(
@@ -48,12 +48,16 @@ pub(crate) fn write_defaults(desc: &NodeDesc, p: &mut Parts<'_>) -> Result<(), C
         };
         for (i, pd) in td.params.iter().enumerate() {
             let (r, _) = range(desc, number as u8, i as u8).ok_or(ConfigError::BadDesc)?;
-            if pd.default.ty() != pd.ty {
+            // The default's bits are its packed bytes, copied into every element; only a
+            // bool's can be no value (every bit pattern is an integer or a float).
+            if pd.ty == ScalarType::Bool && pd.default_bits > 1 {
                 return Err(ConfigError::BadDesc);
             }
+            let bits = pd.default_bits.to_le_bytes();
+            let packed = bits.get(..pd.ty.size()).ok_or(ConfigError::BadDesc)?;
             let dst = p.params.get_mut(r).ok_or(ConfigError::ParamBytes)?;
             for chunk in dst.chunks_mut(pd.ty.size().max(1)) {
-                pd.default.write(chunk).ok_or(ConfigError::BadDesc)?;
+                chunk.copy_from_slice(packed.get(..chunk.len()).ok_or(ConfigError::BadDesc)?);
             }
         }
     }
@@ -70,12 +74,18 @@ pub(crate) fn set(
     let (r, pd) = locate(desc, wired, m.block, m.param)?;
     let value = m.value.get(..r.len()).ok_or((ResultCode::BadLength, 0))?;
     let elem = pd.ty.size().max(1);
+    // A bound whose bits are no value refuses every write (only a hand-made table can
+    // hold one; generated and checked tables cannot).
+    let (min, max) = match (pd.min(), pd.max()) {
+        (Ok(min), Ok(max)) => (min, max),
+        _ => return Err((ResultCode::BadValue, 0)),
+    };
     for chunk in value.chunks(elem) {
         let v = Scalar::read(pd.ty, chunk).map_err(|e| match e {
             ValueError::BadBool => (ResultCode::BadValue, 0),
             ValueError::Truncated => (ResultCode::BadLength, 0),
         })?;
-        check_range(pd.ty, &v, pd.min, pd.max).map_err(|e| (ResultCode::from(e), 0))?;
+        check_range(pd.ty, &v, min, max).map_err(|e| (ResultCode::from(e), 0))?;
     }
     p.params
         .get_mut(r)

@@ -3,13 +3,15 @@
 use super::{DecodeError, EncodeError};
 use crate::pack::{Reader, Writer};
 
-/// Which way a data frame flows.
+/// Which way a data frame flows. One byte (0, 1) where a table holds it, so C tables of
+/// the same layout can be read as the runtime's (`fcan-node-c`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
 pub enum DataDirection {
     /// Master → node (commands, `dir: m2s` topics).
-    M2s,
+    M2s = 0,
     /// Node → master (feedback, `dir: s2m` topics).
-    S2m,
+    S2m = 1,
 }
 
 /// FRAME_DEFINE flag bits.

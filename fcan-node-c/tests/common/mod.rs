@@ -7,7 +7,6 @@
 use std::ffi::CString;
 
 use fcan_core::msg::DataDirection;
-use fcan_core::types::Scalar;
 use fcan_node::abi::*;
 use fcan_runtime_nostd::codegen::NodeDesc;
 
@@ -16,12 +15,6 @@ fn leak<T>(v: Vec<T>) -> *const T {
         return std::ptr::null();
     }
     Box::leak(v.into_boxed_slice()).as_ptr()
-}
-
-fn bits(s: &Scalar) -> u64 {
-    let mut b = [0u8; 8];
-    s.write(&mut b).expect("scalar fits 8 bytes");
-    u64::from_le_bytes(b)
 }
 
 /// The C descriptor (leaked: it must outlive every node, as flash does).
@@ -51,21 +44,13 @@ pub fn c_desc(d: &NodeDesc) -> &'static fcan_node_desc_t {
                 t.params
                     .iter()
                     .map(|p| fcan_param_desc_t {
-                        default_bits: bits(&p.default),
-                        min_bits: p.min.as_ref().map_or(0, bits),
-                        max_bits: p.max.as_ref().map_or(0, bits),
+                        default_bits: p.default_bits,
+                        min_bits: p.min_bits,
+                        max_bits: p.max_bits,
                         count: p.count,
                         offset: p.offset,
                         scalar_type: p.ty as u8,
-                        flags: if p.min.is_some() {
-                            FCAN_PARAM_HAS_MIN
-                        } else {
-                            0
-                        } | if p.max.is_some() {
-                            FCAN_PARAM_HAS_MAX
-                        } else {
-                            0
-                        },
+                        flags: p.flags,
                         reserved: [0; 2],
                     })
                     .collect(),

@@ -51,30 +51,9 @@ static TOPICS: [TopicDesc; 4] = [
     },
 ];
 static PARAMS: [ParamDesc; 3] = [
-    ParamDesc {
-        ty: ScalarType::F32,
-        count: 1,
-        offset: 0,
-        default: Scalar::F32(1.0),
-        min: Some(Scalar::F32(0.0)),
-        max: Some(Scalar::F32(10.0)),
-    },
-    ParamDesc {
-        ty: ScalarType::Bool,
-        count: 1,
-        offset: 4,
-        default: Scalar::Bool(false),
-        min: None,
-        max: None,
-    },
-    ParamDesc {
-        ty: ScalarType::I16,
-        count: 30,
-        offset: 5,
-        default: Scalar::I16(-3),
-        min: Some(Scalar::I16(-100)),
-        max: None,
-    },
+    ParamDesc::new(ScalarType::F32, 1, 0, Scalar::F32(1.0), Some(Scalar::F32(0.0)), Some(Scalar::F32(10.0))),
+    ParamDesc::new(ScalarType::Bool, 1, 4, Scalar::Bool(false), None, None),
+    ParamDesc::new(ScalarType::I16, 30, 5, Scalar::I16(-3), Some(Scalar::I16(-100)), None),
 ];
 static SERVICES: [ServiceDesc; 2] = [
     ServiceDesc {

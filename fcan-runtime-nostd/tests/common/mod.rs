@@ -64,22 +64,15 @@ static TOPICS: [TopicDesc; 4] = [
     },
 ];
 static PARAMS: [ParamDesc; 2] = [
-    ParamDesc {
-        ty: ScalarType::F32,
-        count: 1,
-        offset: 0,
-        default: Scalar::F32(1.0),
-        min: Some(Scalar::F32(0.0)),
-        max: Some(Scalar::F32(10.0)),
-    },
-    ParamDesc {
-        ty: ScalarType::Bool,
-        count: 1,
-        offset: 4,
-        default: Scalar::Bool(false),
-        min: None,
-        max: None,
-    },
+    ParamDesc::new(
+        ScalarType::F32,
+        1,
+        0,
+        Scalar::F32(1.0),
+        Some(Scalar::F32(0.0)),
+        Some(Scalar::F32(10.0)),
+    ),
+    ParamDesc::new(ScalarType::Bool, 1, 4, Scalar::Bool(false), None, None),
 ];
 static SERVICES: [ServiceDesc; 2] = [
     ServiceDesc {
