@@ -27,10 +27,7 @@ fn main() {
     let generated = fcan_codegen::c::generate(&loaded).unwrap_or_else(|d| panic!("{d}"));
     generated.write_to(&out).expect("generated C written");
     cc::Build::new()
-        // C11 for `_Thread_local`: the app finds itself through one pointer while it
-        // polls, and the tests poll boards on several threads at once.
-        .std("c11")
-        .define("IO_BOARD_APP_THREAD_LOCAL", "_Thread_local")
+        .std("c99")
         // Floats round as Rust's do (no fused multiply-add), as the app requires.
         .flag_if_supported("-ffp-contract=off")
         .warnings(true)

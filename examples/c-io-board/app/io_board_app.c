@@ -7,20 +7,12 @@
 
 #include <stddef.h>
 
-#ifndef IO_BOARD_APP_THREAD_LOCAL
-#define IO_BOARD_APP_THREAD_LOCAL
-#endif
-
-/* The application whose node io_board_app_poll is running: the generated handlers get
- * the node only. Set for the duration of fcan_node_poll, the only call that runs them. */
-static IO_BOARD_APP_THREAD_LOCAL io_board_app_t *polling;
-
-/* The application of the node a handler runs for; NULL if none (a handler called
- * outside io_board_app_poll, or for another node). */
+/* The application of the node a handler runs for: the generated handlers get the node,
+ * whose callbacks' `user` pointer is the application (io_board_app_init sets it). No
+ * global, so several boards may run in one program, on several threads. */
 static io_board_app_t *app_of(fcan_node_t *node)
 {
-    io_board_app_t *app = polling;
-    return (app != NULL && app->node == node) ? app : NULL;
+    return (io_board_app_t *)fcan_node_user(node);
 }
 
 /* `now` has reached `deadline` on the wrapping µs clock (fcan_core::timing::reached):
@@ -359,9 +351,6 @@ static void analog(io_board_app_t *app, uint32_t now_us)
 
 int32_t io_board_app_poll(io_board_app_t *app, uint32_t now_us)
 {
-    io_board_app_t *outer;
-    int32_t r;
-
     if (app == NULL || app->node == NULL) {
         return FCAN_ERR_ARG;
     }
@@ -369,11 +358,7 @@ int32_t io_board_app_poll(io_board_app_t *app, uint32_t now_us)
     inputs(app, now_us);
     analog(app, now_us);
     app->now_us = now_us;
-    outer = polling;
-    polling = app;
-    r = fcan_node_poll(app->node, now_us);
-    polling = outer;
-    return r;
+    return fcan_node_poll(app->node, now_us);
 }
 
 /* The earlier of two deadlines (relative to now on the wrapping clock). */

@@ -26,11 +26,9 @@
  *     }
  *
  * The generated handlers (fcan_io_board_digital_out_set, ...) get the node, not the
- * application: they find it through one pointer this file sets while
- * io_board_app_poll runs (the only call that runs handlers). So one thread at a time
- * may poll apps; a host program polling apps on several threads at once defines
- * IO_BOARD_APP_THREAD_LOCAL as its compiler's thread-local storage class (for example
- * -DIO_BOARD_APP_THREAD_LOCAL=_Thread_local with a C11 compiler).
+ * application: they find it with fcan_node_user(node), the `user` pointer the
+ * application gives its node (the board's own `user` is kept for its callbacks). No
+ * global: several boards may run in one program, on several threads.
  *
  * The analog samples round as Rust's f32 arithmetic does, whatever the compiler's
  * -ffp-contract (no fused multiply-add: see analog() in io_board_app.c).
