@@ -26,8 +26,11 @@ use fcan_core::msg::DataDirection;
 use fcan_core::numbering::Numbering;
 use fcan_core::types::Scalar;
 
-/// The flags the generated C must be clean under.
+/// The flags the generated C must be clean under. `-Os`: some warnings (maybe-uninitialized)
+/// come only from the optimiser's analysis, and firmware builds optimise (an empty
+/// response's packing buffer once passed unoptimised builds and failed `-Os -Werror`).
 const STRICT: &[&str] = &[
+    "-Os",
     "-std=c99",
     "-Wall",
     "-Wextra",
