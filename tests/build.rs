@@ -19,6 +19,7 @@ fn main() {
         app.join("io_board_app.h"),
         include.join("fcan.h"),
         root.join("tests/c/board.c"),
+        root.join("tests/c/hostile.c"),
     ] {
         println!("cargo:rerun-if-changed={}", p.display());
     }
@@ -37,5 +38,6 @@ fn main() {
         .file(out.join("fcan_io_board.c"))
         .file(app.join("io_board_app.c"))
         .file(root.join("tests/c/board.c"))
+        .file(root.join("tests/c/hostile.c"))
         .compile("c_io_board");
 }

@@ -367,7 +367,7 @@ pub struct fcan_node_config_t {
 
 /// A topic value's freshness, from `fcan_node_topic`.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct fcan_topic_info_t {
     /// Bumped on every update; 0 = never received (m2s) or never published (s2m).
     pub generation: u32,
@@ -378,7 +378,7 @@ pub struct fcan_topic_info_t {
 
 /// The node's counters (what the master reads with STATS).
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct fcan_counters_t {
     /// Frames received and handled.
     pub rx_handled: u32,

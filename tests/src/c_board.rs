@@ -31,6 +31,35 @@ extern "C" {
     fn c_board_node(b: *mut c_void) -> *mut fcan_node_t;
     fn c_board_output(b: *const c_void, i: u32) -> i32;
     fn c_board_calibrations(b: *const c_void) -> u32;
+    fn c_hostile_run(seed: u32, frames: u32, out: *mut HostileReport) -> i32;
+}
+
+/// What `tests/c/hostile.c` reports after feeding a C node hostile frames from C.
+#[repr(C)]
+#[derive(Debug)]
+pub struct HostileReport {
+    /// Frames `fcan_node_ingest` took.
+    pub legal: u32,
+    /// Frames refused as illegal (`FCAN_ERR_FRAME`).
+    pub illegal: u32,
+    /// Calls that returned anything else.
+    pub bad_returns: u32,
+    /// The node's counters at the end.
+    pub counters: fcan_counters_t,
+    /// The node's state at the end.
+    pub state: i32,
+}
+
+/// Runs `tests/c/hostile.c`: `frames` frames from a PRNG seeded with `seed` into the C
+/// I/O board, from C. One run at a time (the C side keeps its board in a `static`).
+pub fn hostile_run(seed: u32, frames: u32) -> HostileReport {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = std::mem::MaybeUninit::<HostileReport>::zeroed();
+    let rc = unsafe { c_hostile_run(seed, frames, r.as_mut_ptr()) };
+    assert_eq!(rc, FCAN_OK, "the C board boots");
+    // SAFETY: zeroed is a valid report (integers only), and the C side filled it.
+    unsafe { r.assume_init() }
 }
 
 /// Where the transmit callback puts frames: the queue of the poll running.

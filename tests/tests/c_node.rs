@@ -165,3 +165,26 @@ async fn c_board_under_the_master(mtu: Mtu) {
 }
 
 both_links!(c_board_under_the_master);
+
+/// Hostile frames through the C API from a C program (`tests/c/hostile.c`): any id, any
+/// length byte, any flags. No crash; illegal frames refused; every legal one counted by
+/// the node; the node still answers afterwards.
+#[test]
+fn hostile_frames_from_c() {
+    for seed in [1u32, 0xDEAD_BEEF, 0x0C0F_FEE1] {
+        let r = fcan_e2e::c_board::hostile_run(seed, 20_000);
+        assert_eq!(r.bad_returns, 0, "{r:?}");
+        assert_eq!(r.legal + r.illegal, 20_000, "{r:?}");
+        assert!(
+            r.illegal > 1_000 && r.legal > 5_000,
+            "both kinds fed: {r:?}"
+        );
+        let k = &r.counters;
+        let counted = k.rx_handled + k.rx_malformed + k.rx_ignored + k.rx_bad_state;
+        // The node counts each frame it took once; a frame it never saw as a frame (the
+        // listen window of an unconfigured id) cannot exceed what was taken.
+        assert!(counted > 0 && counted <= r.legal, "{r:?}");
+        assert!(k.rx_malformed > 0 && k.rx_ignored > 0, "{r:?}");
+        assert!((0..=4).contains(&r.state), "{r:?}");
+    }
+}
