@@ -128,6 +128,9 @@ FCAN_REQUIRE_CLANG=1 FCAN_REQUIRE_ARM_GCC=1 FCAN_REQUIRE_GXX=1 FCAN_REQUIRE_FIBR
     FCAN_NODE_LIB="$libdir/lib/$host/libfcan_node.a" \
     cargo test -p fcan-codegen --test c
 
+step "fcan-node-c's own tests with firmware updates on (the update build's ABI)"
+cargo test -p fcan-node-c --features update
+
 step "STM32 HAL FDCAN glue against a fake of ST's HAL (host: every DLC both ways, a full Tx FIFO, bus-off, a conformance vector through the glue; G4 and old H7 length codes)"
 FCAN_LIB="$libdir/lib/$host/libfcan_node.a" bash fcan-node-c/glue/stm32/tests/run.sh
 

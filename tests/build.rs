@@ -29,6 +29,9 @@ fn main() {
     generated.write_to(&out).expect("generated C written");
     cc::Build::new()
         .std("c99")
+        // fcan-node-c is built with its `update` feature here (tests/Cargo.toml): the
+        // header's update API is on.
+        .define("FCAN_UPDATE", "1")
         // Floats round as Rust's do (no fused multiply-add), as the app requires.
         .flag_if_supported("-ffp-contract=off")
         .warnings(true)

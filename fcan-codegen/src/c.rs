@@ -148,6 +148,11 @@ pub const FCAN_H_NAMES: &[&str] = &[
     "FCAN_OK", "FCAN_ERR_ARG", "FCAN_ERR_RAM", "FCAN_ERR_DESC", "FCAN_ERR_CONFIG",
     "FCAN_ERR_REENTRANT", "FCAN_ERR_INDEX", "FCAN_ERR_NOT_WIRED", "FCAN_ERR_DIRECTION",
     "FCAN_ERR_LENGTH", "FCAN_ERR_TOKEN", "FCAN_ERR_FRAME", "FCAN_ERR_DECODE", "FCAN_STATE_UNPROVISIONED",
+    // The update build's (under FCAN_UPDATE).
+    "FCAN_UPDATE", "FCAN_UPDATE_ACCEPT", "FCAN_UPDATE_LOW_BATTERY", "FCAN_UPDATE_NOT_SAFE",
+    "FCAN_UPDATE_REFUSED", "fcan_node_set_update", "fcan_update_begin_fn", "fcan_update_mark_fn",
+    "fcan_update_offer_t", "fcan_update_offered_fn", "fcan_update_read_fn",
+    "fcan_update_reboot_fn", "fcan_update_t", "fcan_update_write_fn",
     "FCAN_STATE_PROVISIONED", "FCAN_STATE_RUNNING", "FCAN_STATE_SUSPENDED",
     "FCAN_STATE_FAULT", "FCAN_RAM_FIXED", "FCAN_RAM_PER_TYPE", "FCAN_RAM_PER_TOPIC",
     "FCAN_RAM_PER_PARAM", "FCAN_RAM_PER_SERVICE", "FCAN_RAM_PER_BLOCK",

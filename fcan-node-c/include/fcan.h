@@ -220,6 +220,26 @@
 // RAM per service slot, besides its buffer.
 #define FCAN_RAM_PER_SERVICE_SLOT 24
 
+#if defined(FCAN_UPDATE)
+// `offered`: take the offer.
+#define FCAN_UPDATE_ACCEPT 0
+#endif
+
+#if defined(FCAN_UPDATE)
+// `offered`: refuse, the outputs are live (e.g. motors enabled).
+#define FCAN_UPDATE_NOT_SAFE 4
+#endif
+
+#if defined(FCAN_UPDATE)
+// `offered`: refuse, the supply is too low to finish writing flash.
+#define FCAN_UPDATE_LOW_BATTERY 5
+#endif
+
+#if defined(FCAN_UPDATE)
+// `offered`: refuse for a reason of the application's own.
+#define FCAN_UPDATE_REFUSED 12
+#endif
+
 // Alignment the application's RAM area must have (`uint64_t`).
 #define RAM_ALIGN 8
 
@@ -472,6 +492,93 @@ typedef struct {
   fcan_callbacks_t callbacks;
 } fcan_node_config_t;
 
+#if defined(FCAN_UPDATE)
+// An offer the master made to write a new firmware (`fcan_update_t::offered`).
+typedef struct {
+  // Image size in bytes.
+  uint32_t size;
+  // Bytes at `node`.
+  uint32_t node_len;
+  // Bytes at `version`.
+  uint32_t version_len;
+  // Zero.
+  uint32_t reserved;
+  // SHA-256 of the image.
+  uint8_t image_sha256[32];
+  // SHA-256 of the schema blob the new firmware will announce.
+  uint8_t schema_sha256[32];
+  // The node schema name the image was built for (not NUL-terminated; checked against
+  // this node's by the runtime before the callback runs).
+  const uint8_t *node;
+  // The new firmware's version string, for people (not NUL-terminated).
+  const uint8_t *version;
+} fcan_update_offer_t;
+#endif
+
+#if defined(FCAN_UPDATE)
+// Whether to take an offer now, the node being in `state` (`FCAN_STATE_*`): return
+// `FCAN_UPDATE_ACCEPT` or a refusal (`FCAN_UPDATE_NOT_SAFE`, …).
+typedef int32_t (*fcan_update_offered_fn)(void *user, const fcan_update_offer_t *offer, int32_t state);
+#endif
+
+#if defined(FCAN_UPDATE)
+// Prepares the staging area for an image of `size` bytes. 0 = done, else a flash error.
+typedef int32_t (*fcan_update_begin_fn)(void *user, uint32_t size);
+#endif
+
+#if defined(FCAN_UPDATE)
+// Writes `len` bytes at `offset` of the staging area. 0 = done, else a flash error.
+typedef int32_t (*fcan_update_write_fn)(void *user, uint32_t offset, const uint8_t *data, uint32_t len);
+#endif
+
+#if defined(FCAN_UPDATE)
+// Reads `len` bytes at `offset` of the staging area back into `buf`. 0 = done.
+typedef int32_t (*fcan_update_read_fn)(void *user, uint32_t offset, uint8_t *buf, uint32_t len);
+#endif
+
+#if defined(FCAN_UPDATE)
+// Marks the staged image (`size` bytes, this SHA-256, already checked by the node) as
+// the one to boot, atomically. 0 = done.
+typedef int32_t (*fcan_update_mark_fn)(void *user, uint32_t size, const uint8_t *sha256);
+#endif
+
+#if defined(FCAN_UPDATE)
+// Reboots into the marked image; called from `fcan_node_poll` once the node's last
+// answer is on the bus. On a board it does not return.
+typedef void (*fcan_update_reboot_fn)(void *user);
+#endif
+
+#if defined(FCAN_UPDATE)
+// Where a node writes firmware updates: the application's staging flash (an A/B slot or
+// a bootloader's download area: never the running image). Given to
+// `fcan_node_set_update`, which keeps the pointer: make it `static const`.
+typedef struct {
+  // Passed back to every callback.
+  void *user;
+  // Bytes the staging area holds: the largest image accepted.
+  uint32_t capacity;
+  // The largest chunk the master may send at once (a multiple of the flash's write
+  // unit); 0 = 256.
+  uint16_t chunk;
+  // Zero.
+  uint16_t reserved;
+  // The running firmware's version (NUL-terminated, ASCII, at most 32 bytes sent).
+  const char *version;
+  // NULL: refuse while RUNNING, take the offer otherwise.
+  fcan_update_offered_fn offered;
+  // Required.
+  fcan_update_begin_fn begin;
+  // Required.
+  fcan_update_write_fn write;
+  // Required.
+  fcan_update_read_fn read;
+  // Required.
+  fcan_update_mark_fn mark_bootable;
+  // Required.
+  fcan_update_reboot_fn reboot;
+} fcan_update_t;
+#endif
+
 // A topic value's freshness, from `fcan_node_topic`.
 typedef struct {
   // Bumped on every update; 0 = never received (m2s) or never published (s2m).
@@ -557,6 +664,18 @@ int32_t fcan_node_poll(fcan_node_t *node, uint32_t now_us);
 // # Safety
 // `node` is a handle from `fcan_node_init`; `deadline_us` is writable.
 int32_t fcan_node_poll_at(fcan_node_t *node, uint32_t now_us, uint32_t *deadline_us);
+
+#if defined(FCAN_UPDATE)
+// Gives the node a staging area for firmware updates (`update`, kept: make it
+// `static const`), or takes it away (NULL). From the next poll the node announces that
+// it takes updates and answers the master's offers through the callbacks. Returns
+// `FCAN_ERR_ARG` when a required callback is missing. Only in the update build
+// (`FCAN_UPDATE`, `libfcan_node_update.a`).
+//
+// # Safety
+// `node` is a handle from `fcan_node_init`; `update` is NULL or outlives the node.
+int32_t fcan_node_set_update(fcan_node_t *node, const fcan_update_t *update);
+#endif
 
 // The `user` pointer of the node's callbacks (`fcan_node_config_t.callbacks.user`):
 // how a handler, which gets the node, finds the application's own state. Works

@@ -3,7 +3,9 @@
 # and lays out what a C team gets:
 #
 #   DIR/include/fcan.h
-#   DIR/lib/<rust-target>/libfcan_node.a
+#   DIR/lib/<rust-target>/libfcan_node.a          the node runtime
+#   DIR/lib/<rust-target>/libfcan_node_update.a   the same with firmware updates over the
+#                                                 bus (define FCAN_UPDATE when including fcan.h)
 #
 #   fcan-node-c/scripts/build-lib.sh [--out DIR] [--target T]...
 #
@@ -92,7 +94,14 @@ fi
 
 # The functions fcan.h declares: every archive must define each of them.
 header="$here/include/fcan.h"
-mapfile -t api < <(sed -n 's/^[A-Za-z_][A-Za-z0-9_ *]*[ *]\(fcan_[a-z0-9_]*\)(.*/\1/p' "$header" | sort -u)
+# The functions each archive must define: what the header declares, through the C
+# preprocessor (the update API is under #if defined(FCAN_UPDATE)).
+declared() {
+    cc -E -P -x c "$@" "$header" |
+        sed -n 's/^[A-Za-z_][A-Za-z0-9_ *]*[ *]\(fcan_[a-z0-9_]*\)(.*/\1/p' | sort -u
+}
+mapfile -t api < <(declared)
+mapfile -t api_update < <(declared -DFCAN_UPDATE)
 if [ ${#api[@]} -lt 10 ] || ! printf '%s\n' "${api[@]}" | grep -qx fcan_node_init; then
     echo "build-lib.sh: found only ${#api[@]} functions in $header (${api[*]}): the header's format changed?" >&2
     exit 1
@@ -115,11 +124,13 @@ cp "$header" "$out/include/fcan.h"
 # member defines).
 check_archive() {
     local t=$1 a=$2 syms defined missing_api needs
+    local -a want=("${api[@]}")
+    [ "${3:-}" = update ] && want=("${api_update[@]}")
     # (readelf fails on a member that is not ELF; what it did read still counts)
     syms="$("$readelf" -sW "$a" 2>/dev/null || true)"
     defined="$(awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") {print $8}' <<<"$syms" | sort -u)"
     missing_api=()
-    for f in "${api[@]}"; do
+    for f in "${want[@]}"; do
         awk -v f="$f" '$4 == "FUNC" && $5 == "GLOBAL" && $6 == "DEFAULT" && $7 != "UND" && $8 == f {found = 1} END {exit !found}' <<<"$syms" \
             || missing_api+=("$f")
     done
@@ -133,7 +144,7 @@ check_archive() {
         /^File: / { mine = ($2 ~ /\(fcan_node-[^)]*\.o\)$/) ; next }
         mine && $7 == "UND" && $8 != "" { print $8 }' <<<"$syms" | sort -u | comm -23 - <(printf '%s\n' "$defined"))"
     needs="$(echo $needs)"
-    echo "  $t: defines all ${#api[@]} functions of fcan.h; needs from the C library: ${needs:-nothing}"
+    echo "  $(basename "$a") for $t: defines all ${#want[@]} functions of fcan.h${3:+ (with FCAN_UPDATE)}; needs from the C library: ${needs:-nothing}"
 }
 
 # code_bytes A: bytes of code and read-only data the runtime's object contributes (an
@@ -154,12 +165,16 @@ code_bytes() {
 
 summary=()
 for t in "${targets[@]}"; do
+    mkdir -p "$out/lib/$t"
+    src="$root/target/$t/c-lib/libfcan_node.a"
+    echo "==> libfcan_node_update.a for $t"
+    cargo rustc -p fcan-node-c --crate-type staticlib --features panic-handler,update \
+        --profile c-lib --target "$t"
+    [ -f "$src" ] || { echo "build-lib.sh: cargo built no $src" >&2; exit 1; }
+    cp "$src" "$out/lib/$t/libfcan_node_update.a"
     echo "==> libfcan_node.a for $t"
     cargo rustc -p fcan-node-c --crate-type staticlib --features panic-handler \
         --profile c-lib --target "$t"
-    src="$root/target/$t/c-lib/libfcan_node.a"
-    [ -f "$src" ] || { echo "build-lib.sh: cargo built no $src" >&2; exit 1; }
-    mkdir -p "$out/lib/$t"
     cp "$src" "$out/lib/$t/libfcan_node.a"
     size=$(stat -c %s "$out/lib/$t/libfcan_node.a")
     code=$(code_bytes "$out/lib/$t/libfcan_node.a")
@@ -173,6 +188,7 @@ echo
 echo "==> symbols"
 for t in "${targets[@]}"; do
     check_archive "$t" "$out/lib/$t/libfcan_node.a"
+    check_archive "$t" "$out/lib/$t/libfcan_node_update.a" update
 done
 echo
 echo "A C team needs: -I $out/include and the one archive $out/lib/<target>/libfcan_node.a"

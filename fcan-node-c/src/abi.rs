@@ -487,3 +487,99 @@ pub const FCAN_RAM_PER_FRAME: u32 = 21;
 pub const FCAN_RAM_PER_ENTRY: u32 = 6;
 /// RAM per service slot, besides its buffer.
 pub const FCAN_RAM_PER_SERVICE_SLOT: u32 = 24;
+
+/// An offer the master made to write a new firmware (`fcan_update_t::offered`).
+#[cfg(feature = "update")]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct fcan_update_offer_t {
+    /// Image size in bytes.
+    pub size: u32,
+    /// Bytes at `node`.
+    pub node_len: u32,
+    /// Bytes at `version`.
+    pub version_len: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// SHA-256 of the image.
+    pub image_sha256: [u8; 32],
+    /// SHA-256 of the schema blob the new firmware will announce.
+    pub schema_sha256: [u8; 32],
+    /// The node schema name the image was built for (not NUL-terminated; checked against
+    /// this node's by the runtime before the callback runs).
+    pub node: *const u8,
+    /// The new firmware's version string, for people (not NUL-terminated).
+    pub version: *const u8,
+}
+
+/// `offered`: take the offer.
+#[cfg(feature = "update")]
+pub const FCAN_UPDATE_ACCEPT: i32 = 0;
+/// `offered`: refuse, the outputs are live (e.g. motors enabled).
+#[cfg(feature = "update")]
+pub const FCAN_UPDATE_NOT_SAFE: i32 = 4;
+/// `offered`: refuse, the supply is too low to finish writing flash.
+#[cfg(feature = "update")]
+pub const FCAN_UPDATE_LOW_BATTERY: i32 = 5;
+/// `offered`: refuse for a reason of the application's own.
+#[cfg(feature = "update")]
+pub const FCAN_UPDATE_REFUSED: i32 = 12;
+
+/// Whether to take an offer now, the node being in `state` (`FCAN_STATE_*`): return
+/// `FCAN_UPDATE_ACCEPT` or a refusal (`FCAN_UPDATE_NOT_SAFE`, …).
+#[cfg(feature = "update")]
+pub type fcan_update_offered_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, offer: *const fcan_update_offer_t, state: i32) -> i32,
+>;
+/// Prepares the staging area for an image of `size` bytes. 0 = done, else a flash error.
+#[cfg(feature = "update")]
+pub type fcan_update_begin_fn = Option<unsafe extern "C" fn(user: *mut c_void, size: u32) -> i32>;
+/// Writes `len` bytes at `offset` of the staging area. 0 = done, else a flash error.
+#[cfg(feature = "update")]
+pub type fcan_update_write_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, offset: u32, data: *const u8, len: u32) -> i32>;
+/// Reads `len` bytes at `offset` of the staging area back into `buf`. 0 = done.
+#[cfg(feature = "update")]
+pub type fcan_update_read_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, offset: u32, buf: *mut u8, len: u32) -> i32>;
+/// Marks the staged image (`size` bytes, this SHA-256, already checked by the node) as
+/// the one to boot, atomically. 0 = done.
+#[cfg(feature = "update")]
+pub type fcan_update_mark_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, size: u32, sha256: *const u8) -> i32>;
+/// Reboots into the marked image; called from `fcan_node_poll` once the node's last
+/// answer is on the bus. On a board it does not return.
+#[cfg(feature = "update")]
+pub type fcan_update_reboot_fn = Option<unsafe extern "C" fn(user: *mut c_void)>;
+
+/// Where a node writes firmware updates: the application's staging flash (an A/B slot or
+/// a bootloader's download area: never the running image). Given to
+/// `fcan_node_set_update`, which keeps the pointer: make it `static const`.
+#[cfg(feature = "update")]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct fcan_update_t {
+    /// Passed back to every callback.
+    pub user: *mut c_void,
+    /// Bytes the staging area holds: the largest image accepted.
+    pub capacity: u32,
+    /// The largest chunk the master may send at once (a multiple of the flash's write
+    /// unit); 0 = 256.
+    pub chunk: u16,
+    /// Zero.
+    pub reserved: u16,
+    /// The running firmware's version (NUL-terminated, ASCII, at most 32 bytes sent).
+    pub version: *const c_char,
+    /// NULL: refuse while RUNNING, take the offer otherwise.
+    pub offered: fcan_update_offered_fn,
+    /// Required.
+    pub begin: fcan_update_begin_fn,
+    /// Required.
+    pub write: fcan_update_write_fn,
+    /// Required.
+    pub read: fcan_update_read_fn,
+    /// Required.
+    pub mark_bootable: fcan_update_mark_fn,
+    /// Required.
+    pub reboot: fcan_update_reboot_fn,
+}

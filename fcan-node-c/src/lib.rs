@@ -44,6 +44,8 @@ mod arena;
 mod desc;
 mod layout;
 mod node;
+#[cfg(feature = "update")]
+mod update;
 
 pub use node::*;
 

@@ -77,6 +77,9 @@ pub(crate) struct CNode {
     busy: bool,
     /// While a service or parameter handler runs: the context `poll` handed it.
     active: *mut Context<'static>,
+    /// Where updates are written (`fcan_node_set_update`); NULL: none taken.
+    #[cfg(feature = "update")]
+    update: *const fcan_update_t,
 }
 
 /// Everything `fcan_node_init` places, in order. A measuring arena reserves the same
@@ -236,6 +239,8 @@ unsafe fn init(
             callbacks: cfg.callbacks,
             busy: false,
             active: core::ptr::null_mut(),
+            #[cfg(feature = "update")]
+            update: core::ptr::null(),
         });
     }
     // SAFETY: just written.
@@ -368,6 +373,8 @@ impl Transmit for Tx {
 struct App {
     node: *mut CNode,
     cb: fcan_callbacks_t,
+    #[cfg(feature = "update")]
+    update: Option<crate::update::CUpdate>,
 }
 
 impl App {
@@ -434,6 +441,13 @@ impl fcan_runtime_nostd::codegen::Dispatch for App {
         }
     }
 
+    #[cfg(feature = "update")]
+    fn update(&mut self) -> Option<&mut dyn fcan_runtime_nostd::Update> {
+        self.update
+            .as_mut()
+            .map(|u| u as &mut dyn fcan_runtime_nostd::Update)
+    }
+
     fn event(&mut self, event: Event) {
         let code = match event {
             Event::Acknowledged => FCAN_EVENT_ACKNOWLEDGED,
@@ -479,8 +493,14 @@ pub unsafe extern "C" fn fcan_node_poll(node: *mut fcan_node_t, now_us: u32) -> 
     unsafe {
         addr_of_mut!((*c).busy).write(true);
         let cb = addr_of!((*c).callbacks).read();
+        let mut app = App {
+            node: c,
+            cb,
+            #[cfg(feature = "update")]
+            update: crate::update::CUpdate::of(addr_of!((*c).update).read()),
+        };
         let n = &mut *addr_of_mut!((*c).node);
-        n.poll(now_us, &mut Tx(cb), &mut App { node: c, cb });
+        n.poll(now_us, &mut Tx(cb), &mut app);
         addr_of_mut!((*c).busy).write(false);
     }
     FCAN_OK
@@ -546,6 +566,35 @@ unsafe fn target<'a>(node: *mut fcan_node_t) -> Result<Target<'a>, i32> {
         }
         whole(node).map(Target::Node)
     }
+}
+
+/// Gives the node a staging area for firmware updates (`update`, kept: make it
+/// `static const`), or takes it away (NULL). From the next poll the node announces that
+/// it takes updates and answers the master's offers through the callbacks. Returns
+/// `FCAN_ERR_ARG` when a required callback is missing. Only in the update build
+/// (`FCAN_UPDATE`, `libfcan_node_update.a`).
+///
+/// # Safety
+/// `node` is a handle from `fcan_node_init`; `update` is NULL or outlives the node.
+#[cfg(feature = "update")]
+#[no_mangle]
+pub unsafe extern "C" fn fcan_node_set_update(
+    node: *mut fcan_node_t,
+    update: *const fcan_update_t,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let c = match unsafe { whole(node) } {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    // SAFETY: NULL or the caller's table.
+    if let Some(u) = unsafe { update.as_ref() } {
+        if crate::update::CUpdate::of(u).is_none() {
+            return FCAN_ERR_ARG;
+        }
+    }
+    c.update = update;
+    FCAN_OK
 }
 
 /// The `user` pointer of the node's callbacks (`fcan_node_config_t.callbacks.user`):

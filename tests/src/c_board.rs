@@ -32,6 +32,28 @@ extern "C" {
     fn c_board_output(b: *const c_void, i: u32) -> i32;
     fn c_board_calibrations(b: *const c_void) -> u32;
     fn c_hostile_run(seed: u32, frames: u32, out: *mut HostileReport) -> i32;
+    fn c_board_enable_update(
+        b: *mut c_void,
+        version: *const std::ffi::c_char,
+        while_running: i32,
+    ) -> i32;
+    fn c_board_reboot_requested(b: *const c_void) -> i32;
+    fn c_board_staged(
+        b: *const c_void,
+        image: *mut *const u8,
+        size: *mut u32,
+        sha256: *mut *const u8,
+    ) -> i32;
+}
+
+/// What a C board held when it rebooted into an update: the image its staging area held
+/// and the SHA-256 it was marked bootable with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Staged {
+    /// The staged image.
+    pub image: Vec<u8>,
+    /// The hash `mark_bootable` got.
+    pub sha256: [u8; 32],
 }
 
 /// What `tests/c/hostile.c` reports after feeding a C node hostile frames from C.
@@ -126,6 +148,15 @@ pub fn to_c(f: &Frame) -> fcan_frame_t {
 pub struct CIoBoard {
     mem: Box<[u64]>,
     outbox: Box<Outbox>,
+    boot: (u8, u32, [u8; 3], bool),
+    /// Takes updates: the version it runs, and the one it runs after its next reboot.
+    versions: Option<(String, String)>,
+    /// Takes offers while RUNNING (otherwise the runtime's default refuses them).
+    while_running: bool,
+    /// The image staged when it last rebooted into an update.
+    pub last_update: Option<Staged>,
+    /// Reboots into an update so far.
+    pub reboots: u32,
 }
 
 // The board's memory is owned by this value alone; the C code keeps no pointer to it
@@ -141,16 +172,28 @@ impl CIoBoard {
         let mut b = CIoBoard {
             mem: vec![0u64; words].into_boxed_slice(),
             outbox: Box::new(Outbox { tx: None }),
+            boot: (node_id, boot_id, counts, fd),
+            versions: None,
+            while_running: false,
+            last_update: None,
+            reboots: 0,
         };
+        b.boot()?;
+        Ok(b)
+    }
+
+    /// Boots (or reboots) the node in its memory.
+    fn boot(&mut self) -> Result<(), i32> {
+        let (node_id, boot_id, counts, fd) = self.boot;
         let controller = if fd {
             FCAN_CONTROLLER_FD
         } else {
             FCAN_CONTROLLER_CLASSIC
         };
-        let user: *mut Outbox = &mut *b.outbox;
+        let user: *mut Outbox = &mut *self.outbox;
         let rc = unsafe {
             c_board_boot(
-                b.ptr(),
+                self.ptr(),
                 node_id,
                 controller,
                 boot_id,
@@ -159,11 +202,51 @@ impl CIoBoard {
                 user.cast(),
             )
         };
-        if rc == FCAN_OK {
-            Ok(b)
-        } else {
-            Err(rc)
+        if rc != FCAN_OK {
+            return Err(rc);
         }
+        if let Some((now, _)) = &self.versions {
+            let v = std::ffi::CString::new(now.as_str()).unwrap();
+            let rc =
+                unsafe { c_board_enable_update(self.ptr(), v.as_ptr(), self.while_running as i32) };
+            assert_eq!(rc, FCAN_OK, "fcan_node_set_update");
+        }
+        Ok(())
+    }
+
+    /// Takes firmware updates into an 8 KiB RAM staging area, running `version`; after
+    /// the reboot an update asks for, it boots again (a new boot id) running `next`.
+    /// `while_running`: its `offered` callback takes offers while RUNNING; otherwise it
+    /// has none and the runtime's default refuses them then.
+    pub fn take_updates(&mut self, version: &str, next: &str, while_running: bool) {
+        self.versions = Some((version.into(), next.into()));
+        self.while_running = while_running;
+        let v = std::ffi::CString::new(version).unwrap();
+        let rc = unsafe { c_board_enable_update(self.ptr(), v.as_ptr(), while_running as i32) };
+        assert_eq!(rc, FCAN_OK, "fcan_node_set_update");
+    }
+
+    /// After a poll: the reboot an update asked for, as a board would do it.
+    fn reboot_if_asked(&mut self) {
+        if unsafe { c_board_reboot_requested(self.mem.as_ptr().cast()) } == 0 {
+            return;
+        }
+        let (mut image, mut size, mut sha) = (std::ptr::null(), 0u32, std::ptr::null());
+        let marked =
+            unsafe { c_board_staged(self.mem.as_ptr().cast(), &mut image, &mut size, &mut sha) };
+        if marked != 0 {
+            self.last_update = Some(Staged {
+                image: unsafe { std::slice::from_raw_parts(image, size as usize) }.to_vec(),
+                sha256: unsafe { *sha.cast::<[u8; 32]>() },
+            });
+        }
+        self.reboots += 1;
+        self.boot.1 = self.boot.1.wrapping_add(0x1000);
+        if let Some((now, next)) = self.versions.take() {
+            let _ = now;
+            self.versions = Some((next.clone(), next));
+        }
+        self.boot().expect("the board reboots");
     }
 
     fn ptr(&mut self) -> *mut c_void {
@@ -213,6 +296,7 @@ impl CIoBoard {
         let rc = unsafe { c_board_poll(self.ptr(), now_us) };
         self.outbox.tx = None;
         assert_eq!(rc, FCAN_OK, "io_board_app_poll");
+        self.reboot_if_asked();
     }
 }
 

@@ -13,6 +13,7 @@ use fcan_core::frame::Mtu;
 use fcan_e2e::c_board::CIoBoard;
 use fcan_e2e::*;
 use fcan_examples::run_node_shared;
+use fcan_master::update::{UpdateConfig, UpdateImage};
 use fcan_master::value::Value;
 use fcan_master::SchemaSource;
 use tokio::time::Instant;
@@ -164,7 +165,80 @@ async fn c_board_under_the_master(mtu: Mtu) {
         .unwrap();
 }
 
-both_links!(c_board_under_the_master);
+/// A firmware update through the master into the C board's update callbacks (the
+/// `update` build of the library): offered, written, read back and hashed by the node,
+/// marked bootable with the image's SHA-256, rebooted; the master sees it come back with
+/// the new version.
+async fn c_board_takes_a_firmware_update(mtu: Mtu) {
+    let w = World::new(mtu);
+    let image: Vec<u8> = (0..3000u32)
+        .map(|i| (i.wrapping_mul(7) ^ (i >> 3)) as u8)
+        .collect();
+    let blob = &fcan_example_io_board::gen::BLOB[..];
+    let name = fcan_core::msg::update::schema_node_name(blob).unwrap();
+    let offer = || {
+        UpdateImage::new(
+            image.clone(),
+            fcan_example_io_board::gen::SCHEMA_SHA256,
+            name,
+            "1.0.1",
+        )
+    };
+    let id = fcan_core::id::NodeId::new(C_IO).unwrap();
+
+    // Without an `offered` callback the runtime's default refuses while RUNNING.
+    {
+        let mut b = CIoBoard::new(C_IO, 0x0C0F_FEE0, [2, 2, 1], w.fd()).expect("C board boots");
+        b.take_updates("1.0.0", "1.0.1", false);
+        let board = run_node_shared(w.endpoint(), b);
+        let m = w.start_master().await;
+        wait_running(&m, &[C_IO], Duration::from_secs(3)).await;
+        let e = m
+            .update(id, offer(), UpdateConfig::default())
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("not safe") || format!("{e:?}").contains("NotSafe"),
+            "{e:?}"
+        );
+        assert_eq!(board.with(|b| b.reboots), 0);
+        board.stop();
+    }
+
+    let mut b = CIoBoard::new(C_IO, 0x0C0F_FEE1, [2, 2, 1], w.fd()).expect("C board boots");
+    b.take_updates("1.0.0", "1.0.1", true);
+    let board = run_node_shared(w.endpoint(), b);
+    let m = w.start_master().await;
+    wait_running(&m, &[C_IO], Duration::from_secs(3)).await;
+    eventually("the version read", Duration::from_secs(3), || {
+        let m = &m;
+        async move {
+            let nodes = m.nodes().await.ok()?;
+            let n = nodes.iter().find(|n| n.id.get() == C_IO)?;
+            (n.firmware.as_deref() == Some("1.0.0")).then_some(())
+        }
+    })
+    .await;
+
+    let report = m
+        .update(id, offer(), UpdateConfig::default())
+        .await
+        .expect("the update completes");
+    assert_eq!(report.version, "1.0.1");
+    assert!(!report.schema_changed);
+    let staged = board
+        .with(|b| b.last_update.clone())
+        .expect("an image was marked bootable");
+    assert_eq!(staged.image, image);
+    assert_eq!(staged.sha256, fcan_core::hash::SchemaDigest::of(&image).0);
+    assert_eq!(board.with(|b| b.reboots), 1);
+    let nodes = m.nodes().await.unwrap();
+    let n = nodes.iter().find(|n| n.id.get() == C_IO).unwrap();
+    assert_eq!(n.firmware.as_deref(), Some("1.0.1"));
+    assert_ne!(n.boot_id, 0x0C0F_FEE1, "rebooted");
+}
+
+both_links!(c_board_under_the_master, c_board_takes_a_firmware_update);
 
 /// Hostile frames through the C API from a C program (`tests/c/hostile.c`): any id, any
 /// length byte, any flags. No crash; illegal frames refused; every legal one counted by
