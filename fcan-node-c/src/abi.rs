@@ -8,6 +8,8 @@
 
 use core::ffi::{c_char, c_void};
 
+use fcan_runtime_nostd::fcan_core::frame::{CanId, Frame};
+
 /// The ABI version [`fcan_node_desc_t::abi`] must carry: generated descriptors name the
 /// version of `fcan.h` they were generated against, and `fcan_node_init` refuses another
 /// (a library and generated code from different releases never meet silently).
@@ -35,6 +37,55 @@ pub struct fcan_frame_t {
     pub reserved: [u8; 2],
     /// The payload; bytes past `len` are not read.
     pub data: [u8; 64],
+}
+
+impl fcan_frame_t {
+    /// The frame the runtime takes; `None` for one that is not legal for its kind (an
+    /// identifier too wide, a length no frame of that kind has). BRS is read only on an
+    /// FD frame.
+    pub fn to_frame(&self) -> Option<Frame> {
+        let id = if self.flags & FCAN_FRAME_EXTENDED != 0 {
+            CanId::extended(self.id)?
+        } else {
+            CanId::standard(u16::try_from(self.id).ok()?)?
+        };
+        let data = self.data.get(..self.len as usize)?;
+        if self.flags & FCAN_FRAME_FD == 0 {
+            return Frame::classic(id, data).ok();
+        }
+        let frame = Frame::fd(id, data).ok()?;
+        Some(if self.flags & FCAN_FRAME_BRS != 0 {
+            frame
+        } else {
+            frame.without_brs()
+        })
+    }
+
+    /// The C frame for a frame of the runtime.
+    pub fn from_frame(f: &Frame) -> fcan_frame_t {
+        let (id, mut flags) = match f.id() {
+            CanId::Standard(id) => (id as u32, 0),
+            CanId::Extended(id) => (id, FCAN_FRAME_EXTENDED),
+        };
+        if f.is_fd() {
+            flags |= FCAN_FRAME_FD;
+            if f.is_brs() {
+                flags |= FCAN_FRAME_BRS;
+            }
+        }
+        let mut out = fcan_frame_t {
+            id,
+            len: f.len() as u8,
+            flags,
+            reserved: [0; 2],
+            data: [0; 64],
+        };
+        let n = f.data().len().min(out.data.len());
+        if let (Some(dst), Some(src)) = (out.data.get_mut(..n), f.data().get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        out
+    }
 }
 
 /// `fcan_topic_desc_t::dir`: master to node (a command the node takes).

@@ -15,7 +15,7 @@ use fcan_runtime_nostd::codegen::{
     NodeDesc, Parts, PartsRef, PlanEntry, PlanFrame, ServiceCall, ServiceOutcome, Storage, SvcSlot,
     TopicState,
 };
-use fcan_runtime_nostd::fcan_core::frame::{CanId, Frame};
+use fcan_runtime_nostd::fcan_core::frame::Frame;
 use fcan_runtime_nostd::fcan_core::id::NodeId;
 use fcan_runtime_nostd::{
     CompleteError, ConfigError, Context, Controller, DeferredToken, Event, Node, NodeConfig,
@@ -257,52 +257,6 @@ unsafe fn init(
     Ok(at.cast())
 }
 
-/// The frame the runtime takes, from the C frame; `None` for an illegal one.
-fn from_c(f: &fcan_frame_t) -> Option<Frame> {
-    let id = if f.flags & FCAN_FRAME_EXTENDED != 0 {
-        CanId::extended(f.id)?
-    } else {
-        CanId::standard(u16::try_from(f.id).ok()?)?
-    };
-    let data = f.data.get(..f.len as usize)?;
-    if f.flags & FCAN_FRAME_FD == 0 {
-        return Frame::classic(id, data).ok();
-    }
-    let frame = Frame::fd(id, data).ok()?;
-    Some(if f.flags & FCAN_FRAME_BRS != 0 {
-        frame
-    } else {
-        frame.without_brs()
-    })
-}
-
-/// The C frame for a frame the runtime sends.
-fn to_c(f: &Frame) -> fcan_frame_t {
-    let (id, ext) = match f.id() {
-        CanId::Standard(id) => (id as u32, 0),
-        CanId::Extended(id) => (id, FCAN_FRAME_EXTENDED),
-    };
-    let mut flags = ext;
-    if f.is_fd() {
-        flags |= FCAN_FRAME_FD;
-        if f.is_brs() {
-            flags |= FCAN_FRAME_BRS;
-        }
-    }
-    let mut out = fcan_frame_t {
-        id,
-        len: f.len() as u8,
-        flags,
-        reserved: [0; 2],
-        data: [0; 64],
-    };
-    let n = f.data().len().min(out.data.len());
-    if let (Some(dst), Some(src)) = (out.data.get_mut(..n), f.data().get(..n)) {
-        dst.copy_from_slice(src);
-    }
-    out
-}
-
 /// The node behind a handle, for a call that needs it whole: `None` while it is busy.
 ///
 /// # Safety
@@ -346,7 +300,7 @@ pub unsafe extern "C" fn fcan_node_ingest(
     let Some(f) = (unsafe { frame.as_ref() }) else {
         return FCAN_ERR_ARG;
     };
-    match from_c(f) {
+    match f.to_frame() {
         Some(f) => {
             c.node.receive(&f, now_us);
             FCAN_OK
@@ -359,7 +313,7 @@ struct Tx(fcan_callbacks_t);
 
 impl Transmit for Tx {
     fn transmit(&mut self, frame: &Frame) -> Result<(), TxRefused> {
-        let f = to_c(frame);
+        let f = fcan_frame_t::from_frame(frame);
         match self.0.transmit {
             // SAFETY: the application's callback, with its own `user` pointer and a frame
             // that lives through the call.

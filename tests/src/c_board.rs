@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use fcan_core::frame::{CanId, Frame};
+use fcan_core::frame::Frame;
 use fcan_core::msg::NodeState;
 use fcan_examples::{Firmware, TxQueue};
 use fcan_node::abi::*;
@@ -96,52 +96,13 @@ unsafe extern "C" fn transmit(user: *mut c_void, frame: *const fcan_frame_t) -> 
     let Some(tx) = out.tx.and_then(|t| unsafe { t.as_mut() }) else {
         return 1;
     };
-    match tx.transmit(&from_c(unsafe { &*frame })) {
+    let Some(f) = (unsafe { &*frame }).to_frame() else {
+        panic!("the C node sent an illegal frame");
+    };
+    match tx.transmit(&f) {
         Ok(()) => 0,
         Err(_) => 1,
     }
-}
-
-/// A frame the C node sent, as the host loop takes it.
-pub fn from_c(f: &fcan_frame_t) -> Frame {
-    let id = if f.flags & FCAN_FRAME_EXTENDED != 0 {
-        CanId::Extended(f.id)
-    } else {
-        CanId::Standard(f.id as u16)
-    };
-    let data = &f.data[..f.len as usize];
-    if f.flags & FCAN_FRAME_FD == 0 {
-        Frame::classic(id, data).expect("the node sends legal frames")
-    } else if f.flags & FCAN_FRAME_BRS != 0 {
-        Frame::fd(id, data).expect("the node sends legal frames")
-    } else {
-        Frame::fd(id, data)
-            .expect("the node sends legal frames")
-            .without_brs()
-    }
-}
-
-/// A frame for the C node.
-pub fn to_c(f: &Frame) -> fcan_frame_t {
-    let (id, mut flags) = match f.id() {
-        CanId::Standard(id) => (id as u32, 0),
-        CanId::Extended(id) => (id, FCAN_FRAME_EXTENDED),
-    };
-    if f.is_fd() {
-        flags |= FCAN_FRAME_FD;
-        if f.is_brs() {
-            flags |= FCAN_FRAME_BRS;
-        }
-    }
-    let mut c = fcan_frame_t {
-        id,
-        len: f.len() as u8,
-        flags,
-        reserved: [0; 2],
-        data: [0; 64],
-    };
-    c.data[..f.len()].copy_from_slice(f.data());
-    c
 }
 
 /// The C I/O board: its RAM (node and application) and where its frames go.
@@ -302,7 +263,7 @@ impl CIoBoard {
 
 impl Firmware for CIoBoard {
     fn receive(&mut self, frame: &Frame, now_us: u32) {
-        let f = to_c(frame);
+        let f = fcan_frame_t::from_frame(frame);
         let rc = unsafe { c_board_receive(self.ptr(), &f, now_us) };
         assert_eq!(rc, FCAN_OK, "io_board_app_receive");
     }

@@ -72,3 +72,31 @@ pub fn fcan(ep: &str, args: &[&str]) -> Output {
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// `fcan --json nodes` every 300 ms until the node named `name` satisfies `ok`, 60 s at
+/// most (a slow emulated machine provisions slowly); its JSON object.
+pub fn node_when(
+    ep: &str,
+    name: &str,
+    ok: &dyn Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let t0 = Instant::now();
+    loop {
+        let o = fcan(ep, &["--json", "nodes"]);
+        if o.status.success() {
+            if let Some(n) = stdout(&o)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|n| n["name"] == name && ok(n))
+            {
+                return n;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{name} never as wanted: {}",
+            stdout(&o)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}

@@ -10,10 +10,9 @@
 //! VM with `fcan`, `motor-node` and `io-board-c` on the `PATH`.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use fcan_e2e::free_port;
-use fcan_e2e::vm::{fcan, fcan_bin, stdout, Bg};
+use fcan_e2e::vm::{fcan, fcan_bin, node_when, stdout, Bg};
 use serde_json::Value;
 
 const C_NODE: &str = "io_board4";
@@ -38,29 +37,6 @@ fn c_board(fd: bool, boot_id: &str) -> Bg {
             .expect("io-board-c starts"),
         "io-board-c",
     )
-}
-
-/// `fcan --json nodes` until a node named `name` satisfies `ok` (60 s at most).
-fn node_when(ep: &str, name: &str, ok: &dyn Fn(&Value) -> bool) -> Value {
-    let t0 = Instant::now();
-    loop {
-        let o = fcan(ep, &["--json", "nodes"]);
-        if o.status.success() {
-            if let Some(n) = stdout(&o)
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find(|n| n["name"] == name && ok(n))
-            {
-                return n;
-            }
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{name} never as wanted: {}",
-            stdout(&o)
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 #[test]

@@ -11,7 +11,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fcan_e2e::vm::{fcan, fcan_bin, stdout, Bg};
+use fcan_e2e::vm::{fcan, fcan_bin, node_when, stdout, Bg};
 use fcan_e2e::{fibril_dir, fibril_nodes, free_port};
 
 #[test]
@@ -233,27 +233,7 @@ fn fake_io_board_updated_on_vcan0() {
             .expect("fcan serve starts"),
         "fcan serve",
     );
-    let node_when = |ok: &dyn Fn(&serde_json::Value) -> bool| {
-        let t0 = Instant::now();
-        loop {
-            let o = fcan(&ep, &["--json", "nodes"]);
-            if o.status.success() {
-                if let Some(n) = stdout(&o)
-                    .lines()
-                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                    .find(|n| n["name"] == "io_board7" && ok(n))
-                {
-                    return n;
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "never: {}",
-                stdout(&o)
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        }
-    };
+    let node_when = |ok: &dyn Fn(&serde_json::Value) -> bool| node_when(&ep, "io_board7", ok);
     let before = node_when(&|n| n["phase"] == "running" && n["firmware"] == "1.0.0");
     let o = fcan(&ep, &["param", "set", "io_board7.in2.debounce_ms", "17"]);
     assert!(o.status.success());
