@@ -132,7 +132,12 @@ fn c_io_board_beside_a_rust_node_on_vcan0() {
                 .unwrap()
         })
         .collect();
-    assert!(seqs.windows(2).all(|w| w[1] > w[0]), "sequence {seqs:?}");
+    // The frame is periodic (10 ms) and the board samples every 10 ms on its own clock:
+    // on real processes a period may carry the same sample again or skip one (seen: 289,
+    // 289, 291), as with the Rust board. What must hold: never backwards, and advancing.
+    assert_eq!(seqs.len(), 3);
+    assert!(seqs.windows(2).all(|w| w[1] >= w[0]), "sequence {seqs:?}");
+    assert!(seqs[2] > seqs[0], "sequence {seqs:?}");
 
     // Thresholds to the board (33 bytes: staged on the board until whole).
     let o = fcan(
