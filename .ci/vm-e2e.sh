@@ -14,7 +14,9 @@
 # fake I/O board's firmware with `fcan update` through the daemon, at both MTUs.
 # `devices_vm` (fcan-examples) runs simulated RobStride and MIT devices (`fcan fake
 # --device`) beside the example boards, driven by `fcan serve --device`, with `fcan`
-# commands and a candump capture decoded by `fcan decode --device`, at both MTUs.
+# commands and a candump capture decoded by `fcan decode --device`, at both MTUs; and
+# proves the RobStride's command watchdog: armed before the first enable (candump), the
+# motor in reset mode after `fcan serve` is killed, one with `watchdog=off` still running.
 # `c_node_vm` (fcan-e2e) runs the C I/O board (examples/c-io-board, built with make)
 # beside a Rust motor driver under `fcan serve`, at both MTUs.
 # These tests are #[ignore]d on hosts (no SocketCAN there): each runs here by name with
@@ -153,20 +155,23 @@ done
 
 for mtu in 72 16; do
   # `fcan fake --device` (a RobStride RS03, an MIT motor) and `fcan serve --device` beside
-  # the example boards, candump capturing.
-  echo "==> devices_beside_boards_on_vcan0 in the VM, vcan0 MTU $mtu"
-  log=$(mktemp)
-  if bash "$runner" --timeout 300 --mtu "$mtu" "${with[@]}" \
-      "$devices_bin" --ignored --exact devices_beside_boards_on_vcan0 --test-threads=1 --nocapture 2>&1 | tee "$log"; then
-    if ! grep -q '^test result: ok\. 1 passed' "$log"; then
-      echo "vm-e2e: devices_vm, MTU $mtu: the test did not run" >&2
+  # the example boards, candump capturing; then RobStrides whose bus owner is killed
+  # (one with its command watchdog armed, one with `watchdog=off`). One VM run per test.
+  for t in devices_beside_boards_on_vcan0 a_robstride_stops_when_fcan_serve_dies_on_vcan0; do
+    echo "==> $t in the VM, vcan0 MTU $mtu"
+    log=$(mktemp)
+    if bash "$runner" --timeout 300 --mtu "$mtu" "${with[@]}" \
+        "$devices_bin" --ignored --exact "$t" --test-threads=1 --nocapture 2>&1 | tee "$log"; then
+      if ! grep -q '^test result: ok\. 1 passed' "$log"; then
+        echo "vm-e2e: devices_vm $t, MTU $mtu: the test did not run" >&2
+        status=1
+      fi
+    else
+      echo "vm-e2e: devices_vm $t, MTU $mtu: FAILED" >&2
       status=1
     fi
-  else
-    echo "vm-e2e: devices_vm, MTU $mtu: FAILED" >&2
-    status=1
-  fi
-  rm -f "$log"
+    rm -f "$log"
+  done
 done
 
 for mtu in 72 16; do

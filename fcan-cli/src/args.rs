@@ -15,18 +15,22 @@ without one, each command is a one-shot master (discovery takes ~2 s).
 Examples:
   fcan serve --bus socketcan:can0 &
   fcan --bus socketcan:can0 nodes
-  fcan --bus socketcan:can0 topic echo /md3/motor0/feedback --count 5
-  fcan --bus socketcan:can0 topic pub /md3/motor0/target '{type: 1, value: 2.5}'
-  fcan --bus socketcan:can0 service call /md3/motor0/reset_encoder '{offset: false, value: 0}'
-  fcan --bus socketcan:can0 param set md3.motor0.velocity.kp 0.8
-  fcan --bus socketcan:can0 monitor
+  fcan --bus socketcan:can0 topic echo /motor_driver1/motor0/feedback --count 5
+  fcan --bus socketcan:can0 topic pub /motor_driver1/motor0/target '{type: 1, value: 2.5}'
+  fcan --bus socketcan:can0 service call /motor_driver1/motor0/reset_encoder '{offset: false, value: 0}'
+  fcan --bus socketcan:can0 param set motor_driver1.motor0.velocity.kp 0.8
+  fcan --bus socketcan:can0 monitor --count 3   (three refreshes; without --count until Ctrl-C)
   fcan serve --bus socketcan:can0     (the bus-owner daemon: fcan serve --help)
-  fcan fake --schema md.yaml --node-id 3   (a fake node of any schema: fcan fake --help)
-  fcan update md3 md-2.1.0.fcimg           (new firmware over the bus: fcan update --help)
+  fcan fake --schema schema/examples/motor_driver.yaml --node-id 1   (a fake node of any schema: fcan fake --help)
+  fcan update motor_driver1 md-2.1.0.fcimg  (new firmware over the bus: fcan update --help)
 
 Values are JSON or YAML flow syntax. Names: topics and services /<node>/<ns>/<name>,
 parameters <node>.<ns>.<param>. `--json` prints one JSON object per line (docs/cli.md
 lists the fields of each command).";
+
+/// The help heading of the options that say which bus and how to reach it: every command
+/// takes them, each command's help lists them under it, after its own options.
+pub const CONNECTION: &str = "Connection";
 
 /// `fcan`: talk to fcan nodes on a CAN or CAN FD bus.
 #[derive(Parser, Debug, Clone)]
@@ -36,40 +40,40 @@ pub struct Cli {
     /// meaningful inside the demo, which attaches simulated nodes), or the name a daemon
     /// serves it under. Default: the daemon's bus when it serves exactly one, else
     /// `socketcan:can0`.
-    #[arg(long, global = true, env = "FCAN_BUS")]
+    #[arg(help_heading = CONNECTION, long, global = true, env = "FCAN_BUS")]
     pub bus: Option<String>,
     /// Output one JSON object per line, for scripts (fields: docs/cli.md).
     #[arg(long, global = true)]
     pub json: bool,
     /// Where downloaded schema blobs are cached (default: $XDG_CACHE_HOME/fcan/blobs).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Do not use the on-disk schema cache.
-    #[arg(long, global = true)]
+    #[arg(help_heading = CONNECTION, long, global = true)]
     pub no_cache: bool,
     /// How long to wait for nodes to be discovered and provisioned, in milliseconds
     /// (a one-shot master only: a daemon has discovered them already).
-    #[arg(long, global = true, default_value_t = 2000, value_name = "MS")]
+    #[arg(help_heading = CONNECTION, long, global = true, default_value_t = 2000, value_name = "MS")]
     pub discover_ms: u64,
     /// Attach to the fcan daemon (`fcan serve`) at this Zenoh endpoint, e.g.
     /// `tcp/192.168.1.5:7447`; fails if it cannot be reached or does not serve `--bus`.
     /// Without it, `fcan` tries the local daemon at tcp/127.0.0.1:7447 and, when none
     /// serves the bus, runs a one-shot master (and says so on stderr).
-    #[arg(long, global = true, env = "FCAN_CONNECT", value_name = "ENDPOINT")]
+    #[arg(help_heading = CONNECTION, long, global = true, env = "FCAN_CONNECT", value_name = "ENDPOINT")]
     pub connect: Option<String>,
     /// Never attach to a daemon (not even FCAN_CONNECT's): run a one-shot master that
     /// opens the bus itself, discovers the nodes, runs the command and exits.
-    #[arg(long, global = true)]
+    #[arg(help_heading = CONNECTION, long, global = true)]
     pub no_daemon: bool,
     /// An off-the-shelf device on the bus (`robstride:id=1,model=RS03`, `mit:id=3`;
     /// docs/drivers.md), repeatable: a one-shot master drives it as `fcan serve --device`
     /// does, and `fcan decode` decodes its frames with its driver. (A daemon drives its
     /// own devices: give them to `fcan serve`.)
-    #[arg(long = "device", global = true, value_name = "DRIVER:KEYS")]
+    #[arg(help_heading = CONNECTION, long = "device", global = true, value_name = "DRIVER:KEYS")]
     pub devices: Vec<String>,
     /// A YAML bus file listing devices (`devices: [{driver: robstride, id: 1}, …]`), as
     /// `fcan serve --bus-file` takes it.
-    #[arg(long = "bus-file", global = true, value_name = "FILE")]
+    #[arg(help_heading = CONNECTION, long = "bus-file", global = true, value_name = "FILE")]
     pub bus_file: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
@@ -79,29 +83,33 @@ pub struct Cli {
 /// One `fcan` command.
 #[derive(Subcommand, Debug, Clone)]
 pub enum Command {
-    /// List the nodes: id, name, state, bus mode, frames, errors, schema.
-    #[command(after_help = "Example: fcan nodes --json")]
+    /// List the nodes: id, name, state, phase, bus mode, planned frames, errors, schema.
+    #[command(long_about = NODES_ABOUT, after_help = "Example: fcan nodes --json")]
     Nodes,
     /// Topics: list, info, echo, pub, hz.
     #[command(
         subcommand,
-        after_help = "Example: fcan topic echo /md3/motor0/feedback --count 10"
+        after_help = "Example: fcan topic echo /motor_driver1/motor0/feedback --count 10"
     )]
     Topic(TopicCmd),
     /// Services: list, call.
     #[command(
         subcommand,
-        after_help = "Example: fcan service call /io1/out0/set '{on: true}'"
+        after_help = "Example: fcan service call /motor_driver1/motor0/clear_fault '{}'"
     )]
     Service(ServiceCmd),
     /// Parameters: list, get, set, dump, load.
     #[command(
         subcommand,
-        after_help = "Example: fcan param set md3.motor0.velocity.kp 0.8"
+        after_help = "Example: fcan param set motor_driver1.motor0.velocity.kp 0.8"
     )]
     Param(ParamCmd),
-    /// Schemas: show a node's schema as the master decoded it.
-    #[command(subcommand, after_help = "Example: fcan schema show md3")]
+    /// Schemas: show a node's schema as the master decoded it (`fcan schema NODE` is
+    /// `fcan schema show NODE`).
+    #[command(
+        subcommand,
+        after_help = "Example: fcan schema show motor_driver1   (or: fcan schema motor_driver1)"
+    )]
     Schema(SchemaCmd),
     /// A refreshing view of nodes, topic rates (messages per second) and bus counters.
     #[command(after_help = "Example: fcan monitor --interval-ms 500 --count 10")]
@@ -136,7 +144,7 @@ leaves out (docs/recording.md).")]
 Examples:
   fcan record run.mcap                 (until Ctrl-C; progress and size on stderr)
   fcan record run.mcap --duration 10
-  fcan record run.mcap --no-frames     (decoded topics only)
+  fcan record run.mcap --duration 5 --no-frames   (decoded topics only)
 
 With a daemon (`fcan serve`) or the demo running, the recording attaches to it; without
 one, a one-shot master discovers the nodes first (their provisioning is then not in the
@@ -151,6 +159,61 @@ file's layout: docs/recording.md.")]
     /// off, it resumes: run the same command again and the node keeps what it stored.
     #[command(after_help = UPDATE_HELP)]
     Update(UpdateArgs),
+    /// The bus owner: one long-running master per bus, served over Zenoh (fcan serve --help).
+    ///
+    /// `fcan serve` has options of its own (`--bus` repeats, `--listen`, `--foxglove`,
+    /// `--ros2`, `--device`…): `fcan serve --help` (or `fcan help serve`) lists them.
+    #[command(
+        disable_help_flag = true,
+        after_help = "Example: fcan serve --bus socketcan:can0   (every option: fcan serve --help)"
+    )]
+    Serve(OwnArgs),
+    /// Fake nodes of any schema, run by the node runtime on this PC (fcan fake --help).
+    ///
+    /// `fcan fake` has options of its own (`--schema`, `--node-id`, `--mirror`,
+    /// `--device`…): `fcan fake --help` (or `fcan help fake`) lists them.
+    #[command(
+        disable_help_flag = true,
+        after_help = "Example: fcan fake --schema schema/examples/motor_driver.yaml --node-id 1   (every option: fcan fake --help)"
+    )]
+    Fake(OwnArgs),
+}
+
+const NODES_ABOUT: &str = "\
+List the nodes: id, name, state, phase, bus mode, planned frames, errors, schema.
+
+Columns:
+  STATE    what the node itself last reported (unprovisioned, provisioned, running,
+           suspended, fault)
+  PHASE    where the master is with it (reading schema, provisioning, running, offline,
+           failed: REASON); both say `running` on a healthy node, they differ while the
+           master provisions it, when the node stops on its own (fault, suspended), or
+           when it has gone silent (offline: the state is the last one heard)
+  MODE     the bus mode the master told it to use (classic, fd, fd_brs)
+  PLANNED  data frames in the node's frame plan (a count, not traffic: `fcan plan`
+           lists them, `fcan monitor` shows the traffic)
+  ERRORS   the error summary of the node's last heartbeat: the sum since boot of its
+           trouble counters (malformed frames, requests dropped in a bad state,
+           transfers dropped half-way, NAKs sent, services busy, master lost), wrapping;
+           0 on a healthy bus. The counters one by one: STATS, docs/protocol.md §3.12
+           (no fcan command reads them yet). A master that leaves (every one-shot
+           command) leaves no `master lost` (docs/protocol.md §5.4)
+  SCHEMA   the first 16 hex digits of its schema's SHA-256, and where the master got
+           it (downloaded, cache)";
+
+/// The arguments of a command with a parser of its own (`serve`, `fake`): the binary
+/// hands them to that parser before this one runs (`fcan_cli::serve::serve_argv`); here
+/// they only make the command known (`fcan --help`, `fcan help serve`, the demo's
+/// prompt).
+#[derive(Args, Debug, Clone, Default)]
+pub struct OwnArgs {
+    /// Its arguments (`fcan serve --help`, `fcan fake --help`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
 }
 
 const UPDATE_HELP: &str = "\
@@ -189,7 +252,8 @@ pub struct UpdateArgs {
     /// firmware binary (an image file names it already).
     #[arg(long, value_name = "FILE")]
     pub schema: Vec<PathBuf>,
-    /// The new firmware's version string (at most 32 bytes), for a raw binary.
+    /// The version string the new firmware reports (at most 32 bytes, e.g. 2.1.0),
+    /// needed for a raw binary: an image file names it already.
     #[arg(long, value_name = "TEXT")]
     pub version: Option<String>,
     /// Share of the bus the image may take, in percent of its bit time: other nodes'
@@ -242,7 +306,7 @@ What cannot be decoded is counted on stderr, never guessed.
 Examples:
   candump -L can0 > run.log            (in another terminal, while the robot runs)
   fcan decode run.log                  (JSON lines: {\"topic\", \"t\", \"value\"}; t = capture time, s)
-  fcan decode run.log --topic /md3/motor0/feedback | jq .value.position
+  fcan decode run.log --topic /motor_driver1/motor0/feedback | jq .value.position
   fcan decode run.log --mcap run.mcap  (open in Foxglove or Lichtblick)
   candump -L can0 | fcan decode -      (live, from a pipe)";
 
@@ -279,14 +343,14 @@ pub enum TopicCmd {
     #[command(after_help = "Example: fcan topic list --json")]
     List,
     /// Show a topic's direction, rate, size in bytes, and fields with their types.
-    #[command(after_help = "Example: fcan topic info /md3/motor0/feedback")]
+    #[command(after_help = "Example: fcan topic info /motor_driver1/motor0/feedback")]
     Info {
-        /// Topic name, e.g. /md3/motor0/feedback.
+        /// Topic name, e.g. /motor_driver1/motor0/feedback.
         name: String,
     },
     /// Print a topic's values as they arrive, with the time in seconds since the command
     /// started.
-    #[command(after_help = "Example: fcan topic echo /md3/motor0/feedback --count 10")]
+    #[command(after_help = "Example: fcan topic echo /motor_driver1/motor0/feedback --count 10")]
     Echo {
         /// Topic name.
         name: String,
@@ -296,7 +360,7 @@ pub enum TopicCmd {
     },
     /// Publish a value to an m2s topic.
     #[command(
-        after_help = "Example: fcan topic pub /md3/motor0/target '{type: 1, value: 2.5}' --rate 100 --count 500\n(500 publications at 100 Hz: 5 seconds)"
+        after_help = "Example: fcan topic pub /motor_driver1/motor0/target '{type: 1, value: 2.5}' --rate 100 --count 500\n(500 publications at 100 Hz: 5 seconds)"
     )]
     Pub {
         /// Topic name.
@@ -312,13 +376,18 @@ pub enum TopicCmd {
         rate: f64,
     },
     /// Measure a topic's rate in messages per second (Hz) and the gaps between them.
-    #[command(after_help = "Example: fcan topic hz /md3/motor0/feedback --window 5")]
+    #[command(
+        after_help = "Example: fcan topic hz /motor_driver1/motor0/feedback --window 5\n         fcan topic hz /motor_driver1/motor0/feedback -n 100   (the first 100 messages, at most 2 s)"
+    )]
     Hz {
         /// Topic name.
         name: String,
-        /// Measuring window in seconds.
+        /// Measuring window in seconds (the longest it measures).
         #[arg(long, short = 'w', default_value_t = 2.0, value_name = "SECONDS")]
         window: f64,
+        /// Stop after this many messages (within the window).
+        #[arg(long, short = 'n', value_name = "N")]
+        count: Option<u64>,
     },
 }
 
@@ -329,7 +398,9 @@ pub enum ServiceCmd {
     #[command(after_help = "Example: fcan service list --json")]
     List,
     /// Call a service and print the response.
-    #[command(after_help = "Example: fcan service call /io1/board/run_self_test '{}'")]
+    #[command(
+        after_help = "Example: fcan service call /motor_driver1/motor0/reset_encoder '{offset: true, value: 0}'"
+    )]
     Call {
         /// Service name.
         name: String,
@@ -347,13 +418,13 @@ pub enum ParamCmd {
     #[command(after_help = "Example: fcan param list")]
     List,
     /// Read a parameter from its node.
-    #[command(after_help = "Example: fcan param get md3.motor0.velocity.kp")]
+    #[command(after_help = "Example: fcan param get motor_driver1.motor0.velocity.kp")]
     Get {
-        /// Parameter name, e.g. md3.motor0.velocity.kp.
+        /// Parameter name, e.g. motor_driver1.motor0.velocity.kp.
         name: String,
     },
     /// Write a parameter (range-checked here and on the node; restored after reboots).
-    #[command(after_help = "Example: fcan param set md3.motor0.velocity.kp 0.8")]
+    #[command(after_help = "Example: fcan param set motor_driver1.motor0.velocity.kp 0.8")]
     Set {
         /// Parameter name.
         name: String,
@@ -363,7 +434,7 @@ pub enum ParamCmd {
         value: String,
     },
     /// Read every parameter (optionally only those starting with PREFIX) as YAML.
-    #[command(after_help = "Example: fcan param dump md3.motor0. > motor0.yaml")]
+    #[command(after_help = "Example: fcan param dump motor_driver1.motor0. > motor0.yaml")]
     Dump {
         /// Only names starting with this.
         prefix: Option<String>,
@@ -380,11 +451,14 @@ pub enum ParamCmd {
 #[derive(Subcommand, Debug, Clone)]
 pub enum SchemaCmd {
     /// Show a node's schema (by node id or name); rates as `period_us`, in microseconds.
-    #[command(after_help = "Example: fcan schema show md3   (or: fcan schema show 3)")]
+    #[command(after_help = "Example: fcan schema show motor_driver1   (or: fcan schema show 3)")]
     Show {
         /// Node id or name.
         node: String,
     },
+    /// `fcan schema NODE`: the same as `fcan schema show NODE`.
+    #[command(external_subcommand)]
+    Node(Vec<String>),
 }
 
 /// `fcan monitor` options.
@@ -439,6 +513,52 @@ mod tests {
             &cli.command,
             Command::Service(ServiceCmd::Call { value, .. }) if value == "-1e-3"
         ));
+    }
+
+    /// Issue 38 item 14: every command's help lists the connection flags apart, under
+    /// one `Connection` heading after its own options — the same layout everywhere.
+    #[test]
+    fn connection_flags_are_grouped_under_one_heading() {
+        let mut root = Cli::command();
+        root.build();
+        let mut cmds = Vec::new();
+        all(&root, "fcan".into(), &mut cmds);
+        for (path, mut cmd) in cmds {
+            let help = cmd.render_help().to_string();
+            let at = help
+                .find(&format!("\n{CONNECTION}:\n"))
+                .unwrap_or_else(|| panic!("`{path} --help` has no {CONNECTION} heading:\n{help}"));
+            let (own, connection) = help.split_at(at);
+            for flag in [
+                "--bus <BUS>",
+                "--connect <ENDPOINT>",
+                "--no-daemon",
+                "--discover-ms <MS>",
+                "--device <DRIVER:KEYS>",
+                "--bus-file <FILE>",
+                "--cache-dir <DIR>",
+                "--no-cache",
+            ] {
+                assert!(connection.contains(flag), "`{path} --help`: {flag}\n{help}");
+                assert!(
+                    !own.contains(flag),
+                    "`{path} --help`: {flag} ungrouped\n{help}"
+                );
+            }
+        }
+    }
+
+    /// Issue 38 item 11: `fcan schema NODE` is `fcan schema show NODE`.
+    #[test]
+    fn schema_node_is_schema_show_node() {
+        let cli = Cli::try_parse_from(["fcan", "schema", "md3"]).unwrap();
+        assert!(
+            matches!(&cli.command, Command::Schema(SchemaCmd::Node(w)) if w == &["md3"]),
+            "{:?}",
+            cli.command
+        );
+        let cli = Cli::try_parse_from(["fcan", "schema", "show", "md3"]).unwrap();
+        assert!(matches!(&cli.command, Command::Schema(SchemaCmd::Show { node }) if node == "md3"));
     }
 
     #[test]

@@ -93,8 +93,7 @@ pub fn decode(
                         t: record.timestamp.as_secs_f64(),
                         value,
                     };
-                    serde_json::to_writer(&mut out, &line)
-                        .map_err(|e| CliError::Io(e.to_string()))?;
+                    serde_json::to_writer(&mut out, &line)?;
                     out.write_all(b"\n")?;
                 }
             }
@@ -124,8 +123,7 @@ pub fn decode(
                             t: record.timestamp.as_secs_f64(),
                             value: s.value,
                         };
-                        serde_json::to_writer(&mut out, &line)
-                            .map_err(|e| CliError::Io(e.to_string()))?;
+                        serde_json::to_writer(&mut out, &line)?;
                         out.write_all(b"\n")?;
                     }
                 }

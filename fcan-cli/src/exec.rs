@@ -19,6 +19,11 @@ use crate::{parse_value, parse_value_as, CliError};
 pub(crate) trait Sink {
     /// Takes one report.
     fn emit(&mut self, report: Report) -> Result<(), CliError>;
+    /// Says something to the person waiting, beside the output: why a stream is quiet.
+    /// Not part of the output: a plain line on stderr, as the one-shot master's note.
+    fn note(&mut self, text: &str) {
+        eprintln!("fcan: {text}");
+    }
 }
 
 impl Sink for Vec<Report> {
@@ -26,6 +31,8 @@ impl Sink for Vec<Report> {
         self.push(report);
         Ok(())
     }
+
+    fn note(&mut self, _text: &str) {}
 }
 
 /// Runs `cmd`, reporting to `sink`. A name no running node offers becomes an error that
@@ -89,7 +96,18 @@ async fn command<M: MasterApi>(
         Command::Topic(t) => topic(master, t, sink).await,
         Command::Service(s) => service(master, s, sink).await,
         Command::Param(p) => param(master, p, sink).await,
-        Command::Schema(SchemaCmd::Show { node }) => {
+        Command::Schema(s) => {
+            // `fcan schema NODE` is `fcan schema show NODE`.
+            let node = match s {
+                SchemaCmd::Show { node } => node,
+                SchemaCmd::Node(words) if words.len() == 1 => &words[0],
+                SchemaCmd::Node(words) => {
+                    return Err(CliError::Usage(format!(
+                        "`fcan schema {}`: give one node: `fcan schema show NODE` (or `fcan schema NODE`)",
+                        Untrusted(&words.join(" "))
+                    )))
+                }
+            };
             let nodes = master.nodes().await?;
             let n = nodes
                 .iter()
@@ -119,6 +137,18 @@ async fn command<M: MasterApi>(
         Command::Record(r) => {
             let summary = crate::record::record(master, r).await?;
             sink.emit(Report::Recorded(summary))
+        }
+        // Programs of their own, which own a bus: the binary runs them before any
+        // master exists (here: the demo's prompt, whose bus the demo owns).
+        Command::Serve(_) | Command::Fake(_) => {
+            let name = if matches!(cmd, Command::Serve(_)) {
+                "serve"
+            } else {
+                "fake"
+            };
+            Err(CliError::Usage(format!(
+                "`fcan {name}` is a program of its own that owns a bus: run it in a shell (`fcan {name} --help`), not against a running master"
+            )))
         }
         // Offline: `crate::run_with` runs it before any master exists.
         Command::Decode(_) => Err(CliError::Usage(
@@ -249,17 +279,35 @@ async fn topic<M: MasterApi>(
             let start = fcan_master::transport::now();
             let mut sub = master.subscribe(name).await?;
             let end = deadline(stream);
+            // A quiet topic is never a silent wait: after `quiet` with no sample, say
+            // once what the topic is and when its node sends it.
+            let quiet = quiet_after(master, name).await;
+            let mut silence = Some(tokio::time::Instant::now() + quiet);
+            let mut warned = false;
             let mut n = 0u64;
             while stream.count.is_none_or(|c| n < c) {
-                let next = match end {
-                    Some(d) => match tokio::time::timeout_at(d, sub.recv()).await {
+                let wake = match (end, silence) {
+                    (Some(e), Some(s)) => Some(e.min(s)),
+                    (e, s) => e.or(s),
+                };
+                let next = match wake {
+                    Some(w) => match tokio::time::timeout_at(w, sub.recv()).await {
                         Ok(s) => s,
-                        Err(_) => break,
+                        Err(_) if end.is_some_and(|e| e <= w) => break,
+                        Err(_) => {
+                            (silence, warned) = (None, true);
+                            let note = quiet_note(master, name, quiet, n).await;
+                            sink.note(&note);
+                            continue;
+                        }
                     },
                     None => sub.recv().await,
                 };
                 let Some(s) = next else { break };
                 n += 1;
+                if !warned {
+                    silence = Some(tokio::time::Instant::now() + quiet);
+                }
                 sink.emit(Report::Sample(SampleView {
                     topic: s.name.to_string(),
                     t: s.at.saturating_duration_since(start).as_secs_f64(),
@@ -293,13 +341,27 @@ async fn topic<M: MasterApi>(
                 value: v,
             }))?;
         }
-        TopicCmd::Hz { name, window } => {
+        TopicCmd::Hz {
+            name,
+            window,
+            count,
+        } => {
             let mut sub = master.subscribe(name).await?;
-            let end = tokio::time::Instant::now() + Duration::from_secs_f64(*window);
+            let begun = tokio::time::Instant::now();
+            let end = begun + Duration::from_secs_f64(window.max(0.0));
             let mut times = Vec::new();
-            while let Ok(Some(s)) = tokio::time::timeout_at(end, sub.recv()).await {
+            while count.is_none_or(|c| (times.len() as u64) < c) {
+                let Ok(Some(s)) = tokio::time::timeout_at(end, sub.recv()).await else {
+                    break;
+                };
                 times.push(s.at);
             }
+            // With -n, the window is the time it took (as long as it was not all of it).
+            let window = &if times.len() as u64 == count.unwrap_or(u64::MAX) {
+                begun.elapsed().as_secs_f64()
+            } else {
+                *window
+            };
             let gaps: Vec<f64> = times
                 .windows(2)
                 .map(|w| w[1].duration_since(w[0]).as_secs_f64())
@@ -328,6 +390,94 @@ async fn topic<M: MasterApi>(
         }
     }
     Ok(())
+}
+
+/// How long `topic echo` waits for a sample before it says why none comes: 2 s, or five
+/// periods of a periodic topic slower than 2.5 Hz.
+async fn quiet_after<M: MasterApi>(master: &M, name: &str) -> Duration {
+    let period_us = match master.registry().await {
+        Ok(r) => r.topic(name).map_or(0, |t| t.period_us),
+        Err(_) => 0,
+    };
+    QUIET.max(Duration::from_micros(u64::from(period_us)) * 5)
+}
+
+/// [`quiet_after`]'s floor.
+const QUIET: Duration = Duration::from_secs(2);
+
+/// What `topic echo` says after `quiet` without a sample on `name` (`seen` samples so
+/// far): what the topic is, when its node sends it, and how the node is.
+async fn quiet_note<M: MasterApi>(master: &M, name: &str, quiet: Duration, seen: u64) -> String {
+    use fcan_core::msg::DataDirection;
+    let what = if seen == 0 {
+        "no sample"
+    } else {
+        "no further sample"
+    };
+    let head = format!(
+        "{what} on {} for {} s",
+        Untrusted(name),
+        quiet.as_secs_f64()
+    );
+    let tail = "still waiting (Ctrl-C, or --timeout SECONDS to stop)";
+    let Ok(reg) = master.registry().await else {
+        return format!("{head}; {tail}");
+    };
+    let Ok(t) = reg.topic(name) else {
+        return format!("{head}; {tail}");
+    };
+    let nodes = master.nodes().await.unwrap_or_default();
+    let node = nodes.iter().find(|n| n.id == t.node);
+    let node_name = node.map_or_else(
+        || t.node.to_string(),
+        |n| format!("`{}`", Untrusted(&n.name)),
+    );
+    let how = match node {
+        Some(n) if n.phase != Phase::Running => format!(
+            "node {node_name} is not running ({}, node state {})",
+            n.phase,
+            node_state_name(n.state)
+        ),
+        _ => String::new(),
+    };
+    let why = match (t.dir, t.period_us) {
+        (DataDirection::M2s, _) => format!(
+            "it is a command (m2s): it carries only what is published to it (`fcan topic pub {} …`)",
+            Untrusted(name)
+        ),
+        (DataDirection::S2m, 0) => {
+            // Who can make the node speak: its commands.
+            let commands: Vec<String> = reg
+                .topics
+                .iter()
+                .filter(|c| c.node == t.node && c.dir == DataDirection::M2s)
+                .take(4)
+                .map(|c| Untrusted(&c.name).to_string())
+                .collect();
+            let mut why = format!(
+                "it is sent on commit, not periodically: node {node_name} sends it when it has something new"
+            );
+            if let Some(d) = node.and_then(|n| n.driver.as_deref()) {
+                why.push_str(&format!(
+                    "; a device driven by the `{}` driver reports in reply to a command",
+                    Untrusted(d)
+                ));
+                if !commands.is_empty() {
+                    why.push_str(&format!(" (publish to {})", commands.join(", ")));
+                }
+            }
+            why
+        }
+        (DataDirection::S2m, us) => format!(
+            "node {node_name} sends it every {} ms, so it is not arriving",
+            f64::from(us) / 1000.0
+        ),
+    };
+    let mut parts = vec![head, why];
+    if !how.is_empty() {
+        parts.push(how);
+    }
+    format!("{}; {tail}", parts.join(": "))
 }
 
 async fn service<M: MasterApi>(
@@ -483,7 +633,7 @@ async fn monitor<M: MasterApi>(
     m: &MonitorArgs,
     sink: &mut dyn Sink,
 ) -> Result<(), CliError> {
-    monitor_buses(std::slice::from_ref(&(None, master.clone())), m, sink).await
+    monitor_buses(std::slice::from_ref(&(None, master.clone())), None, m, sink).await
 }
 
 /// One bus the monitor follows: the previous status, for rates over the interval.
@@ -493,12 +643,16 @@ struct Watched<'a, M> {
     events: tokio::sync::broadcast::Receiver<fcan_master::engine::Event>,
     last: fcan_master::master::Status,
     last_t: tokio::time::Instant,
+    /// The daemon's session, where a named bus's joints status is asked for.
+    daemon: Option<&'a zenoh::Session>,
 }
 
 /// `fcan monitor` on several buses (a daemon's, each named), one view per bus per
-/// refresh.
+/// refresh; with the daemon's session, each bus's joints status too (when it runs
+/// joints).
 pub(crate) async fn monitor_buses<M: MasterApi>(
     buses: &[(Option<String>, M)],
+    daemon: Option<&zenoh::Session>,
     m: &MonitorArgs,
     sink: &mut dyn Sink,
 ) -> Result<(), CliError> {
@@ -510,6 +664,7 @@ pub(crate) async fn monitor_buses<M: MasterApi>(
             events: master.events(),
             last: master.status().await?,
             last_t: tokio::time::Instant::now(),
+            daemon,
         });
     }
     let mut n = 0u64;
@@ -567,7 +722,29 @@ async fn refresh<M: MasterApi>(w: &mut Watched<'_, M>) -> Result<MonitorView, Cl
         retries: now.stats.retries,
         rx_malformed: now.stats.rx_malformed,
         events: seen,
+        joints: match (w.daemon, w.bus) {
+            (Some(session), Some(bus)) => joints_status(session, bus).await,
+            _ => None,
+        },
     };
     w.last = now;
     Ok(view)
+}
+
+/// The status of the joints the daemon runs on `bus` (`fcan serve --ros2 --joints`:
+/// `fcan/<bus>/joints/status`), or `None` when it runs none (nothing answers).
+async fn joints_status(session: &zenoh::Session, bus: &str) -> Option<JointsView> {
+    let replies = session
+        .get(fcan_remote::keys::joints_status(bus)?)
+        .timeout(Duration::from_secs(1))
+        .await
+        .ok()?;
+    while let Ok(r) = replies.recv_async().await {
+        if let Ok(s) = r.result() {
+            if let Ok(v) = serde_json::from_slice(&s.payload().to_bytes()) {
+                return Some(v);
+            }
+        }
+    }
+    None
 }

@@ -26,13 +26,14 @@ use crate::CliError;
 
 const FAKE_HELP: &str = "\
 Examples:
-  fcan fake --schema md.yaml --node-id 3                  # on the simulated bus, served
-  fcan --bus sim nodes                                    # ... from another shell
+  fcan fake --schema schema/examples/motor_driver.yaml --node-id 3   # on the simulated bus, served
+  fcan --bus sim nodes                                                # ... from another shell
+  fcan fake --schema schema/examples/motor_driver.yaml --node-id 4 --bus mine=sim   # served as `mine`
   fcan fake --schema node.yaml types/*.yaml --node-id 1 --node-id 2 --count 'motor*=2'
-  fcan fake --schema md.yaml --node-id 3 \\
+  fcan fake --schema schema/examples/motor_driver.yaml --node-id 3 \\
       --mirror 'motor*/target.value=motor*/feedback.position'
   fcan fake --schema schema.bin --node-id 5 --bus socketcan:vcan0
-  fcan fake --schema md.yaml --node-id 3 --bus 'sim:drop=1%,bus_off=100ms/60s'  # faults
+  fcan fake --schema schema/examples/motor_driver.yaml --node-id 3 --bus 'sim:drop=1%,bus_off=100ms/60s'  # faults
   fcan fake --device robstride:id=1,model=RS03 --device mit:id=3   # simulated devices
   fcan fake --bus socketcan:vcan0 --device robstride:id=1            # ... on SocketCAN
 
@@ -47,7 +48,10 @@ converted with saturation; --mirror-file FILE holds one rule a line (docs/fake.m
 With --bus sim (or sim:classic) the nodes sit on a simulated bus in this process and
 a master owns it and serves it over Zenoh exactly as `fcan serve --bus sim` does:
 `fcan --bus sim …` from any shell attaches (--listen picks the endpoint, by default
-tcp/127.0.0.1:7447). With --bus socketcan:IFACE the nodes are on that interface (FD
+tcp/127.0.0.1:7447). --bus NAME=sim[:…] serves it as bus NAME (`fcan --bus NAME …`).
+Beside a daemon that serves a bus of the same name on that port (the demo's `sim`),
+it serves on a free port instead and prints the `fcan --connect tcp/127.0.0.1:PORT …`
+line to use. With --bus socketcan:IFACE the nodes are on that interface (FD
 when its MTU is 72) and a master elsewhere (`fcan serve`) provisions them. Progress on
 stderr; Ctrl-C stops.
 
@@ -103,7 +107,9 @@ pub struct FakeCli {
     #[arg(long, value_name = "VERSION")]
     pub firmware: Option<String>,
     /// The bus: `sim`, `sim:classic` (simulated, served over Zenoh), with faults
-    /// `sim:drop=1%,corrupt=0.1%,…` (below), or `socketcan:IFACE`.
+    /// `sim:drop=1%,corrupt=0.1%,…` (below), `NAME=sim[:…]` (served as bus NAME),
+    /// `socketcan:IFACE`, or `udp-multicast`
+    /// (python-can's udp_multicast bus on this machine: docs/cli.md, "Bus specs").
     #[arg(long, value_name = "SPEC", default_value = "sim")]
     pub bus: String,
     /// With a simulated bus: listen on this Zenoh endpoint instead of
@@ -241,13 +247,25 @@ fn nodes(cli: &FakeCli, fd: bool) -> Result<Vec<FakeNode>, CliError> {
 /// Runs the fake nodes until Ctrl-C. `sim` is the simulated bus `sim` specs put them
 /// on (a new one when `None`, as in the binary).
 pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
-    let simulated = cli.bus == "sim" || cli.bus.starts_with("sim:");
-    if !simulated && !cli.bus.starts_with("socketcan:") {
+    // `NAME=sim[:…]`: the simulated bus served under NAME (as `fcan serve` names one).
+    let (name, spec) = crate::serve::split_name(&cli.bus);
+    let (name, spec) = (name.map(str::to_string), spec.to_string());
+    let simulated = spec == "sim" || spec.starts_with("sim:");
+    let multicast = spec == "udp-multicast" || spec.starts_with("udp-multicast:");
+    if !simulated && !multicast && !spec.starts_with("socketcan:") {
         return Err(CliError::Usage(format!(
-            "--bus {}: fake nodes run on `sim`, `sim:classic`, `sim:OPTION,…` (faults: `sim:drop=1%`) or `socketcan:IFACE`",
+            "--bus {}: fake nodes run on `sim`, `sim:classic`, `sim:OPTION,…` (faults: `sim:drop=1%`), `NAME=sim…` (served as bus NAME), `socketcan:IFACE` or `udp-multicast[:OPTION,…]` (python-can's bus)",
             cli.bus
         )));
     }
+    if let (Some(n), false) = (&name, simulated) {
+        // Only a simulated bus is served by `fcan fake`; a real one by `fcan serve`.
+        return Err(CliError::Usage(format!(
+            "--bus {}: only a simulated bus is served by `fcan fake`, so only it takes a name (`--bus {n}=sim`); name this one where it is served: `fcan serve --bus {n}={spec}`",
+            cli.bus
+        )));
+    }
+    cli.bus = spec;
     // Every endpoint (the nodes', the master's) opens with one spec: faults without a
     // seed get one drawn now, shown in the `serving` line.
     cli.bus = fcan_master::transport::spec::pin_seed(&cli.bus);
@@ -289,12 +307,12 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
     };
     for n in nodes {
         eprintln!(
-            "fcan fake: node {} (`{}`) on {} ({}), {} mirror copies",
+            "fcan fake: node {} (`{}`) on {} ({}), {}",
             n.node().node_id().get(),
             n.name(),
             cli.bus,
             if fd { "CAN FD" } else { "Classical CAN" },
-            n.routes().len()
+            mirror_copies(n.routes().len())
         );
         let t = match first.take() {
             Some(t) => t,
@@ -310,7 +328,10 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
             // The bus owner on the same simulated bus, served as `fcan serve` serves it;
             // it returns on Ctrl-C.
             let serve = ServeCli {
-                buses: vec![cli.bus.clone()],
+                buses: vec![match &name {
+                    Some(n) => format!("{n}={}", cli.bus),
+                    None => cli.bus.clone(),
+                }],
                 listen: cli.listen.clone(),
                 connect: cli.connect.clone(),
                 zenoh_config: None,
@@ -330,7 +351,7 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
                 devices: cli.devices.clone(),
                 bus_files: Vec::new(),
             };
-            crate::serve::serve(serve, Some(sim)).await
+            crate::serve::serve_as(serve, Some(sim), "fcan fake").await
         }
         None => {
             let interrupted = crate::serve::interrupt()?;
@@ -391,5 +412,21 @@ fn print_events(running: &[Running]) {
         for l in lines {
             eprintln!("{}", fcan_master::text::Untrusted(&l));
         }
+    }
+}
+
+/// `1 mirror copy`, `3 mirror copies`.
+fn mirror_copies(n: usize) -> String {
+    format!("{n} mirror {}", if n == 1 { "copy" } else { "copies" })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 38 item 15: `1 mirror copy`, not `1 mirror copies`.
+    #[test]
+    fn mirror_copies_are_counted_in_english() {
+        assert_eq!(super::mirror_copies(0), "0 mirror copies");
+        assert_eq!(super::mirror_copies(1), "1 mirror copy");
+        assert_eq!(super::mirror_copies(2), "2 mirror copies");
     }
 }

@@ -74,11 +74,27 @@ pub enum CliError {
     /// Anything else, for people.
     #[error("{0}")]
     Usage(String),
+    /// Whoever read the output stopped reading (`fcan … | head`: a broken pipe). Not a
+    /// failure: the binary exits quietly with status 0 (docs/cli.md).
+    #[error("the output was closed (broken pipe)")]
+    OutputClosed,
 }
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return CliError::OutputClosed;
+        }
         CliError::Io(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for CliError {
+    fn from(e: serde_json::Error) -> Self {
+        match e.io_error_kind() {
+            Some(std::io::ErrorKind::BrokenPipe) => CliError::OutputClosed,
+            _ => CliError::Io(e.to_string()),
+        }
     }
 }
 
@@ -88,7 +104,7 @@ impl CliError {
         views::ErrorView {
             kind: match self {
                 CliError::Master(_) | CliError::Remote { .. } => "master",
-                CliError::Io(_) => "io",
+                CliError::Io(_) | CliError::OutputClosed => "io",
                 CliError::Daemon(_) => "daemon",
                 CliError::Usage(_) => "usage",
             },
@@ -131,6 +147,18 @@ pub async fn run_with(
     notes: &mut dyn Write,
 ) -> Result<(), CliError> {
     let o = Output { json: cli.json };
+    if let Command::Serve(a) | Command::Fake(a) = &cli.command {
+        // Their own parsers (the binary's `main`): here no bus is opened for them.
+        let name = if matches!(cli.command, Command::Serve(_)) {
+            "serve"
+        } else {
+            "fake"
+        };
+        return Err(CliError::Usage(format!(
+            "`fcan {name}` runs through its own parser (the `fcan` binary: `fcan {name} {}`)",
+            a.args.join(" ")
+        )));
+    }
     let devices = device_specs(&cli)?;
     if let Command::Update(u) = &cli.command {
         if let Some(path) = &u.write_image {
@@ -300,7 +328,7 @@ async fn on_daemon(
         }
         let tty = std::io::stdout().is_terminal();
         let mut renderer = render::Renderer::new(out, o.json, tty);
-        return exec::monitor_buses(&masters, m, &mut renderer)
+        return exec::monitor_buses(&masters, Some(&d.session), m, &mut renderer)
             .await
             .map_err(|e| match e {
                 CliError::Master(e) => remote(e),
@@ -366,10 +394,36 @@ async fn one_shot(
     sim: Option<&SimBus>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref(), devices).await?;
-    settle(&master, Duration::from_millis(cli.discover_ms)).await?;
-    execute(&master, &cli.command, Output { json: cli.json }, out).await
+    if sim.is_none() && (spec == "sim" || spec.starts_with("sim:")) {
+        // The simulated bus lives inside the program that runs it: nothing to open here.
+        return Err(CliError::Usage(format!(
+            "no fcan daemon serves the simulated bus `{spec}`: it lives inside the program that runs it. {START}"
+        )));
+    }
+    let master = start_master(spec, sim, cli.no_cache, cli.cache_dir.as_deref(), devices)
+        .await
+        .map_err(|e| match e {
+            CliError::Master(MasterError::Transport(
+                fcan_master::transport::TransportError::NoSuchInterface(iface),
+            )) => CliError::Usage(format!(
+                "no CAN interface `{iface}` on this machine (--bus {spec}), and no fcan daemon serves that bus. {START} On a real bus: `fcan serve --bus socketcan:IFACE` (`ip link` lists the interfaces); a virtual one: `sudo ip link add dev vcan0 type vcan && sudo ip link set vcan0 mtu 72 up` (README, \"Quickstart on vcan\"), then `--bus socketcan:vcan0`"
+            )),
+            e => e,
+        })?;
+    let done = match settle(&master, Duration::from_millis(cli.discover_ms)).await {
+        Ok(()) => execute(&master, &cli.command, Output { json: cli.json }, out).await,
+        Err(e) => Err(e),
+    };
+    // Whatever the command did, the master leaves on purpose: the nodes it started stop
+    // at once and count no lost master (a healthy node's error summary stays clean
+    // however many one-shot commands ran). A master that cannot say so is noticed by
+    // the nodes' watchdogs, as a killed one is.
+    let _ = master.leave().await;
+    done
 }
+
+/// What to start when a command finds no bus: a daemon that serves one, to attach to.
+const START: &str = "To try fcan without hardware, start the demo (`cargo run -p fcan-examples --bin demo`: simulated nodes on a bus it serves) or fake nodes of a schema (`fcan fake --schema FILE --node-id N`) in another terminal, then run this command again: it attaches to them.";
 
 /// Waits until discovery has settled: at least `wait` has passed with no node still
 /// being read or provisioned (at most 3 × `wait`).

@@ -8,7 +8,11 @@ use fcan_master::text::{json_safe, Untrusted};
 
 fn main() -> ExitCode {
     // `fcan serve` (the daemon) has its own parser and a multi-threaded runtime.
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `fcan help serve` is `fcan serve --help`: their own parsers hold their help.
+    if argv.len() == 3 && argv[1] == "help" && (argv[2] == "serve" || argv[2] == "fake") {
+        argv = vec![argv[0].clone(), argv[2].clone(), "--help".into()];
+    }
     if let Some(args) = fcan_cli::serve::serve_argv(&argv) {
         let cli = fcan_cli::serve::ServeCli::parse_from(args);
         fcan_cli::diagnostics::init("fcan serve");
@@ -16,7 +20,7 @@ fn main() -> ExitCode {
         return match rt.block_on(fcan_cli::serve::serve(cli, None)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("fcan serve: error: {}", Untrusted(&e.to_string()));
+                print_error("fcan serve", &e);
                 ExitCode::FAILURE
             }
         };
@@ -29,7 +33,7 @@ fn main() -> ExitCode {
         return match rt.block_on(fcan_cli::fake::fake(cli, None)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("fcan fake: error: {}", Untrusted(&e.to_string()));
+                print_error("fcan fake", &e);
                 ExitCode::FAILURE
             }
         };
@@ -43,12 +47,28 @@ fn main() -> ExitCode {
         .block_on(cli_main())
 }
 
+/// A daemon's (`serve`, `fake`) error on stderr. Its messages are about local things (a
+/// schema file, an option, the bus) and may span lines — a schema's diagnostics, one
+/// `file:line:col` a line: each line is printed as a line, escaped on its own.
+fn print_error(command: &str, e: &fcan_cli::CliError) {
+    let text = e.to_string();
+    let mut lines = text.lines();
+    eprintln!(
+        "{command}: error: {}",
+        Untrusted(lines.next().unwrap_or_default())
+    );
+    for line in lines {
+        eprintln!("{}", Untrusted(line));
+    }
+}
+
 async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     fcan_cli::diagnostics::init("fcan");
     let json = cli.json;
     match run(cli, None).await {
-        Ok(()) => ExitCode::SUCCESS,
+        // `fcan … | head`: the reader has what it wanted; nothing failed (docs/cli.md).
+        Ok(()) | Err(fcan_cli::CliError::OutputClosed) => ExitCode::SUCCESS,
         Err(e) if json => {
             // One JSON line, like the output (`docs/cli.md`).
             let line = serde_json::to_string(&e.view()).unwrap_or_default();

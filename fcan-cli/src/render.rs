@@ -26,6 +26,9 @@ pub(crate) struct Renderer<'a> {
     tty: bool,
     /// The text monitor's latest event lines.
     recent: Vec<String>,
+    /// The last update progress line written (text to a file or pipe prints a report
+    /// only when it says something new).
+    last_progress: Option<String>,
 }
 
 impl<'a> Renderer<'a> {
@@ -37,6 +40,7 @@ impl<'a> Renderer<'a> {
             json,
             tty: tty && !json,
             recent: Vec::new(),
+            last_progress: None,
         }
     }
 
@@ -206,8 +210,9 @@ impl<'a> Renderer<'a> {
                 if self.tty {
                     write!(out, "\r\x1b[K{line}")?;
                     out.flush()?;
-                } else {
+                } else if self.last_progress.as_deref() != Some(line.as_str()) {
                     writeln!(out, "{line}")?;
+                    self.last_progress = Some(line);
                 }
             }
             Report::Updated(u) => {
@@ -252,7 +257,16 @@ impl<'a> Renderer<'a> {
                             Untrusted(&v.join(", ")).to_string()
                         }
                     };
-                    writeln!(out, "  parameters restored: {}", list(&u.restored))?;
+                    if u.schema_changed || !u.restored.is_empty() {
+                        writeln!(out, "  parameters restored: {}", list(&u.restored))?;
+                    } else {
+                        // The same schema: the master sets every parameter set so far
+                        // again, under the same numbers (nothing to carry, none to list).
+                        writeln!(
+                            out,
+                            "  parameters: the schema is the same, every one set so far is set again"
+                        )?;
+                    }
                     if !u.dropped.is_empty() {
                         writeln!(
                             out,
@@ -339,8 +353,8 @@ fn period(dir: fcan_core::msg::DataDirection, us: u32) -> String {
 fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  SCHEMA",
-        "ID", "NAME", "STATE", "PHASE", "MODE", "FRAMES", "ERRORS"
+        "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>7} {:>6}  SCHEMA",
+        "ID", "NAME", "STATE", "PHASE", "MODE", "PLANNED", "ERRORS"
     )?;
     for n in nodes {
         let mut digest = n
@@ -351,6 +365,14 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         }
         if let Some(driver) = &n.driver {
             digest.push_str(&format!(" driver: {}", Untrusted(driver)));
+            match n.watchdog {
+                // Loud: this device keeps its last command when the bus owner dies.
+                Some(w @ fcan_master::DeviceWatchdog::Off) => {
+                    digest.push_str(&format!(", WATCHDOG {}", w.to_string().to_uppercase()))
+                }
+                Some(w) => digest.push_str(&format!(", watchdog {w}")),
+                None => {}
+            }
         }
         if let Some(v) = &n.firmware {
             digest.push_str(&format!(" firmware {}", Untrusted(v)));
@@ -362,7 +384,7 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         }
         writeln!(
             out,
-            "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>6} {:>6}  {digest}",
+            "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>7} {:>6}  {digest}",
             n.id,
             Untrusted(&n.name),
             node_state_name(n.state),
@@ -373,6 +395,23 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The joints' status for the monitor's `joints:` line: the status text (`active`,
+/// `configuring: …`), a fault with its cause first: `faulted: feedback timeout (host
+/// side): …` when the fault's text begins with it, else `faulted (node lost): …`.
+fn joints_text(j: &JointsView) -> String {
+    match (j.state.as_str(), &j.cause, &j.fault) {
+        ("faulted", Some(cause), Some(fault)) => {
+            let words = cause.replace('_', " ");
+            if fault.starts_with(&words) {
+                format!("faulted: {}", Untrusted(fault))
+            } else {
+                format!("faulted ({}): {}", Untrusted(&words), Untrusted(fault))
+            }
+        }
+        _ => Untrusted(&j.text).to_string(),
+    }
 }
 
 /// One bus of a `fcan monitor` refresh (the latest events go under every bus).
@@ -394,6 +433,9 @@ fn monitor_text(out: &mut dyn Write, m: &MonitorView) -> std::io::Result<()> {
         m.retries,
         m.rx_malformed
     )?;
+    if let Some(j) = &m.joints {
+        writeln!(out, "joints: {}", joints_text(j))?;
+    }
     writeln!(
         out,
         "{:>3}  {:<20} {:<16} {:<8} {:>6}",
@@ -417,16 +459,33 @@ fn monitor_text(out: &mut dyn Write, m: &MonitorView) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A schema as YAML-like text, the way `fcan schema show` prints it.
+/// A schema as YAML, the way `fcan schema show` prints it: the schema language
+/// `fcan-codegen` reads, so the output compiles back to the same blob (the same
+/// SHA-256) as long as no name came with characters the escaping changed.
 fn schema_text(s: &SchemaView) -> String {
     use std::fmt::Write as _;
     let opt = |name: &str, v: &Option<Value>| {
         v.as_ref()
             .map_or(String::new(), |v| format!(", {name}: {v}"))
     };
+    let ros = |r: &Option<RosView>| {
+        r.as_ref().map_or(String::new(), |r| {
+            let map: Vec<String> = r
+                .map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Untrusted(k), Untrusted(v)))
+                .collect();
+            format!(
+                ", ros: {{type: {}, map: {{{}}}}}",
+                Untrusted(&r.ty),
+                map.join(", ")
+            )
+        })
+    };
     let mut o = String::new();
     let _ = writeln!(o, "# sha256 {}", s.digest);
     let _ = writeln!(o, "node: {}\nprotocol: {}", Untrusted(&s.node), s.protocol);
+    let _ = writeln!(o, "options: {{allocation: {}}}", Untrusted(&s.allocation));
     let l = &s.limits;
     let _ = writeln!(
         o,
@@ -439,9 +498,10 @@ fn schema_text(s: &SchemaView) -> String {
         if !t.params.is_empty() {
             let _ = writeln!(o, "    params:");
             for p in &t.params {
+                let len = p.len.map_or(String::new(), |n| format!(", len: {n}"));
                 let _ = writeln!(
                     o,
-                    "      {}: {{type: {}, default: {}{}{}}}",
+                    "      {}: {{type: {}{len}, default: {}{}{}}}",
                     Untrusted(&p.name),
                     p.ty,
                     p.default,
@@ -453,13 +513,18 @@ fn schema_text(s: &SchemaView) -> String {
         if !t.topics.is_empty() {
             let _ = writeln!(o, "    topics:");
             for tp in &t.topics {
+                // A period is an s2m topic's (0: on commit); an m2s topic has none.
+                let period = match tp.dir {
+                    fcan_core::msg::DataDirection::S2m => format!(", period_us: {}", tp.period_us),
+                    fcan_core::msg::DataDirection::M2s => String::new(),
+                };
                 let _ = writeln!(
                     o,
-                    "      {}: {{dir: {}, period_us: {}, fields: {}}}",
+                    "      {}: {{dir: {}{period}, fields: {}{}}}",
                     Untrusted(&tp.name),
                     direction_name(tp.dir),
-                    tp.period_us,
-                    Untrusted(&FieldView::line(&tp.fields))
+                    yaml_fields(&tp.fields),
+                    ros(&tp.ros)
                 );
             }
         }
@@ -468,10 +533,11 @@ fn schema_text(s: &SchemaView) -> String {
             for sv in &t.services {
                 let _ = writeln!(
                     o,
-                    "      {}: {{request: {}, response: {}}}",
+                    "      {}: {{request: {}, response: {}{}}}",
                     Untrusted(&sv.name),
-                    Untrusted(&FieldView::line(&sv.request)),
-                    Untrusted(&FieldView::line(&sv.response))
+                    yaml_fields(&sv.request),
+                    yaml_fields(&sv.response),
+                    ros(&sv.ros)
                 );
             }
         }
@@ -487,6 +553,18 @@ fn schema_text(s: &SchemaView) -> String {
         );
     }
     o
+}
+
+/// A message's fields in the schema language: `{position: f32, raw: {type: u8, len: 4}}`.
+fn yaml_fields(fields: &[FieldView]) -> String {
+    let each: Vec<String> = fields
+        .iter()
+        .map(|f| match f.len {
+            Some(n) => format!("{}: {{type: {}, len: {n}}}", Untrusted(&f.name), f.ty),
+            None => format!("{}: {}", Untrusted(&f.name), f.ty),
+        })
+        .collect();
+    format!("{{{}}}", each.join(", "))
 }
 
 /// One line for people about an engine event, or `None` for the chatty ones: the same
@@ -512,6 +590,68 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    fn progress(step: &str, acked: u64) -> Report {
+        Report::UpdateProgress(UpdateProgressView {
+            event: "progress",
+            node: 7,
+            name: "io_board7".into(),
+            step: step.into(),
+            acked,
+            size: 100,
+            rate: 0.0,
+            eta_s: None,
+            resent: 0,
+        })
+    }
+
+    fn updated(schema_changed: bool, restored: &[&str]) -> Report {
+        Report::Updated(UpdatedView {
+            event: "done",
+            node: 7,
+            name: "io_board7".into(),
+            version: Some("2.0.0".into()),
+            schema: Some("ab".repeat(32)),
+            schema_changed,
+            restored: restored.iter().map(|s| s.to_string()).collect(),
+            dropped: Vec::new(),
+        })
+    }
+
+    /// Issue 38 item 12: to a file or pipe, a progress report that says nothing new is
+    /// not printed again (the master repeats `rebooting 100.0 %` while it waits).
+    #[test]
+    fn update_progress_to_a_pipe_prints_each_line_once() {
+        let text = render(
+            false,
+            vec![
+                progress("sending", 50),
+                progress("sending", 100),
+                progress("rebooting", 100),
+                progress("rebooting", 100),
+                progress("rebooting", 100),
+            ],
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(text.matches("rebooting").count(), 1, "{text}");
+    }
+
+    /// Issue 38 item 12: an update to the same schema keeps every parameter set (the
+    /// master sets them again): not `parameters restored: none`.
+    #[test]
+    fn an_update_to_the_same_schema_does_not_say_no_parameter_was_restored() {
+        let text = render(false, vec![updated(false, &[])]);
+        assert!(!text.contains("restored: none"), "{text}");
+        assert!(text.contains("every one set so far is set again"), "{text}");
+        let text = render(false, vec![updated(true, &[])]);
+        assert!(text.contains("parameters restored: none"), "{text}");
+        let text = render(false, vec![updated(true, &["io_board7.out0.settle_ms"])]);
+        assert!(
+            text.contains("parameters restored: io_board7.out0.settle_ms"),
+            "{text}"
+        );
+    }
+
     fn node(id: u8, name: &str, phase: Phase) -> NodeView {
         NodeView {
             id,
@@ -525,6 +665,7 @@ mod tests {
             digest: Some(SchemaDigest::of(b"blob")),
             schema_source: Some(SchemaSource::Cache),
             driver: None,
+            watchdog: None,
             firmware: None,
             collision: None,
         }
@@ -552,7 +693,7 @@ mod tests {
             .collect();
         assert_eq!(
             rows[0],
-            ["ID", "NAME", "STATE", "PHASE", "MODE", "FRAMES", "ERRORS", "SCHEMA"]
+            ["ID", "NAME", "STATE", "PHASE", "MODE", "PLANNED", "ERRORS", "SCHEMA"]
         );
         let digest = SchemaDigest::of(b"blob").to_string();
         assert_eq!(
@@ -601,12 +742,14 @@ mod tests {
             "schema",
             "schema_source",
             "driver",
+            "watchdog",
             "firmware",
             "collision",
         ];
         expected.sort();
         assert_eq!(keys, expected);
         assert_eq!(n["driver"], serde_json::Value::Null, "an fcan board");
+        assert_eq!(n["watchdog"], serde_json::Value::Null, "an fcan board");
         assert_eq!(n["id"], 3);
         assert_eq!(n["state"], "running");
         assert_eq!(n["mode"], "fd_brs");
@@ -705,7 +848,84 @@ mod tests {
                     text: t.to_string(),
                 })
                 .collect(),
+            joints: None,
         }])
+    }
+
+    fn joints(state: &str, cause: Option<&str>, fault: Option<&str>) -> JointsView {
+        JointsView {
+            state: state.into(),
+            cause: cause.map(str::to_string),
+            fault: fault.map(str::to_string),
+            text: match fault {
+                Some(f) => format!("{state}: {f}"),
+                None => state.into(),
+            },
+            since: 1.5,
+        }
+    }
+
+    /// A bus whose daemon runs joints gets a `joints:` line under its header, the fault
+    /// with its cause first (said once), and `joints` in the JSON; a bus without joints
+    /// gets neither.
+    #[test]
+    fn monitor_shows_the_joints_status_only_when_there_are_joints() {
+        let with = |j: Option<JointsView>| {
+            let Report::Monitor(mut v) = monitor(&[]) else {
+                unreachable!()
+            };
+            v[0].joints = j;
+            Report::Monitor(v)
+        };
+        let text = render(false, vec![with(None)]);
+        assert!(!text.contains("joints"), "{text}");
+        let json = render(true, vec![with(None)]);
+        assert!(!json.contains("joints"), "{json}");
+
+        let stale = "feedback timeout (host side): state right_wheel/position is 250ms old";
+        let text = render(
+            false,
+            vec![
+                with(Some(joints("active", None, None))),
+                with(Some(joints(
+                    "faulted",
+                    Some("feedback_timeout"),
+                    Some(stale),
+                ))),
+                with(Some(joints(
+                    "faulted",
+                    Some("node_lost"),
+                    Some("node motor_driver2 went offline"),
+                ))),
+            ],
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("joints")).collect();
+        assert_eq!(
+            lines,
+            [
+                "joints: active".to_string(),
+                format!("joints: faulted: {stale}"),
+                "joints: faulted (node lost): node motor_driver2 went offline".to_string(),
+            ],
+            "{text}"
+        );
+        let first: Vec<&str> = text.lines().skip(1).take(1).collect();
+        assert_eq!(first, ["joints: active"], "under the header: {text}");
+
+        let json = render(
+            true,
+            vec![with(Some(joints(
+                "faulted",
+                Some("feedback_timeout"),
+                Some(stale),
+            )))],
+        );
+        let j: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(
+            j["joints"],
+            serde_json::json!({"state": "faulted", "cause": "feedback_timeout", "fault": stale,
+                "text": format!("faulted: {stale}"), "since": 1.5})
+        );
     }
 
     #[test]
@@ -740,6 +960,7 @@ mod tests {
             digest: "ab".repeat(32),
             node: format!("n{HOSTILE}"),
             protocol: 1,
+            allocation: "static".into(),
             limits: LimitsView {
                 max_frames: 8,
                 max_copy_entries: 32,
@@ -754,6 +975,7 @@ mod tests {
                     default: Value::Float(0.5),
                     min: None,
                     max: Some(Value::UInt(100)),
+                    len: None,
                 }],
                 topics: vec![SchemaTopicView {
                     name: "target".into(),
@@ -764,6 +986,7 @@ mod tests {
                         ty: "u8".into(),
                         len: Some(4),
                     }],
+                    ros: None,
                 }],
                 services: vec![],
             }],
@@ -778,7 +1001,7 @@ mod tests {
         for line in [
             "node: n\\u{1b}[2J\\u{202e}x",
             "      kp: {type: f32, default: 0.5, max: 100}",
-            "      target: {dir: m2s, period_us: 0, fields: {raw: [u8; 4]}}",
+            "      target: {dir: m2s, fields: {raw: {type: u8, len: 4}}}",
             "  - {type: motor, max_count: 8, ns: \"motor{i}\"}",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");

@@ -40,10 +40,13 @@ fcan/<bus>/… (docs/remote.md), e.g. the status:  z_get -s 'fcan/*/status'.
 
 Safe by default: the daemon listens on tcp/127.0.0.1:7447 only, with no multicast or
 gossip scouting. If that port is taken (a Zenoh router, e.g. rmw_zenoh's, or another
-fcan daemon), it joins whoever holds it instead. --listen opens other endpoints (think
+daemon of fcan), it joins whoever holds it instead; if a bus of the same name is served
+there already, it serves on a free port of its own and prints the `fcan --connect …`
+line to use. --listen opens other endpoints (think
 before exposing motors to a network); --zenoh-config starts from a Zenoh JSON5 file
-(TLS, access control). Ctrl-C stops the daemon; the nodes keep their parameters and
-a new daemon takes them over.";
+(TLS, access control). Ctrl-C stops the daemon: its nodes are told the master leaves
+(they stop at once, counting no lost master), keep their parameters, and a new daemon
+takes them over.";
 
 /// `fcan serve`: own the buses and serve them over Zenoh.
 #[derive(Parser, Debug, Clone)]
@@ -290,6 +293,11 @@ pub(crate) fn interrupt() -> std::io::Result<impl std::future::Future<Output = s
 /// // A spec's own `=` (sim faults) names nothing: a NAME has no `:`.
 /// assert_eq!(bus_name("sim:drop=1%").unwrap(), ("sim".into(), "sim:drop=1%".into()));
 /// assert_eq!(bus_name("lossy=sim:drop=1%").unwrap(), ("lossy".into(), "sim:drop=1%".into()));
+/// // python-can's bus is one bus whatever its options: named after the transport.
+/// assert_eq!(
+///     bus_name("udp-multicast:ipv4,port=43114").unwrap(),
+///     ("udp-multicast".into(), "udp-multicast:ipv4,port=43114".into())
+/// );
 /// assert!(bus_name("socketcan:can.0").is_err());
 /// ```
 pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
@@ -298,7 +306,9 @@ pub fn bus_name(arg: &str) -> Result<(String, String), CliError> {
         (None, _) => {
             let n = match arg.split_once(':') {
                 Some(("socketcan", iface)) => iface.to_string(),
-                Some(("sim", _)) | None => arg.split(':').next().unwrap_or(arg).to_string(),
+                Some(("sim" | "udp-multicast", _)) | None => {
+                    arg.split(':').next().unwrap_or(arg).to_string()
+                }
                 Some((_, rest)) => rest
                     .rsplit('/')
                     .next()
@@ -385,10 +395,98 @@ pub fn devices_by_bus(
     Ok(out)
 }
 
+/// Serves the joints' status of bus `bus` on `fcan_remote::keys::joints_status`
+/// (`docs/remote.md`; JSON [`crate::views::JointsView`]): puts each value
+/// `watch` gives (the current one first), answers queries with the latest, until the
+/// joints are gone (their last value put, `stopped`).
+async fn serve_joints_status(
+    session: &zenoh::Session,
+    bus: &str,
+    mut watch: tokio::sync::watch::Receiver<fcan_ros2_bridge::joints::JointsStatus>,
+) -> Result<tokio::task::JoinHandle<()>, zenoh::Error> {
+    // Bus names are checked key-safe when the daemon starts (`bus_name`).
+    let key = fcan_remote::keys::joints_status(bus)
+        .ok_or_else(|| zenoh::Error::from(format!("bus name `{bus}` is not key-safe")))?;
+    let queryable = session.declare_queryable(&key).await?;
+    let session = session.clone();
+    let json = |s: &fcan_ros2_bridge::joints::JointsStatus| {
+        serde_json::to_string(&crate::views::JointsView::of(s)).unwrap_or_default()
+    };
+    Ok(tokio::spawn(async move {
+        let mut latest = json(&watch.borrow_and_update());
+        let _ = session.put(&key, latest.clone()).await;
+        loop {
+            tokio::select! {
+                q = queryable.recv_async() => match q {
+                    Ok(q) => {
+                        let _ = q.reply(&key, latest.clone()).await;
+                    }
+                    Err(_) => break,
+                },
+                changed = watch.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    latest = json(&watch.borrow_and_update());
+                    let _ = session.put(&key, latest.clone()).await;
+                }
+            }
+        }
+    }))
+}
+
+/// A bus of this name is served already where this daemon joined (`joined`: the
+/// endpoint it found taken, or `None` when it was told where to connect): what works
+/// instead, for `command`. `fcan serve` may rename its bus; both may serve on a port of
+/// their own, reached with `fcan --connect`.
+fn already_served(bus: &str, joined: Option<&str>, command: &str) -> CliError {
+    let bus = fcan_master::text::Untrusted(bus);
+    let there = match joined {
+        Some(ep) => format!(
+            "the daemon on {ep} (the demo, `fcan serve` or another `fcan fake`) serves a bus `{bus}` already, and this one joined it"
+        ),
+        None => format!("a bus `{bus}` is already served through this Zenoh network"),
+    };
+    let port = free_local_port();
+    let own = format!(
+        "run this one on a port of its own, `{command} … --listen tcp/127.0.0.1:{port}`, and attach to it with `fcan --connect tcp/127.0.0.1:{port} …`"
+    );
+    let rename = if command == "fcan serve" {
+        ", or give it another name (`--bus NAME=SPEC`: commands then take `--bus NAME`)"
+    } else {
+        ", or give it another name (`--bus NAME=sim`: commands then take `--bus NAME`)"
+    };
+    CliError::Usage(format!(
+        "{there}: {own}{rename}; or stop the other (docs/fake.md, \"Beside a running daemon\")"
+    ))
+}
+
+/// A local TCP port to suggest for `--listen`: the first free one from 7448 (next to
+/// the default 7447), else one the kernel hands out.
+fn free_local_port() -> u16 {
+    (7448..7464)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .or_else(|| {
+            let l = std::net::TcpListener::bind(("127.0.0.1", 0)).ok()?;
+            Some(l.local_addr().ok()?.port())
+        })
+        .unwrap_or(7448)
+}
+
 /// Runs the daemon until Ctrl-C. `sim` is the simulated bus `sim` specs attach to; with
 /// `None` (the binary), each `sim` bus is a simulated bus of its own, empty: a way to
 /// try the daemon out.
 pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> {
+    serve_as(cli, sim, "fcan serve").await
+}
+
+/// [`serve`] for `command` (`fcan serve`, or `fcan fake`, which takes no bus name):
+/// what a refusal suggests is what that command takes.
+pub(crate) async fn serve_as(
+    cli: ServeCli,
+    sim: Option<&SimBus>,
+    command: &str,
+) -> Result<(), CliError> {
     // Listening for Ctrl-C starts before "ready" is printed: a SIGINT sent the moment
     // "ready" appears must stop the daemon, not be lost (as one CI run showed).
     let interrupted = interrupt()?;
@@ -430,13 +528,37 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         None => None,
     };
     let mut joints_running = Vec::new();
-    let opened = SessionConfig::daemon()
+    let mut opened = SessionConfig::daemon()
         .listen(cli.listen.clone())
         .connect(cli.connect.clone())
         .zenoh_config(cli.zenoh_config.clone())
         .open()
         .await
         .map_err(|e| CliError::Usage(e.to_string()))?;
+    // The default port was taken, so this daemon joined its holder: if a bus of the same
+    // name is served there (the demo's `sim`, another fake's), it serves on a free port
+    // of its own instead, and says how to attach. Endpoints the user chose are kept (a
+    // clash there is refused below, naming a free port).
+    let mut moved = None;
+    if let Some(ep) = opened.joined.clone() {
+        let served = fcan_remote::client::buses(&opened.session, std::time::Duration::from_secs(2))
+            .await
+            .unwrap_or_default();
+        if let Some((name, _)) = buses.iter().find(|(n, _)| served.contains(n)) {
+            let own = format!("tcp/127.0.0.1:{}", free_local_port());
+            eprintln!(
+                "fcan serve: {ep} is taken by a daemon that serves a bus `{}` too: serving on {own} instead",
+                fcan_master::text::Untrusted(name)
+            );
+            let _ = opened.session.close().await;
+            opened = SessionConfig::daemon()
+                .listen(vec![own.clone()])
+                .open()
+                .await
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            moved = Some(own);
+        }
+    }
     if let Some(ep) = &opened.joined {
         eprintln!("fcan serve: {ep} is taken (a Zenoh router or another fcan daemon): joined it");
     }
@@ -455,6 +577,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
     }
     let clock = Instant::now();
     let mut servers = Vec::new();
+    let mut masters = Vec::new();
     let mut foxglove = Vec::new();
     let mut ros2 = Vec::new();
     for (name, spec) in &buses {
@@ -472,6 +595,7 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         for d in on_bus {
             eprintln!("fcan serve [{name}]: device {d}");
         }
+        masters.push(master.clone());
         let mut opts = ServerOptions::default();
         opts.clock = clock;
         opts.delivery = cli.delivery;
@@ -480,8 +604,18 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
         let server = Server::start(master.clone(), &opened.session, name, opts)
             .instrument(span.clone())
             .await
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+            .map_err(|e| match e {
+                fcan_remote::RemoteError::AlreadyServed(bus) => {
+                    already_served(&bus, opened.joined.as_deref(), command)
+                }
+                e => CliError::Usage(e.to_string()),
+            })?;
         eprintln!("fcan serve [{name}]: serving {spec} as fcan/{name}/…");
+        if let Some(own) = &moved {
+            eprintln!(
+                "{command}: serving bus {name} on {own} — attach with `fcan --connect {own} …`"
+            );
+        }
         if let Some(addr) = cli.foxglove {
             let mut fopts = fcan_foxglove::FoxgloveOptions::default();
             fopts.name = format!("fcan serve (bus {name})");
@@ -540,7 +674,10 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
                     fcan_ros2_bridge::joints::STATUS_TOPIC,
                     fcan_ros2_bridge::joints::CLEAR_FAULT_SERVICE,
                 );
-                joints_running.push(j);
+                let status = serve_joints_status(&opened.session, name, j.watch())
+                    .await
+                    .map_err(|e| CliError::Usage(format!("--joints: {e}")))?;
+                joints_running.push((j, status));
             }
             let bridge = fcan_ros2_bridge::Ros2Bridge::start(master.clone(), dds, ropts)
                 .instrument(span.clone())
@@ -558,12 +695,19 @@ pub async fn serve(cli: ServeCli, sim: Option<&SimBus>) -> Result<(), CliError> 
     interrupted.await?;
     eprintln!("fcan serve: stopping");
     // The joints first: an active loop sends its safe stop while the bus is still owned.
-    for j in joints_running {
+    for (j, status) in joints_running {
         j.stop().await;
+        // Its last status (`stopped`) put before the session closes.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), status).await;
     }
     drop(foxglove);
     drop(ros2);
     drop(servers);
+    // Then each bus's master leaves on purpose: its nodes stop at once and count no lost
+    // master; a new daemon takes them over.
+    for m in masters {
+        let _ = m.leave().await;
+    }
     let _ = opened.session.close().await;
     Ok(())
 }

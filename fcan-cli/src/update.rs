@@ -220,7 +220,9 @@ fn load_image(file: Option<&str>, args: &UpdateArgs) -> Result<UpdateImage, CliE
         }));
     }
     let Some(version) = &args.version else {
-        return Err(usage("--version: the new firmware's version string"));
+        return Err(usage(
+            "a raw firmware binary needs --version: the version string the new firmware reports (e.g. --version 2.1.0)",
+        ));
     };
     if version.len() > fcan_core::msg::update::VERSION_MAX {
         return Err(usage(&format!(

@@ -52,6 +52,16 @@ fn ser_source<S: Serializer>(s: &Option<SchemaSource>, ser: S) -> Result<S::Ok, 
     }
 }
 
+fn ser_watchdog<S: Serializer>(
+    w: &Option<fcan_master::DeviceWatchdog>,
+    ser: S,
+) -> Result<S::Ok, S::Error> {
+    match w {
+        Some(w) => ser.collect_str(w),
+        None => ser.serialize_none(),
+    }
+}
+
 /// One node (`fcan nodes`).
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeView {
@@ -83,6 +93,10 @@ pub struct NodeView {
     pub schema_source: Option<SchemaSource>,
     /// The device driver presenting the node (`robstride`), `null` for an fcan board.
     pub driver: Option<String>,
+    /// The device's own command watchdog as its driver arms it (`200 ms`, `off`,
+    /// `none`), `null` for an fcan board.
+    #[serde(serialize_with = "ser_watchdog")]
+    pub watchdog: Option<fcan_master::DeviceWatchdog>,
     /// The version of the firmware it runs (a node that takes updates), `null` while
     /// unknown.
     pub firmware: Option<String>,
@@ -105,6 +119,7 @@ impl From<&NodeInfo> for NodeView {
             digest: n.digest,
             schema_source: n.schema_source,
             driver: n.driver.clone(),
+            watchdog: n.watchdog,
             firmware: n.firmware.clone(),
             collision: n.collision,
         }
@@ -302,6 +317,37 @@ pub struct SchemaParamView {
     pub min: Option<Value>,
     /// Upper bound, `null` when none.
     pub max: Option<Value>,
+    /// `null` for a scalar, the element count of an array parameter.
+    pub len: Option<u32>,
+}
+
+/// A topic's or service's ROS 2 type (`ros:` in the schema).
+#[derive(Clone, Debug, Serialize)]
+pub struct RosView {
+    /// The ROS type (`std_msgs/msg/Bool`).
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Field renames, schema field → ROS field, in the schema's order.
+    #[serde(serialize_with = "ser_pairs")]
+    pub map: Vec<(String, String)>,
+}
+
+impl RosView {
+    fn of(r: &Option<fcan_core::ir::Ros>) -> Option<RosView> {
+        r.as_ref().map(|r| RosView {
+            ty: r.ty.clone(),
+            map: r.map.clone(),
+        })
+    }
+}
+
+fn ser_pairs<S: Serializer>(pairs: &[(String, String)], ser: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = ser.serialize_map(Some(pairs.len()))?;
+    for (k, v) in pairs {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 /// A topic in a schema.
@@ -316,6 +362,8 @@ pub struct SchemaTopicView {
     pub period_us: u32,
     /// The fields.
     pub fields: Vec<FieldView>,
+    /// Its ROS 2 type, `null` when the schema gives none.
+    pub ros: Option<RosView>,
 }
 
 /// A service in a schema.
@@ -327,6 +375,8 @@ pub struct SchemaServiceView {
     pub request: Vec<FieldView>,
     /// Response fields.
     pub response: Vec<FieldView>,
+    /// Its ROS 2 type, `null` when the schema gives none.
+    pub ros: Option<RosView>,
 }
 
 /// A block type in a schema.
@@ -376,6 +426,8 @@ pub struct SchemaView {
     pub node: String,
     /// Protocol version.
     pub protocol: u32,
+    /// `options.allocation` (`static`).
+    pub allocation: String,
     /// Limits.
     pub limits: LimitsView,
     /// Block types.
@@ -392,6 +444,7 @@ impl SchemaView {
             digest: digest.to_string(),
             node: s.node.clone(),
             protocol: s.protocol,
+            allocation: s.allocation.clone(),
             limits: LimitsView {
                 max_frames: s.limits.max_frames,
                 max_copy_entries: s.limits.max_copy_entries,
@@ -412,6 +465,7 @@ impl SchemaView {
                             default: Value::from_scalar(p.default),
                             min: opt(p.min),
                             max: opt(p.max),
+                            len: p.len,
                         })
                         .collect(),
                     topics: t
@@ -422,6 +476,7 @@ impl SchemaView {
                             dir: tp.dir,
                             period_us: tp.period_us,
                             fields: FieldView::all(&tp.fields),
+                            ros: RosView::of(&tp.ros),
                         })
                         .collect(),
                     services: t
@@ -431,6 +486,7 @@ impl SchemaView {
                             name: sv.name.clone(),
                             request: FieldView::all(&sv.request),
                             response: FieldView::all(&sv.response),
+                            ros: RosView::of(&sv.ros),
                         })
                         .collect(),
                 })
@@ -520,6 +576,45 @@ pub struct MonitorView {
     pub rx_malformed: u64,
     /// Events since the previous refresh.
     pub events: Vec<EventView>,
+    /// The status of the daemon's joints on this bus (`fcan serve --ros2 --joints`);
+    /// absent when the daemon runs none (or for a one-shot master).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joints: Option<JointsView>,
+}
+
+/// The status of a daemon's joints (`fcan serve --ros2 --joints`): the JSON of
+/// `fcan/<bus>/joints/status` (`docs/remote.md`) and of `fcan monitor --json`'s
+/// `joints`.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct JointsView {
+    /// `configuring`, `activating`, `active`, `inactive`, `faulted` or `stopped`.
+    pub state: String,
+    /// While faulted: the cause as one word (`feedback_timeout`, `device_watchdog`,
+    /// `ack_timeout`, `device_fault`, `node_lost`, `write_refused`, `master_gone`),
+    /// else `null`.
+    pub cause: Option<String>,
+    /// While faulted: the fault for people, else `null`.
+    pub fault: Option<String>,
+    /// The status text of `/fcan_joints/status` (`faulted: <fault>`, `configuring: <why>` …).
+    pub text: String,
+    /// When the joints entered `state`: wall time, seconds since the Unix epoch.
+    pub since: f64,
+}
+
+impl JointsView {
+    /// The view of the joints' status.
+    pub fn of(s: &fcan_ros2_bridge::joints::JointsStatus) -> JointsView {
+        JointsView {
+            state: s.state.as_str().into(),
+            cause: s.cause.map(str::to_string),
+            fault: s.fault.clone(),
+            text: s.text.clone(),
+            since: s
+                .since
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        }
+    }
 }
 
 /// An error, as `fcan --json` writes it to stderr.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::Path as FsPath;
 
 use fcan_core::ir::{BlockType, InstanceArray, Limits, Schema};
-use fcan_core::validate::{validate, PathSeg};
+use fcan_core::validate::{did_you_mean, validate, PathSeg};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::frontend::{convert, key, At, FileDoc, Path};
@@ -138,6 +138,9 @@ pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
     m.require_node_and_protocol(&settings);
     let types = m.merge_types();
     let instances = m.merge_instances();
+    // Every type a file declares, used or not: an instance naming a type that is not
+    // there gets a did-you-mean among them (the unused ones are dropped below).
+    let declared: Vec<String> = types.keys().cloned().collect();
     let schema = Schema {
         protocol: settings.protocol.unwrap_or(fcan_core::ir::PROTOCOL_VERSION),
         node: settings.node.unwrap_or_else(|| "node".into()),
@@ -148,7 +151,7 @@ pub fn load_sources(sources: &[Source]) -> Result<Loaded, Diagnostics> {
     };
     if !m.syntax_failed {
         m.check_instances_declared(&schema);
-        m.validate_merged(&schema);
+        m.validate_merged(&schema, &declared);
     }
     if !m.diags.is_empty() {
         return Err(finish(&m.locator, m.diags));
@@ -394,8 +397,10 @@ impl Merge {
 
     /// fcan-core's checks of the merged schema, each at the file and position that set
     /// the offending part; none under a tainted path.
-    fn validate_merged(&mut self, schema: &Schema) {
-        for e in validate(schema) {
+    /// `declared`: every type the files declare, the unused ones included (an instance's
+    /// unknown type gets a did-you-mean among them: the schema has only the used ones).
+    fn validate_merged(&mut self, schema: &Schema, declared: &[String]) {
+        for mut e in validate(schema) {
             if self.tainted.iter().any(|t| e.path.starts_with(t)) {
                 continue;
             }
@@ -407,6 +412,16 @@ impl Merge {
                         .ends_with(&format!("is also produced by instances[{i}]"))
                 {
                     continue;
+                }
+            }
+            if let [PathSeg::Key(k), PathSeg::Index(i), PathSeg::Key(f)] = e.path.as_slice() {
+                let ty = schema.instances.get(*i).map(|a| a.ty.as_str());
+                if let Some(ty) = ty.filter(|_| k == "instances" && f == "type") {
+                    if !e.message.contains("did you mean") {
+                        if let Some(c) = did_you_mean(ty, declared.iter().map(String::as_str)) {
+                            e.message.push_str(&format!("; did you mean `{c}`?"));
+                        }
+                    }
                 }
             }
             self.diags.push(self.locator.diag(&e.path, e.message));
@@ -428,4 +443,34 @@ pub fn load_files<P: AsRef<FsPath>>(paths: &[P]) -> Result<Loaded, Diagnostics> 
         return Err(Diagnostics(diags));
     }
     load_sources(&sources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 38 item 13: an instance naming a type a letter off gets a did-you-mean,
+    /// like a key does — although the type, used by no instance, is dropped before
+    /// fcan-core's checks.
+    #[test]
+    fn an_unknown_instance_type_gets_a_did_you_mean() {
+        let src = |ty: &str| {
+            Source {
+            name: "n.yaml".into(),
+            text: format!(
+                "node: x{{i}}\nprotocol: 2\ntypes:\n  Motor:\n    topics:\n      t: {{dir: m2s, fields: {{a: f32}}}}\ninstances:\n  - {{type: {ty}, max_count: 1, ns: a}}\n"
+            ),
+        }
+        };
+        let d = load_sources(&[src("Moter")]).unwrap_err().to_string();
+        assert!(
+            d.contains("n.yaml:8:6: error: unknown type `Moter`; did you mean `Motor`?"),
+            "{d}"
+        );
+        let d = load_sources(&[src("Valve")]).unwrap_err().to_string();
+        assert!(
+            d.contains("unknown type `Valve`") && !d.contains("did you mean"),
+            "{d}"
+        );
+    }
 }

@@ -118,6 +118,34 @@ enum Open {
     Map(Pos, usize, usize, Vec<(Node, Node)>, Option<Node>),
 }
 
+/// A flow mapping's syntax error on a line with an unquoted `{i}` (`{ns: grip{i}}`):
+/// the `{` opened a mapping. Says to quote the name; empty otherwise.
+fn placeholder_hint(text: &str, line: usize, info: &str) -> &'static str {
+    let Some(l) = line.checked_sub(1).and_then(|n| text.lines().nth(n)) else {
+        return "";
+    };
+    // The line without its quoted parts.
+    let mut quote = None;
+    let bare: String = l
+        .chars()
+        .filter(|&c| {
+            match quote {
+                Some(q) if c == q => quote = None,
+                None if c == '"' || c == '\'' => quote = Some(c),
+                _ => {}
+            }
+            quote.is_none() && c != '"' && c != '\''
+        })
+        .collect();
+    let unquoted = bare.contains("{i}");
+    if info.contains("flow mapping") && unquoted {
+        "; a name with `{i}` inside `{ … }` must be quoted (`ns: \"grip{i}\"`): \
+         unquoted, its `{` starts a flow mapping"
+    } else {
+        ""
+    }
+}
+
 /// Parses one YAML document. An empty file (or only comments) gives `None`.
 pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
     let mut parser = Parser::new_from_str(text);
@@ -134,7 +162,11 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
                 line: e.marker().line() as u32,
                 col: e.marker().col() as u32 + 1,
             },
-            message: format!("YAML syntax: {}", e.info()),
+            message: format!(
+                "YAML syntax: {}{}",
+                e.info(),
+                placeholder_hint(text, e.marker().line(), e.info())
+            ),
         })?;
         let pos = Pos::of(&span);
         let done: Option<(Node, usize, usize)> = match event {
@@ -298,6 +330,21 @@ mod tests {
         let e = parse("a: [1, 2\nb: 3\n").unwrap_err();
         assert!(e.pos.line >= 1, "{e:?}");
         assert!(e.message.starts_with("YAML syntax"));
+    }
+
+    /// Issue 38 item 13: `{ns: grip{i}}` — the docs warn, the error says it too; a
+    /// quoted `{i}` on a line with another error gets no such hint.
+    #[test]
+    fn an_unquoted_placeholder_in_a_flow_mapping_is_named() {
+        let e = parse("instances:\n  - {type: A, max_count: 2, ns: grip{i}}\n").unwrap_err();
+        assert_eq!(e.pos.line, 2, "{e:?}");
+        assert!(e.message.starts_with("YAML syntax"), "{e:?}");
+        assert!(
+            e.message.contains("must be quoted (`ns: \"grip{i}\"`)"),
+            "{e:?}"
+        );
+        let e = parse("instances:\n  - {type: A, ns: \"grip{i}\" max_count: 2}\n").unwrap_err();
+        assert!(!e.message.contains("must be quoted"), "{e:?}");
     }
 
     #[test]

@@ -12,8 +12,12 @@ pub const ANNOUNCE_BACKOFF_MIN_US: u32 = 100_000;
 pub const ANNOUNCE_BACKOFF_MAX_US: u32 = 2_000_000;
 /// A node sends HEARTBEAT this often once acknowledged.
 pub const NODE_HEARTBEAT_PERIOD_US: u32 = 1_000_000;
-/// The master sends HEARTBEAT this often.
-pub const MASTER_HEARTBEAT_PERIOD_US: u32 = 100_000;
+/// The master sends HEARTBEAT this often: four times per default master-lost timeout,
+/// so a node survives two heartbeats lost in a row (a 225 ms gap) and still stops
+/// 300 ms after its master died. At 100 ms two losses left a 300 ms gap, and with the
+/// bus's jitter 1 % loss suspended nodes several times an hour (docs/protocol.md §5).
+/// The node does not know this period; only the master uses it.
+pub const MASTER_HEARTBEAT_PERIOD_US: u32 = 75_000;
 /// Master-lost timeout a master sends in START by default (0 would disable it).
 pub const DEFAULT_MASTER_TIMEOUT_MS: u16 = 300;
 /// The master marks a node offline after this long without any frame from it.

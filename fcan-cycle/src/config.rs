@@ -55,12 +55,25 @@ pub struct CycleConfig {
     /// The joints, in the order their interfaces are numbered.
     pub joints: Vec<JointConfig>,
     /// Services activation calls, in order, after every node runs and before the states
-    /// are waited for (e.g. an enable or clear-fault service).
+    /// are waited for (e.g. an enable or clear-fault service). A step's `undo` is called
+    /// when a later part of the activation fails.
     #[serde(default)]
     pub enable: Vec<ServiceStep>,
-    /// How the loop stops: on [`super::Cycle::deactivate`] and on a fault.
+    /// How long activation waits for every device to report ready (its `ready`
+    /// condition, no fault, every state fresh), polling every 20 ms.
+    #[serde(default = "default_ready_timeout_ms")]
+    pub ready_timeout_ms: u64,
+    /// Sequenced commands: each write increments a sequence command, and the device's
+    /// echo of it must follow within an acknowledgement timeout.
+    #[serde(default)]
+    pub acks: Vec<AckConfig>,
+    /// How the loop stops on a fault (and on [`super::Cycle::safe_stop`]).
     #[serde(default)]
     pub safe_stop: SafeStopConfig,
+}
+
+fn default_ready_timeout_ms() -> u64 {
+    3000
 }
 
 fn default_feedback_timeout_ms() -> u64 {
@@ -84,6 +97,167 @@ pub struct JointConfig {
     /// What the loop writes.
     #[serde(default)]
     pub commands: Vec<CommandConfig>,
+    /// When the joint's device is ready to be driven: activation waits for it.
+    #[serde(default)]
+    pub ready: Option<Condition>,
+    /// The device's own fault words: a fault (a bit set, or a code not `ok`) latches
+    /// [`super::Fault::Device`], naming the joint, the field and the bits.
+    #[serde(default)]
+    pub faults: Vec<FaultConfig>,
+    /// A field the device holds true while it follows the loop's commands and clears when
+    /// its own command watchdog stops it: once seen true after activation, its clearing
+    /// latches [`super::Fault::DeviceWatchdog`].
+    #[serde(default)]
+    pub watchdog: Option<Condition>,
+}
+
+/// A condition on one state field (`/<node>/<ns>/<topic>.<field>`): the field equals
+/// `equals`, or is non-zero (true) when `equals` is not given.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Condition {
+    /// The field.
+    pub from: String,
+    /// The value that satisfies it (default: any non-zero value).
+    #[serde(default)]
+    pub equals: Option<f64>,
+}
+
+impl Condition {
+    /// `from` non-zero, or equal to `equals`.
+    pub fn new(from: &str, equals: Option<f64>) -> Condition {
+        Condition {
+            from: from.to_string(),
+            equals,
+        }
+    }
+
+    /// Whether `v` satisfies the condition.
+    pub fn holds(&self, v: f64) -> bool {
+        match self.equals {
+            Some(want) => v == want,
+            None => v != 0.0 && !v.is_nan(),
+        }
+    }
+
+    /// `field = 2` or `field ≠ 0`, for people.
+    pub fn describe(&self) -> String {
+        match self.equals {
+            Some(v) => format!("{} = {v}", self.from),
+            None => format!("{} ≠ 0", self.from),
+        }
+    }
+}
+
+/// How a device's fault field reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum FaultKind {
+    /// A bit word: any bit set is a fault, each named by `names` (else `bit N`).
+    #[default]
+    Bits,
+    /// A code: any value not in `ok` is a fault, named by `names` (else `code N`).
+    Code,
+}
+
+/// One of a device's own fault fields (the RobStride feedback's six fault bits or its
+/// type-21 fault word, an MIT motor's error code).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FaultConfig {
+    /// `/<node>/<ns>/<topic>.<field>`: an integer (or bool) field of an s2m topic.
+    pub from: String,
+    /// `bits` (default) or `code`.
+    #[serde(default)]
+    pub kind: FaultKind,
+    /// Names, by bit number (`bits`) or by code (`code`): `{0: undervoltage, …}`.
+    #[serde(default)]
+    pub names: BTreeMap<u64, String>,
+    /// For `code`: the values that are not faults (default `[0]`).
+    #[serde(default)]
+    pub ok: Option<Vec<u64>>,
+    /// For `code`: the values that say the device's own command watchdog expired (a
+    /// Damiao motor's `0xD`, communication lost): reported as
+    /// [`super::Fault::DeviceWatchdog`], not as a device fault.
+    #[serde(default)]
+    pub watchdog_codes: Vec<u64>,
+}
+
+impl FaultConfig {
+    /// A bit word read from `from`, its bits named by `names` (bit, name).
+    pub fn bits(from: &str, names: &[(u64, &str)]) -> FaultConfig {
+        FaultConfig {
+            from: from.to_string(),
+            kind: FaultKind::Bits,
+            names: names.iter().map(|(b, n)| (*b, n.to_string())).collect(),
+            ok: None,
+            watchdog_codes: Vec::new(),
+        }
+    }
+
+    /// A code read from `from`: values in `ok` are healthy, the others named by `names`.
+    pub fn code(from: &str, ok: &[u64], names: &[(u64, &str)]) -> FaultConfig {
+        FaultConfig {
+            from: from.to_string(),
+            kind: FaultKind::Code,
+            names: names.iter().map(|(b, n)| (*b, n.to_string())).collect(),
+            ok: Some(ok.to_vec()),
+            watchdog_codes: Vec::new(),
+        }
+    }
+
+    /// Codes that say the device's own command watchdog expired (`kind: code`).
+    pub fn watchdog_codes(mut self, codes: &[u64]) -> FaultConfig {
+        self.watchdog_codes = codes.to_vec();
+        self
+    }
+
+    /// The names of what `value` says is wrong: empty when it is no fault.
+    pub fn fault_names(&self, value: u64) -> Vec<String> {
+        match self.kind {
+            FaultKind::Bits => (0..64u64)
+                .filter(|b| value & (1 << b) != 0)
+                .map(|b| {
+                    self.names
+                        .get(&b)
+                        .cloned()
+                        .unwrap_or_else(|| format!("bit {b}"))
+                })
+                .collect(),
+            FaultKind::Code => {
+                let ok = self.ok.as_deref().unwrap_or(&[0]);
+                if ok.contains(&value) {
+                    Vec::new()
+                } else {
+                    vec![self
+                        .names
+                        .get(&value)
+                        .cloned()
+                        .unwrap_or_else(|| format!("code {value}"))]
+                }
+            }
+        }
+    }
+}
+
+/// A sequenced command and its acknowledgement: the cycle sets `command` (an integer
+/// command interface, `<joint>/<interface>`) to a sequence number it increments at every
+/// write, whatever value the loop passes for it, and the device echoes it in `echo` (a
+/// state interface). When the oldest write not yet echoed is older than `timeout_ms`, the
+/// cycle latches [`super::Fault::AckTimeout`].
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AckConfig {
+    /// The sequence command, `<joint>/<interface>`.
+    pub command: String,
+    /// The state echoing it, `<joint>/<interface>`.
+    pub echo: String,
+    /// The acknowledgement timeout.
+    pub timeout_ms: u64,
 }
 
 /// A state interface: one field of an s2m topic.
@@ -111,8 +285,81 @@ pub struct CommandConfig {
     /// the fields no command drives (`{type: 1}` selects velocity mode on the example
     /// motor), and the field this command drives.
     pub to: String,
-    /// What the safe stop sends (required: every command says how it stops).
-    pub safe: f64,
+    /// What the safe stop sends (required: every command says how it stops): a number,
+    /// or `hold` (the last measured value of the state interface of the same
+    /// `<joint>/<interface>` name, taken when the stop starts).
+    pub safe: Safe,
+    /// The command's value at activation. Without it, a command with a state interface
+    /// of the same name starts from that state's value measured at activation; any other
+    /// starts from its numeric `safe` value.
+    #[serde(default)]
+    pub initial: Option<f64>,
+}
+
+/// What a command's safe stop sends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Safe {
+    /// This value.
+    Value(f64),
+    /// The last measured value of the state interface of the same name (`hold` in a
+    /// file): a position joint stops where it is.
+    Hold,
+}
+
+impl Safe {
+    /// The number, unless `Hold`.
+    pub fn value(self) -> Option<f64> {
+        match self {
+            Safe::Value(v) => Some(v),
+            Safe::Hold => None,
+        }
+    }
+}
+
+impl From<f64> for Safe {
+    fn from(v: f64) -> Safe {
+        Safe::Value(v)
+    }
+}
+
+impl std::fmt::Display for Safe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Safe::Value(v) => write!(f, "{v}"),
+            Safe::Hold => f.write_str("hold"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Safe {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Safe, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Safe;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or `hold`")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Safe, E> {
+                Ok(Safe::Value(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Safe, E> {
+                Ok(Safe::Value(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Safe, E> {
+                Ok(Safe::Value(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Safe, E> {
+                if v == "hold" {
+                    Ok(Safe::Hold)
+                } else {
+                    Err(E::custom(format!(
+                        "safe: `{v}` is neither a number nor `hold`"
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A service called during activation.
@@ -129,6 +376,22 @@ pub struct ServiceStep {
     /// the activation, naming the service and what it answered.
     #[serde(default)]
     pub expect: Option<serde_json::Value>,
+    /// What undoes this step (a disable, a stop), called when a later part of the
+    /// activation fails, or this step itself fails or times out (it may have acted).
+    #[serde(default)]
+    pub undo: Option<UndoStep>,
+}
+
+/// The call that undoes an enable step.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct UndoStep {
+    /// `/<node>/<ns>/<service>`.
+    pub call: String,
+    /// The request, as JSON (`{}` when omitted).
+    #[serde(default = "empty_object")]
+    pub request: serde_json::Value,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -182,7 +445,25 @@ pub struct CommandItem<'a> {
     /// Where it goes.
     pub to: &'a str,
     /// Its safe value.
-    pub safe: f64,
+    pub safe: Safe,
+    /// Its explicit initial value.
+    pub initial: Option<f64>,
+}
+
+/// What a monitored field (not an interface) tells the cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MonitorKind {
+    Ready,
+    Fault(usize),
+    Watchdog,
+}
+
+/// A field the cycle reads for itself (readiness, faults, the device watchdog).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct MonitorItem<'a> {
+    pub joint: &'a str,
+    pub kind: MonitorKind,
+    pub from: &'a str,
 }
 
 impl CycleConfig {
@@ -195,6 +476,8 @@ impl CycleConfig {
             deadline_tolerance: default_deadline_tolerance(),
             joints: Vec::new(),
             enable: Vec::new(),
+            ready_timeout_ms: default_ready_timeout_ms(),
+            acks: Vec::new(),
             safe_stop: SafeStopConfig::default(),
         }
     }
@@ -227,14 +510,65 @@ impl CycleConfig {
     }
 
     /// Adds a command interface `<joint>/<interface>` written to `to`, with its safe
-    /// value.
-    pub fn command(mut self, name: &str, to: &str, safe: f64) -> CycleConfig {
+    /// value: a number, or [`Safe::Hold`].
+    pub fn command(mut self, name: &str, to: &str, safe: impl Into<Safe>) -> CycleConfig {
         let (joint, interface) = split_name(name);
         self.joint(joint).commands.push(CommandConfig {
             interface: interface.to_string(),
             to: to.to_string(),
-            safe,
+            safe: safe.into(),
+            initial: None,
         });
+        self
+    }
+
+    /// Gives command `<joint>/<interface>` (added before) an explicit initial value.
+    pub fn initial(mut self, name: &str, value: f64) -> CycleConfig {
+        let (joint, interface) = split_name(name);
+        if let Some(c) = self
+            .joint(joint)
+            .commands
+            .iter_mut()
+            .find(|c| c.interface == interface)
+        {
+            c.initial = Some(value);
+        }
+        self
+    }
+
+    /// Sets joint `joint`'s readiness condition.
+    pub fn ready(mut self, joint: &str, condition: Condition) -> CycleConfig {
+        self.joint(joint).ready = Some(condition);
+        self
+    }
+
+    /// Adds a fault field to joint `joint`.
+    pub fn fault(mut self, joint: &str, fault: FaultConfig) -> CycleConfig {
+        self.joint(joint).faults.push(fault);
+        self
+    }
+
+    /// Sets joint `joint`'s device-watchdog field: true while the device follows
+    /// commands.
+    pub fn watchdog(mut self, joint: &str, condition: Condition) -> CycleConfig {
+        self.joint(joint).watchdog = Some(condition);
+        self
+    }
+
+    /// Adds a sequenced command: `command` carries a sequence number, `echo` its echo,
+    /// which must follow within `timeout`.
+    pub fn ack(mut self, command: &str, echo: &str, timeout: Duration) -> CycleConfig {
+        self.acks.push(AckConfig {
+            command: command.to_string(),
+            echo: echo.to_string(),
+            timeout_ms: timeout.as_millis() as u64,
+        });
+        self
+    }
+
+    /// Sets how long activation waits for the devices to be ready.
+    pub fn ready_timeout(mut self, timeout: Duration) -> CycleConfig {
+        self.ready_timeout_ms = timeout.as_millis() as u64;
         self
     }
 
@@ -249,7 +583,19 @@ impl CycleConfig {
             call: service.to_string(),
             request,
             expect,
+            undo: None,
         });
+        self
+    }
+
+    /// Gives the last enable step added the call that undoes it.
+    pub fn undo(mut self, service: &str, request: serde_json::Value) -> CycleConfig {
+        if let Some(step) = self.enable.last_mut() {
+            step.undo = Some(UndoStep {
+                call: service.to_string(),
+                request,
+            });
+        }
         self
     }
 
@@ -270,6 +616,9 @@ impl CycleConfig {
                     name: name.to_string(),
                     states: Vec::new(),
                     commands: Vec::new(),
+                    ready: None,
+                    faults: Vec::new(),
+                    watchdog: None,
                 });
                 self.joints.len() - 1
             }
@@ -297,8 +646,37 @@ impl CycleConfig {
                 name: format!("{}/{}", j.name, c.interface),
                 to: &c.to,
                 safe: c.safe,
+                initial: c.initial,
             })
         })
+    }
+
+    /// The fields the cycle reads for itself, after the states: per joint its ready
+    /// condition, fault fields and watchdog.
+    pub(crate) fn monitors(&self) -> impl Iterator<Item = MonitorItem<'_>> {
+        self.joints.iter().flat_map(|j| {
+            let ready = j.ready.iter().map(move |c| MonitorItem {
+                joint: &j.name,
+                kind: MonitorKind::Ready,
+                from: &c.from,
+            });
+            let faults = j.faults.iter().enumerate().map(move |(i, f)| MonitorItem {
+                joint: &j.name,
+                kind: MonitorKind::Fault(i),
+                from: &f.from,
+            });
+            let watchdog = j.watchdog.iter().map(move |c| MonitorItem {
+                joint: &j.name,
+                kind: MonitorKind::Watchdog,
+                from: &c.from,
+            });
+            ready.chain(faults).chain(watchdog)
+        })
+    }
+
+    /// How long activation waits for the devices to be ready.
+    pub fn ready_wait(&self) -> Duration {
+        Duration::from_millis(self.ready_timeout_ms)
     }
 
     /// The nominal period.
@@ -398,10 +776,26 @@ impl CycleConfig {
                         j.name, c.interface
                     ));
                 }
-                if !c.safe.is_finite() {
+                if let Safe::Value(v) = c.safe {
+                    if !v.is_finite() {
+                        return bad(format!(
+                            "command `{}/{}`: safe value {v} is not a finite number",
+                            j.name, c.interface
+                        ));
+                    }
+                }
+                if let Some(v) = c.initial {
+                    if !v.is_finite() {
+                        return bad(format!(
+                            "command `{}/{}`: initial value {v} is not a finite number",
+                            j.name, c.interface
+                        ));
+                    }
+                }
+                if c.safe == Safe::Hold && !j.states.iter().any(|s| s.interface == c.interface) {
                     return bad(format!(
-                        "command `{}/{}`: safe value {} is not a finite number",
-                        j.name, c.interface, c.safe
+                        "command `{}/{}`: safe: hold holds the measured value of state `{}/{}`, and the joint has no such state (add it, or give a number)",
+                        j.name, c.interface, j.name, c.interface
                     ));
                 }
                 FieldRef::parse(&c.to, true).map_err(|e| {
@@ -409,12 +803,65 @@ impl CycleConfig {
                 })?;
             }
         }
+        for m in self.monitors() {
+            let what = match m.kind {
+                MonitorKind::Ready => "ready",
+                MonitorKind::Fault(_) => "faults",
+                MonitorKind::Watchdog => "watchdog",
+            };
+            FieldRef::parse(m.from, false)
+                .map_err(|e| CycleError::Config(format!("joint `{}`: {what}: {e}", m.joint)))?;
+        }
+        for j in &self.joints {
+            for f in &j.faults {
+                if f.kind == FaultKind::Bits && f.names.keys().any(|&b| b >= 64) {
+                    return bad(format!(
+                        "joint `{}`: faults: {}: a bit number is 0 to 63",
+                        j.name, f.from
+                    ));
+                }
+                if f.kind == FaultKind::Bits && (f.ok.is_some() || !f.watchdog_codes.is_empty()) {
+                    return bad(format!(
+                        "joint `{}`: faults: {}: `ok` and `watchdog_codes` are for `kind: code`",
+                        j.name, f.from
+                    ));
+                }
+            }
+        }
         for step in &self.enable {
-            if !step.call.starts_with('/') {
+            for call in std::iter::once(&step.call).chain(step.undo.iter().map(|u| &u.call)) {
+                if !call.starts_with('/') {
+                    return bad(format!(
+                        "enable: `{call}` is not a service path (`/<node>/<ns>/<service>`)"
+                    ));
+                }
+            }
+        }
+        if self.ready_timeout_ms == 0 {
+            return bad("ready_timeout_ms: 0 leaves no time to see a device ready".into());
+        }
+        let mut sequenced = BTreeMap::new();
+        for a in &self.acks {
+            if !self.commands().any(|c| c.name == a.command) {
                 return bad(format!(
-                    "enable: `{}` is not a service path (`/<node>/<ns>/<service>`)",
-                    step.call
+                    "acks: `{}` is not a command interface (`<joint>/<interface>`)",
+                    a.command
                 ));
+            }
+            if !self.states().any(|s| s.name == a.echo) {
+                return bad(format!(
+                    "acks: `{}` (the echo of `{}`) is not a state interface",
+                    a.echo, a.command
+                ));
+            }
+            if a.timeout_ms == 0 {
+                return bad(format!(
+                    "acks: `{}`: timeout_ms 0 would fault on every write",
+                    a.command
+                ));
+            }
+            if sequenced.insert(a.command.as_str(), ()).is_some() {
+                return bad(format!("acks: `{}` is sequenced twice", a.command));
             }
         }
         Ok(())
@@ -593,5 +1040,66 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("safe"), "{e}");
+    }
+
+    #[test]
+    fn the_safety_fields_are_checked() {
+        let base = || {
+            CycleConfig::new(100.0)
+                .state("a/p", "/n/m/f.p")
+                .command("a/p", "/n/m/t.p", Safe::Hold)
+                .command("a/seq", "/n/m/t.seq", 0.0)
+        };
+        base().check().unwrap();
+        let e = base()
+            .ack("a/sq", "a/p", Duration::from_millis(10))
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("`a/sq` is not a command"), "{e}");
+        let e = base()
+            .ack("a/seq", "a/echo", Duration::from_millis(10))
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("`a/echo`"), "{e}");
+        let e = base()
+            .ack("a/seq", "a/p", Duration::ZERO)
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("timeout_ms 0"), "{e}");
+        let e = base()
+            .fault(
+                "a",
+                FaultConfig::bits("/n/m/f.faults", &[]).watchdog_codes(&[13]),
+            )
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("for `kind: code`"), "{e}");
+        let e = base()
+            .ready("a", Condition::new("n/m/f.ready", None))
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("joint `a`: ready"), "{e}");
+        let e = base().initial("a/p", f64::INFINITY).check().unwrap_err();
+        assert!(e.to_string().contains("initial value inf"), "{e}");
+        let e = base().ready_timeout(Duration::ZERO).check().unwrap_err();
+        assert!(e.to_string().contains("ready_timeout_ms"), "{e}");
+    }
+
+    #[test]
+    fn fault_names_come_from_bits_or_codes() {
+        let bits = FaultConfig::bits("/n/m/f.x", &[(0, "undervoltage"), (5, "uncalibrated")]);
+        assert!(bits.fault_names(0).is_empty());
+        assert_eq!(bits.fault_names(0b100001), ["undervoltage", "uncalibrated"]);
+        assert_eq!(bits.fault_names(0b10), ["bit 1"]);
+        let code = FaultConfig::code("/n/m/f.e", &[0, 1], &[(2, "over-current")]);
+        assert!(code.fault_names(1).is_empty());
+        assert_eq!(code.fault_names(2), ["over-current"]);
+        assert_eq!(code.fault_names(7), ["code 7"]);
+        let parsed: FaultConfig = serde_json::from_str(
+            r#"{"from": "/n/m/f.e", "kind": "code", "ok": [0, 1], "names": {"13": "communication lost"}, "watchdog_codes": [13]}"#,
+        )
+        .unwrap();
+        assert_eq!(parsed.fault_names(13), ["communication lost"]);
+        assert_eq!(parsed.watchdog_codes, [13]);
     }
 }

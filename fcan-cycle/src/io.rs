@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::resolve::{command_value, field_value, set_field, state_number, Layout};
+use super::config::Safe;
+use super::resolve::{command_range, command_value, field_value, set_field, state_number, Layout};
 use super::store::{Shared, WriteMode};
 use super::Fault;
 use fcan_master::api::MasterApi;
@@ -126,8 +127,30 @@ pub(crate) async fn writer<M: MasterApi>(
                     }),
                 }
             }
+            WriteMode::Flush => {
+                // Deactivation: the commands in force, once, per node; no disable.
+                fill(&layout, &mut messages, |c| {
+                    f64::from_bits(shared.commands[c].load(Ordering::Relaxed))
+                });
+                for node in &layout.nodes {
+                    let batch = batch(&layout, &messages, Some(node.id));
+                    if !batch.is_empty() && master.publish_many(batch).await.is_ok() {
+                        shared.flush_sends.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                if shared.mode() == WriteMode::Flush {
+                    shared.set_mode(WriteMode::Silent);
+                }
+                shared.stopped.notify_waiters();
+            }
             WriteMode::SafeStop => {
-                fill(&layout, &mut messages, |c| layout.commands[c].safe);
+                // `hold` commands: the measured value of their state, taken once, now
+                // (a snapshot, not a moving target).
+                let holds = hold_values(&shared, &layout);
+                fill(&layout, &mut messages, |c| match layout.commands[c].safe {
+                    Safe::Value(v) => v,
+                    Safe::Hold => holds[c],
+                });
                 for i in 0..repeats {
                     // One batch per node: a node that is gone (the usual reason for a
                     // safe stop) must not keep the others from stopping.
@@ -150,6 +173,34 @@ pub(crate) async fn writer<M: MasterApi>(
             }
         }
     }
+}
+
+/// Per command: the last measured value of its state for a `hold`, else (and when that
+/// state cannot be read) the command in force.
+fn hold_values(shared: &Shared, layout: &Layout) -> Vec<f64> {
+    let mut scratch = vec![0.0; shared.cells.iter().map(|c| c.len()).max().unwrap_or(0)];
+    layout
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let current = f64::from_bits(shared.commands[i].load(Ordering::Relaxed));
+            let Some((cell, pos)) = c.cell.filter(|_| c.safe == Safe::Hold) else {
+                return current;
+            };
+            let Some(cell_ref) = shared.cells.get(cell) else {
+                return current;
+            };
+            let n = cell_ref.len();
+            match cell_ref.read(&mut scratch[..n]) {
+                Some(at) if at != 0 && scratch[pos].is_finite() => {
+                    let (lo, hi) = command_range(c.ty);
+                    scratch[pos].clamp(lo, hi)
+                }
+                _ => current,
+            }
+        })
+        .collect()
 }
 
 /// Sets every driven field of every message from `value(command index)`.
@@ -177,18 +228,23 @@ fn batch(
         .collect()
 }
 
-/// Waits until no safe stop runs, until `deadline`. `false`: still running.
+/// A safe stop or a flush under way.
+fn stopping(mode: WriteMode) -> bool {
+    matches!(mode, WriteMode::SafeStop | WriteMode::Flush)
+}
+
+/// Waits until no safe stop (or flush) runs, until `deadline`. `false`: still running.
 pub(crate) async fn wait_stopped(shared: &Shared, deadline: tokio::time::Instant) -> bool {
     loop {
         let notified = shared.stopped.notified();
         tokio::pin!(notified);
         // Registered before the check: a stop ending in between is not missed.
         notified.as_mut().enable();
-        if shared.mode() != WriteMode::SafeStop {
+        if !stopping(shared.mode()) {
             return true;
         }
         if tokio::time::timeout_at(deadline, notified).await.is_err() {
-            return shared.mode() != WriteMode::SafeStop;
+            return !stopping(shared.mode());
         }
     }
 }

@@ -13,7 +13,7 @@ use fcan_core::ir::Field;
 use fcan_core::msg::DataDirection;
 use fcan_core::types::ScalarType;
 
-use super::config::{CommandItem, CycleConfig, FieldRef, StateItem};
+use super::config::{CommandItem, CycleConfig, FieldRef, MonitorKind, Safe, StateItem};
 use super::CycleError;
 use fcan_master::registry::{Registry, TopicInfo};
 use fcan_master::value::Value;
@@ -41,7 +41,12 @@ pub(crate) struct CommandSlot {
     /// Index into [`Layout::command_topics`].
     pub topic: usize,
     pub ty: ScalarType,
-    pub safe: f64,
+    pub safe: Safe,
+    pub initial: Option<f64>,
+    /// The state interface of the same name, if any.
+    pub state: Option<usize>,
+    /// Where that state sits: (state topic = cell, position in the cell).
+    pub cell: Option<(usize, usize)>,
 }
 
 /// An m2s topic the loop writes: its constants, and which command drives which field.
@@ -65,7 +70,10 @@ pub(crate) struct NodeRef {
 /// The loop's layout.
 #[derive(Clone, Debug)]
 pub(crate) struct Layout {
+    /// The state interfaces, then the monitored fields (`interfaces..`).
     pub states: Vec<StateSlot>,
+    /// How many of `states` are interfaces.
+    pub interfaces: usize,
     pub state_topics: Vec<StateTopic>,
     pub commands: Vec<CommandSlot>,
     pub command_topics: Vec<CommandTopic>,
@@ -94,6 +102,29 @@ pub(crate) fn resolve(config: &CycleConfig, registry: &Registry) -> Result<Layou
     for item in config.states() {
         r.add_state(item)?;
     }
+    let interfaces = r.states.len();
+    for m in config.monitors() {
+        let name = match m.kind {
+            MonitorKind::Ready => format!("{} ready", m.joint),
+            MonitorKind::Fault(i) => format!("{} faults[{i}]", m.joint),
+            MonitorKind::Watchdog => format!("{} watchdog", m.joint),
+        };
+        let before = r.states.len();
+        r.add_state(StateItem {
+            name,
+            from: m.from,
+            timeout: Duration::MAX,
+        })?;
+        if let (MonitorKind::Fault(_), Some(ty)) = (m.kind, r.types.get(before)) {
+            if matches!(ty, ScalarType::F32 | ScalarType::F64) {
+                return Err(field_err(
+                    format!("joint `{}`: faults", m.joint),
+                    m.from,
+                    "a fault field is an integer or a bool (a word of bits, or a code)".into(),
+                ));
+            }
+        }
+    }
     for item in config.commands() {
         r.add_command(item)?;
     }
@@ -101,7 +132,21 @@ pub(crate) fn resolve(config: &CycleConfig, registry: &Registry) -> Result<Layou
         return Err(Unresolved::Missing(r.missing));
     }
     r.check_every_field_chosen()?;
+    // Each command's state of the same name, and where its value sits.
+    for c in &mut r.commands {
+        c.state = r.states[..interfaces].iter().position(|s| s.name == c.name);
+        c.cell = c.state.and_then(|state| {
+            r.state_topics.iter().enumerate().find_map(|(t, topic)| {
+                topic
+                    .picks
+                    .iter()
+                    .position(|&(_, _, s)| s == state)
+                    .map(|pos| (t, pos))
+            })
+        });
+    }
     Ok(Layout {
+        interfaces,
         states: r.states,
         state_topics: r.state_topics,
         commands: r.commands,
@@ -133,6 +178,8 @@ struct Resolver<'r> {
     command_topics: Vec<CommandTopic>,
     /// Per command topic: its fields, and what set each (field, element) so far.
     setters: Vec<(Vec<Field>, Setters)>,
+    /// Per state: its field's type.
+    types: Vec<ScalarType>,
 }
 
 impl<'r> Resolver<'r> {
@@ -147,6 +194,7 @@ impl<'r> Resolver<'r> {
             commands: Vec::new(),
             command_topics: Vec::new(),
             setters: Vec::new(),
+            types: Vec::new(),
         }
     }
 
@@ -190,7 +238,7 @@ impl<'r> Resolver<'r> {
                 ),
             ));
         }
-        let (field, elem, _) = pick(t, &r)
+        let (field, elem, ty) = pick(t, &r)
             .map_err(|reason| field_err(format!("state `{}`", item.name), item.from, reason))?;
         self.add_node(t);
         let topic = match self.state_topics.iter().position(|s| s.name == t.name) {
@@ -206,6 +254,7 @@ impl<'r> Resolver<'r> {
         self.state_topics[topic]
             .picks
             .push((field, elem, self.states.len()));
+        self.types.push(ty);
         self.states.push(StateSlot {
             name: item.name.into(),
             from: item.from.into(),
@@ -272,6 +321,9 @@ impl<'r> Resolver<'r> {
             topic,
             ty,
             safe: item.safe,
+            initial: item.initial,
+            state: None,
+            cell: None,
         });
         Ok(())
     }

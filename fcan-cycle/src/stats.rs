@@ -86,6 +86,8 @@ pub struct CycleStats {
     pub batches_coalesced: u64,
     /// Safe-stop batches sent.
     pub safe_stop_sends: u64,
+    /// Deactivation flushes sent (one batch per node).
+    pub flush_sends: u64,
 }
 
 /// The accumulators behind [`CycleStats`].

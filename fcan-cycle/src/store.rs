@@ -96,6 +96,8 @@ pub(crate) enum WriteMode {
     Normal = 1,
     /// The safe commands go out, a bounded number of times, then silence.
     SafeStop = 2,
+    /// The current commands go out once (deactivation), then silence.
+    Flush = 3,
 }
 
 /// Shared between the loop ([`super::Cycle`]) and its I/O tasks.
@@ -113,6 +115,8 @@ pub(crate) struct Shared {
     pub sent: AtomicU64,
     /// Safe-stop sends made.
     pub safe_sends: AtomicU64,
+    /// Deactivation flushes sent (one per node).
+    pub flush_sends: AtomicU64,
     mode: AtomicU8,
     /// Wakes the writer task (a batch written, the mode changed).
     pub wake: Notify,
@@ -133,6 +137,7 @@ impl Shared {
             coalesced: AtomicU64::new(0),
             sent: AtomicU64::new(0),
             safe_sends: AtomicU64::new(0),
+            flush_sends: AtomicU64::new(0),
             mode: AtomicU8::new(WriteMode::Silent as u8),
             wake: Notify::new(),
             stopped: Notify::new(),
@@ -155,6 +160,7 @@ impl Shared {
         match self.mode.load(Ordering::Acquire) {
             1 => WriteMode::Normal,
             2 => WriteMode::SafeStop,
+            3 => WriteMode::Flush,
             _ => WriteMode::Silent,
         }
     }

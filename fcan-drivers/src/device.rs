@@ -10,7 +10,7 @@
 //!
 //! Time is microseconds on the host's monotonic clock ([`crate::host`]).
 
-use fcan_core::frame::Frame;
+use fcan_core::frame::{Frame, Mtu};
 use fcan_core::id::NodeId;
 
 /// What a device hands back to the host while it handles something: frames for the bus,
@@ -112,35 +112,9 @@ impl Io {
 
 /// A device's own command watchdog, as its driver arms it: what stops the device when
 /// the bus owner (`fcan serve`, a `Master`) dies or the bus is cut. Shown beside the
-/// driver in node info and in the log line of a device that answers (docs/drivers.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Watchdog {
-    /// Written to the device before every enable and confirmed before the enable goes
-    /// out: the device stops `ms` milliseconds after it last heard the bus owner.
-    Armed {
-        /// The timeout, ms.
-        ms: u32,
-    },
-    /// Turned off on purpose (`watchdog=off`): the device keeps its last command when the
-    /// bus owner dies. Written as off before every enable, and every such enable is
-    /// logged as a warning.
-    Off,
-    /// The device has none the driver arms: only the host side (the cycle API's feedback
-    /// timeout and safe stop, the bus owner itself) stops it.
-    None,
-}
-
-impl core::fmt::Display for Watchdog {
-    /// `200 ms`, `off`, `none`.
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Watchdog::Armed { ms } => write!(f, "{ms} ms"),
-            Watchdog::Off => f.write_str("off"),
-            Watchdog::None => f.write_str("none"),
-        }
-    }
-}
+/// driver in node info (through [`fcan_transport::NodeOrigin`]) and in the log line of a
+/// device that answers (docs/drivers.md). One type with the link's: defined there.
+pub use fcan_transport::DeviceWatchdog as Watchdog;
 
 /// How a service call was taken.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +154,12 @@ pub trait Device: Send {
     /// The device's own command watchdog, as this driver arms it. Default: none.
     fn watchdog(&self) -> Watchdog {
         Watchdog::None
+    }
+    /// The link its frames need: [`Mtu::Fd`] for a device set to CAN FD, whose frames a
+    /// Classical link refuses ([`DeviceHost::new`](crate::DeviceHost::new) refuses such a
+    /// device on a Classical link, naming it). Default: Classical, which every link carries.
+    fn link_needed(&self) -> Mtu {
+        Mtu::Classic
     }
     /// The schema blob of its node.
     fn blob(&self) -> &[u8];

@@ -68,6 +68,14 @@ pub enum HostError {
     /// Two devices (or a device and the node id space) clash.
     #[error("{0}")]
     Clash(String),
+    /// The device needs a link this one is not (CAN FD frames on a Classical link).
+    #[error("{device}: {why}")]
+    Link {
+        /// The device.
+        device: String,
+        /// What it needs and how to get it.
+        why: String,
+    },
     /// The device's schema blob does not run (a driver bug).
     #[error("{device}: its schema does not run: {why}")]
     Schema {
@@ -122,6 +130,15 @@ impl DeviceHost {
     pub fn new(mtu: Mtu, devices: Vec<Box<dyn Device>>) -> Result<DeviceHost, HostError> {
         let mut hosted: Vec<Hosted> = Vec::with_capacity(devices.len());
         for dev in devices {
+            if mtu == Mtu::Classic && dev.link_needed() == Mtu::Fd {
+                return Err(HostError::Link {
+                    device: dev.describe(),
+                    why: "it sends CAN FD frames, but this bus is Classical CAN (8-byte frames \
+                          only): open the bus as CAN FD with the device set to CAN FD, or set \
+                          the device to Classical CAN (leave `fd` out)"
+                        .into(),
+                });
+            }
             if let Some(other) = hosted.iter().find(|h| h.dev.node_id() == dev.node_id()) {
                 return Err(HostError::Clash(format!(
                     "{} and {} both want fcan node id {}: give one another `node=`",
@@ -173,12 +190,16 @@ impl DeviceHost {
             .map(|h| (h.dev.node_id(), h.dev.driver()))
     }
 
-    /// Which driver presents node `id`, if a device does.
-    pub fn origin(&self, id: NodeId) -> Option<&'static str> {
+    /// Which driver presents node `id` and how it arms the device's command watchdog,
+    /// if a device is node `id`: what node info shows.
+    pub fn origin(&self, id: NodeId) -> Option<fcan_transport::NodeOrigin> {
         self.hosted
             .iter()
             .find(|h| h.dev.node_id() == id)
-            .map(|h| h.dev.driver())
+            .map(|h| fcan_transport::NodeOrigin {
+                driver: h.dev.driver(),
+                watchdog: h.dev.watchdog(),
+            })
     }
 
     /// The command watchdog of the device presented as node `id`, as its driver arms

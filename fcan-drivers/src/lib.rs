@@ -10,6 +10,7 @@
 //! | [`message`] | a device's fcan messages by field name, laid out by fcan-core |
 //! | [`host`] | every device as an fcan node run by the firmware's runtime; the routing |
 //! | [`link`] | the I/O shell: a `Transport` around the real link |
+//! | [`registry`] | **the one place a driver is registered**: [`registry::DRIVERS`], which everything that knows drivers by name iterates |
 //! | [`robstride`] | RobStride RS00–RS06 (private protocol, 29-bit ids) |
 //! | [`mit`] | generic MIT-mode actuators (11-bit ids) |
 //! | [`spec`] | `--device` specs and bus files |
@@ -25,6 +26,7 @@ pub mod host;
 pub mod link;
 pub mod message;
 pub mod mit;
+pub mod registry;
 pub mod robstride;
 pub mod sim;
 pub mod spec;

@@ -111,7 +111,7 @@ impl<T: Transport> Transport for DeviceLink<T> {
         self.inner.mtu()
     }
 
-    fn node_origin(&self, node: NodeId) -> Option<&'static str> {
+    fn node_origin(&self, node: NodeId) -> Option<fcan_transport::NodeOrigin> {
         self.host.origin(node)
     }
 

@@ -22,13 +22,12 @@
 
 use std::collections::BTreeMap;
 
+use fcan_core::frame::Mtu;
 use fcan_core::id::NodeId;
 
 use crate::device::Device;
+use crate::registry::{self, Driver};
 use crate::sim::SimDevice;
-
-/// The drivers this crate has, as `--device` names them.
-pub const DRIVERS: [&str; 2] = ["robstride", "mit"];
 
 /// A device spec that does not parse or does not fit its driver: the message names the
 /// spec and the key.
@@ -39,7 +38,7 @@ pub struct SpecError(pub String);
 /// One device: its driver and its `key=value` settings, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceSpec {
-    /// `robstride`, `mit`.
+    /// The driver's name, one of [`registry::DRIVERS`] (`robstride`, `mit`).
     pub driver: String,
     /// The settings.
     pub keys: Vec<(String, String)>,
@@ -61,7 +60,7 @@ impl DeviceSpec {
         let (driver, rest) = text.split_once(':').ok_or_else(|| {
             SpecError(format!(
                 "--device {text}: expected DRIVER:KEY=VALUE,… (e.g. robstride:id=1,model=RS03); drivers: {}",
-                DRIVERS.join(", ")
+                registry::names_joined()
             ))
         })?;
         let mut keys = Vec::new();
@@ -79,41 +78,30 @@ impl DeviceSpec {
         Ok(spec)
     }
 
-    fn check_driver(&self) -> Result<(), SpecError> {
-        if DRIVERS.contains(&self.driver.as_str()) {
-            Ok(())
-        } else {
-            Err(SpecError(format!(
-                "device `{self}`: no driver `{}`; drivers: {}",
+    /// This spec's driver in the registry ([`registry::DRIVERS`]), or an error naming
+    /// the drivers there (and the nearest name, for a typo).
+    fn check_driver(&self) -> Result<&'static Driver, SpecError> {
+        registry::find(&self.driver).ok_or_else(|| {
+            let hint = fcan_core::validate::did_you_mean(&self.driver, registry::names())
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            SpecError(format!(
+                "device `{self}`: no driver `{}`{hint}; drivers: {}",
                 self.driver,
-                DRIVERS.join(", ")
-            )))
-        }
+                registry::names_joined()
+            ))
+        })
     }
 
     /// The device's driver, configured.
     pub fn device(&self) -> Result<Box<dyn Device>, SpecError> {
-        match self.driver.as_str() {
-            "robstride" => Ok(Box::new(crate::robstride::RobStride::from_spec(self)?)),
-            "mit" => Ok(Box::new(crate::mit::Mit::from_spec(self)?)),
-            _ => Err(self
-                .check_driver()
-                .err()
-                .unwrap_or_else(|| SpecError("?".into()))),
-        }
+        (self.check_driver()?.from_spec)(self)
     }
 
     /// A simulated device answering as this one would (for tests, the demo and
     /// `fcan fake --device`). Keys only the driver uses (host-side names) are accepted.
     pub fn simulated(&self) -> Result<Box<dyn SimDevice>, SpecError> {
-        match self.driver.as_str() {
-            "robstride" => crate::robstride::RobStride::simulated(self),
-            "mit" => crate::mit::Mit::simulated(self),
-            _ => Err(self
-                .check_driver()
-                .err()
-                .unwrap_or_else(|| SpecError("?".into()))),
-        }
+        (self.check_driver()?.simulated)(self)
     }
 
     /// This spec's keys, to be taken one by one (see [`Keys`]).
@@ -178,6 +166,21 @@ impl Keys<'_> {
         match v.parse::<f32>() {
             Ok(x) if x.is_finite() => Ok(Some(x)),
             _ => Err(self.error(key, &format!("= {v} is not a finite number"))),
+        }
+    }
+
+    /// A yes/no setting: `true` or `false`, in any case (a bus file's YAML booleans
+    /// arrive as these words).
+    pub fn flag(&mut self, key: &'static str) -> Result<Option<bool>, SpecError> {
+        let Some(v) = self.raw(key)? else {
+            return Ok(None);
+        };
+        if v.eq_ignore_ascii_case("true") {
+            Ok(Some(true))
+        } else if v.eq_ignore_ascii_case("false") {
+            Ok(Some(false))
+        } else {
+            Err(self.error(key, &format!("= {v} is not `true` or `false`")))
         }
     }
 
@@ -333,7 +336,7 @@ impl BusFile {
             let driver = driver.ok_or_else(|| {
                 SpecError(format!(
                     "{name}: devices[{i}] has no `driver` ({})",
-                    DRIVERS.join(", ")
+                    registry::names_joined()
                 ))
             })?;
             let spec = DeviceSpec { driver, keys };
@@ -408,6 +411,42 @@ pub fn devices(specs: &[DeviceSpec]) -> Result<Vec<Box<dyn Device>>, SpecError> 
     Ok(out)
 }
 
+/// The kind of link a device's frames need: [`Mtu::Fd`] for a device set to CAN FD
+/// (`mit:…,layout=damiao,fd=true`), else [`Mtu::Classic`]. A spec whose framing keys do
+/// not parse is refused as its driver would refuse it.
+pub fn link_needed(spec: &DeviceSpec) -> Result<Mtu, SpecError> {
+    // The driver answers ([`Device::link_needed`]): no driver is named here.
+    Ok(spec.device()?.link_needed())
+}
+
+/// Refuses devices a link of `mtu` cannot carry, naming the device and the key: a
+/// device set to CAN FD (`fd=true`) on a Classical link, whose every frame the link
+/// would refuse. Call it with the link's MTU (`Transport::mtu`) before hosting the
+/// devices, as [`devices_on`] does.
+pub fn check_link(specs: &[DeviceSpec], mtu: Mtu) -> Result<(), SpecError> {
+    if mtu == Mtu::Fd {
+        return Ok(());
+    }
+    for s in specs {
+        if link_needed(s)? == Mtu::Fd {
+            return Err(SpecError(format!(
+                "device `{s}`: `fd=true` sends CAN FD frames, but this bus is Classical CAN \
+                 (8-byte frames only): open the bus as CAN FD (SocketCAN: `ip link set can0 \
+                 type can bitrate 1000000 dbitrate 5000000 fd on`) with the motors set to \
+                 CAN FD, or leave `fd` out for Classical CAN"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`devices`] for a link of `mtu`: [`check_link`] first, so a device the link cannot
+/// carry is refused with its name rather than its frames dropped.
+pub fn devices_on(specs: &[DeviceSpec], mtu: Mtu) -> Result<Vec<Box<dyn Device>>, SpecError> {
+    check_link(specs, mtu)?;
+    devices(specs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,6 +478,20 @@ mod tests {
             e.0.contains("robot.yaml: devices[0]") && e.0.contains("no driver `stepper`"),
             "{e}"
         );
+        // The names come from the registry, with the nearest one for a typo.
+        let e = DeviceSpec::parse("robstrid:id=1").unwrap_err();
+        assert_eq!(
+            e.0,
+            "device `robstrid:id=1`: no driver `robstrid` (did you mean `robstride`?); \
+             drivers: robstride, mit"
+        );
+        let e = DeviceSpec::parse("stepper:id=1").unwrap_err();
+        assert!(
+            e.0.ends_with("no driver `stepper`; drivers: robstride, mit"),
+            "{e}"
+        );
+        let e = DeviceSpec::parse("robstride").unwrap_err();
+        assert!(e.0.ends_with("drivers: robstride, mit"), "{e}");
         let e = BusFile::parse("robot.yaml", "devices:\n  - [1, 2\n").unwrap_err();
         assert!(e.0.starts_with("robot.yaml:"), "a position: {e}");
         let e = BusFile::parse("robot.yaml", "device:\n  - { driver: mit, id: 1 }\n").unwrap_err();

@@ -43,7 +43,7 @@ use foxglove::websocket::service::{Handler, Request, Responder, Service, Service
 use foxglove::websocket::{
     AnyClient, Capability, ChannelView, Client, ClientChannel, ClientId, ConnectionGraph,
     GetParametersResponder, Parameter, ParameterHandler, ServerListener, SetParametersResponder,
-    Status,
+    Status, StatusLevel,
 };
 use foxglove::{
     ChannelBuilder, ChannelId, Context, PartialMetadata, RawChannel, Schema, WebSocketServer,
@@ -53,12 +53,13 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::gate::{self, Gate, Pacer};
 use crate::mapping::{self, NodeKey, ParamRef, WallClock, MESSAGE_ENCODING, SCHEMA_ENCODING};
 
 /// The target of the server's `tracing` events (nodes served, publishes refused). Each
 /// is a child of the span current when [`FoxgloveServer::start`] was called, so a program
 /// serving several masters tells them apart by starting each in a span of its own.
-const TARGET: &str = "fcan::foxglove";
+pub(crate) const TARGET: &str = "fcan::foxglove";
 
 /// How a [`FoxgloveServer`] runs.
 #[derive(Clone)]
@@ -71,6 +72,10 @@ pub struct FoxgloveOptions {
     /// The largest client message (publish, service request) accepted, bytes
     /// (default 64 KiB).
     pub max_payload: usize,
+    /// The largest WebSocket message or frame a client may send, bytes (default
+    /// 8 MiB): a larger one closes the connection with close code 1009 (message too
+    /// big) and the reason.
+    pub max_client_message: usize,
     /// Client publishes waiting to be published; one that finds the queue full is
     /// refused (default 1024). A bound on memory: how long a message may wait is
     /// [`FoxgloveOptions::publish_wait`].
@@ -93,6 +98,7 @@ impl Default for FoxgloveOptions {
             name: "fcan".into(),
             message_backlog: 1024,
             max_payload: 64 * 1024,
+            max_client_message: 8 << 20,
             publish_queue: 1024,
             publish_wait: Duration::from_millis(50),
             param_reads: 8,
@@ -129,6 +135,9 @@ pub enum FoxgloveError {
     /// The WebSocket server failed (the address is taken, …).
     #[error("Foxglove server: {0}")]
     Server(#[from] foxglove::FoxgloveError),
+    /// The address cannot be listened on (taken, not this machine's, …).
+    #[error("Foxglove server: {0}")]
+    Bind(#[from] std::io::Error),
 }
 
 /// A running Foxglove WebSocket server for one master. Dropping it (or [`stop`]) stops
@@ -159,6 +168,10 @@ impl FoxgloveServer {
         addr: SocketAddr,
         opts: FoxgloveOptions,
     ) -> Result<FoxgloveServer, FoxgloveError> {
+        // Clients come through the relay (`gate`) on `addr`; the crate's server listens
+        // on a loopback port of its own behind it.
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
         let (publish_tx, publish_rx) = mpsc::channel(opts.publish_queue.max(1));
         let ctx = Context::new();
         let shared = Arc::new_cyclic(|me| Shared {
@@ -173,13 +186,14 @@ impl FoxgloveServer {
             publish_tx,
             counters: Counters::default(),
             told: Mutex::new(HashMap::new()),
+            said: Mutex::new(Pacer::default()),
             opts: opts.clone(),
         });
         let weak = Arc::downgrade(&shared);
         let handle = WebSocketServer::new()
             .context(&ctx)
             .name(opts.name.clone())
-            .bind(addr.ip().to_string(), addr.port())
+            .bind("127.0.0.1", 0)
             .capabilities([
                 Capability::ClientPublish,
                 Capability::Parameters,
@@ -192,12 +206,18 @@ impl FoxgloveServer {
             .message_backlog_size(opts.message_backlog)
             .start()
             .await?;
-        let addr = SocketAddr::new(addr.ip(), handle.port());
+        let gate = Arc::new(Gate {
+            inner: SocketAddr::from(([127, 0, 0, 1], handle.port())),
+            max_message: opts.max_client_message.max(1024),
+            span: shared.span.clone(),
+            log: Mutex::new(Pacer::default()),
+        });
         *lock(&shared.handle) = Some(handle);
         // The backstop tick also covers a remote master's events that arrive before its
         // node list shows the node.
         let sup = Supervisor::new(shared.master.clone(), shared.clone(), opts.resync_period);
         let tasks = vec![
+            tokio::spawn(gate::serve(listener, gate)),
             tokio::spawn(shared.clone().publish_worker(publish_rx)),
             sup.spawn(),
         ];
@@ -318,6 +338,22 @@ struct Shared<M> {
     /// When each (client, kind of refusal, topic) was last told of a refused publish,
     /// and how many refusals of that kind it was not told of since.
     told: Mutex<Told>,
+    /// The pace of the other statuses a client's requests raise (per client and kind).
+    said: Mutex<Pacer>,
+}
+
+/// The longest name (topic, parameter, encoding) a status echoes back; a longer one is
+/// cut there, with `…`.
+const ECHOED: usize = 64;
+
+/// `name` as a status or log line shows what a client sent: escaped
+/// ([`Untrusted`]) and cut to [`ECHOED`] characters.
+fn shown(name: &str) -> String {
+    let text = Untrusted(name).to_string();
+    match text.char_indices().nth(ECHOED) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
 }
 
 /// See `Shared::told`.
@@ -697,7 +733,7 @@ impl<M: MasterApi> Shared<M> {
                 target: TARGET,
                 parent: &self.span,
                 "refused publish #{n} on {}: {}",
-                Untrusted(topic),
+                shown(topic),
                 Untrusted(&why())
             );
         }
@@ -735,7 +771,7 @@ impl<M: MasterApi> Shared<M> {
         };
         client.send_status(Status::error(format!(
             "fcan: publish on {} refused: {}{also}",
-            Untrusted(topic),
+            shown(topic),
             Untrusted(&why())
         )));
     }
@@ -794,7 +830,7 @@ impl<M: MasterApi> Shared<M> {
             self.refuse(&p.client, &p.topic, Refusal::Bad, || {
                 format!(
                     "encoding `{}` is not supported; advertise the channel with encoding `json`",
-                    p.encoding
+                    shown(&p.encoding)
                 )
             });
             return None;
@@ -811,9 +847,12 @@ impl<M: MasterApi> Shared<M> {
             self.refuse(&p.client, &p.topic, Refusal::Bad, || match dir {
                 Some(_) => format!(
                     "{} is published by the node (s2m), not by a client",
-                    p.topic
+                    shown(&p.topic)
                 ),
-                None => format!("no command topic named {} on a running node", p.topic),
+                None => format!(
+                    "no command topic named {} on a running node",
+                    shown(&p.topic)
+                ),
             });
             return None;
         }
@@ -842,7 +881,7 @@ impl<M: MasterApi> Shared<M> {
                 st.params.get(base).cloned()
             };
             let Some(info) = info else {
-                errors.push(format!("no parameter named {}", Untrusted(name)));
+                errors.push(format!("no parameter named {}", shown(name)));
                 continue;
             };
             match mapping::param_ref(name) {
@@ -889,7 +928,11 @@ impl<M: MasterApi> Shared<M> {
             } else {
                 String::new()
             };
-            client.send_error(format!("fcan: could not read: {}{more}", errors.join("; ")));
+            self.say(
+                client,
+                "get parameters",
+                Status::error(format!("fcan: could not read: {}{more}", errors.join("; "))),
+            );
         }
         out.into_iter().flatten().flatten().collect()
     }
@@ -897,20 +940,22 @@ impl<M: MasterApi> Shared<M> {
     /// Writes parameters; each answer is the value the node holds afterwards.
     async fn set_params(&self, client: &AnyClient, params: Vec<Parameter>) -> Vec<Parameter> {
         let mut out = Vec::new();
+        // One status per request, however many parameters it names.
+        let mut errors = Vec::new();
         for p in params {
             let name = p.name.as_str();
             let info = match mapping::param_ref(name) {
                 ParamRef::Value(n) => lock(&self.state).params.get(n).cloned(),
                 _ => {
-                    client.send_error(format!(
-                        "fcan: {} is read-only (a bound from the node's schema)",
-                        Untrusted(name)
+                    errors.push(format!(
+                        "{} is read-only (a bound from the node's schema)",
+                        shown(name)
                     ));
                     continue;
                 }
             };
             let Some(info) = info else {
-                client.send_error(format!("fcan: no parameter named {}", Untrusted(name)));
+                errors.push(format!("no parameter named {}", shown(name)));
                 continue;
             };
             let result = match p.value.as_ref().map(mapping::from_parameter) {
@@ -923,8 +968,8 @@ impl<M: MasterApi> Shared<M> {
                     .map_err(|e| e.to_string()),
             };
             if let Err(why) = result {
-                client.send_error(format!(
-                    "fcan: parameter {} not set: {}",
+                errors.push(format!(
+                    "parameter {} not set: {}",
                     info.name,
                     Untrusted(&why)
                 ));
@@ -932,14 +977,72 @@ impl<M: MasterApi> Shared<M> {
             // What the node holds now, set or not.
             match self.master.param_get(&info.name).await {
                 Ok(v) => out.push(mapping::to_parameter(&info.name, info.decl.ty, &v)),
-                Err(e) => client.send_error(format!(
-                    "fcan: parameter {} could not be read back: {}",
+                Err(e) => errors.push(format!(
+                    "parameter {} could not be read back: {}",
                     info.name,
                     Untrusted(&e.to_string())
                 )),
             }
         }
+        if !errors.is_empty() {
+            let n = errors.len();
+            errors.truncate(5);
+            let more = if n > 5 {
+                format!(" (and {} more)", n - 5)
+            } else {
+                String::new()
+            };
+            self.say(
+                client,
+                "set parameters",
+                Status::error(format!("fcan: {}{more}", errors.join("; "))),
+            );
+        }
         out
+    }
+
+    /// Tells a client what its request came to, at most once a second per kind of
+    /// status (with the count of the others): a client whose requests raise thousands
+    /// of statuses gets a few, and stays connected. The kind is the text (digits aside),
+    /// not only `kind`: two different refusals in one second (a value out of bounds,
+    /// then a read-only bound) are both said; the same refusal repeated is paced.
+    fn say(&self, client: &impl StatusTo, kind: &str, status: Status) {
+        let key = format!("{} {kind}: {}", client.key(), status.message);
+        let due = lock(&self.said).due(&key, Instant::now());
+        if let Some(more) = due {
+            let text = format!("{}{more}", status.message);
+            client.status(Status::new(status.level, text));
+        }
+    }
+}
+
+/// A client a status can be sent to (a publishing client, or one asking for
+/// parameters).
+trait StatusTo {
+    /// Its id, as the key of its statuses' pace.
+    fn key(&self) -> u64;
+    fn status(&self, status: Status);
+}
+
+impl StatusTo for Client {
+    fn key(&self) -> u64 {
+        u64::from(u32::from(self.id()))
+    }
+    fn status(&self, status: Status) {
+        self.send_status(status);
+    }
+}
+
+impl StatusTo for AnyClient {
+    fn key(&self) -> u64 {
+        u64::from(u32::from(self.id()))
+    }
+    fn status(&self, status: Status) {
+        match status.level {
+            StatusLevel::Error => self.send_error(status.message),
+            StatusLevel::Warning => self.send_warning(status.message),
+            _ => self.send_info(status.message),
+        }
     }
 }
 
@@ -987,16 +1090,24 @@ impl<M: MasterApi> ServerListener for Listener<M> {
         // Accepted either way (the node may come later); said now so the user sees why
         // nothing moves.
         if channel.encoding != MESSAGE_ENCODING {
-            client.send_status(Status::warning(format!(
-                "fcan: channel {} uses encoding `{}`: only `json` is accepted",
-                Untrusted(&channel.topic),
-                Untrusted(&channel.encoding)
-            )));
+            s.say(
+                &client,
+                "encoding",
+                Status::warning(format!(
+                    "fcan: channel {} uses encoding `{}`: only `json` is accepted",
+                    shown(&channel.topic),
+                    shown(&channel.encoding)
+                )),
+            );
         } else if lock(&s.state).topics.get(&channel.topic) != Some(&DataDirection::M2s) {
-            client.send_status(Status::warning(format!(
-                "fcan: {} is not a command (m2s) topic of a running node: its messages will be refused",
-                Untrusted(&channel.topic)
-            )));
+            s.say(
+                &client,
+                "not a command",
+                Status::warning(format!(
+                    "fcan: {} is not a command (m2s) topic of a running node: its messages will be refused",
+                    shown(&channel.topic)
+                )),
+            );
         }
     }
 

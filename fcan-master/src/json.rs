@@ -105,7 +105,8 @@ fn node_id(v: u64) -> Result<NodeId, String> {
 
 impl NodeInfo {
     /// The node as JSON: one line of `fcan nodes --json` (`id`, `name`, `phase`, `state`,
-    /// `boot_id`, `mode`, `frames`, `errors`, `schema`, `schema_source`, `driver`).
+    /// `boot_id`, `mode`, `frames`, `errors`, `schema`, `schema_source`, `driver`,
+    /// `watchdog`, `firmware`, `collision`).
     ///
     /// ```
     /// # use fcan_master::NodeInfo;
@@ -126,6 +127,7 @@ impl NodeInfo {
             "schema": self.digest.map(|d| d.to_string()),
             "schema_source": self.schema_source.map(SchemaSource::as_str),
             "driver": self.driver,
+            "watchdog": self.watchdog.map(|w| w.to_string()),
             "firmware": self.firmware,
             "collision": self.collision,
         })
@@ -163,6 +165,14 @@ impl NodeInfo {
                 None | Some(Json::Null) => None,
                 Some(Json::String(s)) => Some(s.clone()),
                 Some(_) => return Err("field `driver` is not a string".into()),
+            },
+            // Absent from daemons that predate device watchdogs in node info.
+            watchdog: match v.get("watchdog") {
+                None | Some(Json::Null) => None,
+                Some(Json::String(s)) => {
+                    Some(s.parse().map_err(|e| format!("field `watchdog`: {e}"))?)
+                }
+                Some(_) => return Err("field `watchdog` is not a string".into()),
             },
             // Absent from daemons that predate firmware updates.
             firmware: match v.get("firmware") {

@@ -50,6 +50,8 @@ pub mod serving;
 pub mod update;
 pub use api::MasterApi;
 pub use engine::Phase;
+/// How a driver arms a device's command watchdog (node info's `watchdog`).
+pub use fcan_transport::DeviceWatchdog;
 pub use master::{
     BusFrame, Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status,
 };

@@ -159,6 +159,10 @@ pub struct NodeInfo {
     /// The device driver that presents this node (`robstride`), for an off-the-shelf
     /// device on the bus; `None` for an fcan board.
     pub driver: Option<String>,
+    /// The device's own command watchdog as its driver arms it (`200 ms`, `off`,
+    /// `none`), for an off-the-shelf device; `None` for an fcan board (whose watchdog is
+    /// the protocol's master-lost timeout, always armed).
+    pub watchdog: Option<fcan_transport::DeviceWatchdog>,
     /// The version string of the firmware it runs, for a node that takes firmware
     /// updates; `None` while unknown or for a node that does not.
     pub firmware: Option<String>,
@@ -253,6 +257,7 @@ enum Command {
         oneshot::Sender<Result<crate::engine::UpdateReport, MasterError>>,
     ),
     Discover,
+    Leave(oneshot::Sender<usize>),
 }
 
 /// A handle to a running master. Clone it freely; the master stops when the last handle
@@ -353,6 +358,7 @@ impl Master {
             registry: Registry::default(),
             registry_dirty: true,
             cache_wake,
+            leaving: None,
         };
         tokio::spawn(task.run());
         let m = Master {
@@ -387,6 +393,17 @@ impl Master {
     /// [`FRAMES_BACKLOG`] frames behind loses the oldest and is told how many.
     pub fn frames(&self) -> broadcast::Receiver<BusFrame> {
         self.frames.subscribe()
+    }
+
+    /// Leaves the bus on purpose, and stops this master: every running node is told
+    /// (FRAME_DEFINE index 0 takes it back to PROVISIONED, its data stopped at once and
+    /// its master-lost watchdog off), so the nodes' error summaries count no lost master
+    /// — what a one-shot `fcan` command and a daemon shutting down do (docs/protocol.md
+    /// §5.4). Returns, once each node answered or its retries ran out (a few hundred ms at
+    /// most), how many nodes were asked; every handle of this master fails from then on.
+    /// A master that dies without leaving is noticed by the nodes' watchdogs, as before.
+    pub async fn leave(&self) -> Result<usize, MasterError> {
+        self.ask(Command::Leave).await
     }
 
     /// Asks every node to announce again.
@@ -587,6 +604,8 @@ struct Task<T> {
     registry_dirty: bool,
     /// Woken by the cache thread when a lookup is answered.
     cache_wake: Option<Arc<tokio::sync::Notify>>,
+    /// [`Master::leave`]: who waits, and how many nodes were asked.
+    leaving: Option<(oneshot::Sender<usize>, usize)>,
 }
 
 impl<T: Transport> Task<T> {
@@ -604,6 +623,14 @@ impl<T: Transport> Task<T> {
             // What answering an event queued (a parameter's read-back once its write
             // is acknowledged) goes out now, not at the next wake.
             self.flush().await;
+            if self.leaving.is_some() && !self.engine.leaving() {
+                // Every node asked has answered (or its retries ran out): the master
+                // is gone.
+                if let Some((tx, asked)) = self.leaving.take() {
+                    let _ = tx.send(asked);
+                }
+                return;
+            }
             let deadline =
                 self.base + Duration::from_micros(self.engine.next_deadline().max(now + 100));
             tokio::select! {
@@ -765,6 +792,10 @@ impl<T: Transport> Task<T> {
         let now = self.now();
         match c {
             Command::Discover => self.engine.discover(),
+            Command::Leave(tx) => {
+                let asked = self.engine.leave(now);
+                self.leaving = Some((tx, asked));
+            }
             Command::Reprovision(node, tx) => {
                 let r = self
                     .engine
@@ -926,7 +957,10 @@ impl<T: Transport> Task<T> {
     }
 }
 
-fn node_info(n: &crate::engine::NodeRecord, driver: Option<&'static str>) -> NodeInfo {
+fn node_info(
+    n: &crate::engine::NodeRecord,
+    origin: Option<fcan_transport::NodeOrigin>,
+) -> NodeInfo {
     NodeInfo {
         id: n.id,
         name: n.name(),
@@ -944,7 +978,8 @@ fn node_info(n: &crate::engine::NodeRecord, driver: Option<&'static str>) -> Nod
         errors: n.errors,
         mode: n.mode,
         frames: n.plan.as_ref().map_or(0, |p| p.frames.len()),
-        driver: driver.map(str::to_string),
+        driver: origin.map(|o| o.driver.to_string()),
+        watchdog: origin.map(|o| o.watchdog),
         firmware: n.firmware_version.clone(),
         collision: n.collision(),
     }

@@ -375,6 +375,7 @@ mod tests {
             mode: fcan_core::msg::BusMode::Classic,
             frames: 0,
             driver: None,
+            watchdog: None,
             firmware: None,
             collision: None,
         }

@@ -17,6 +17,7 @@
 //! | `fcan/<bus>/frames` | raw frames, while subscribed |
 //! | `fcan/<bus>/events` | engine events |
 //! | `fcan/<bus>/registry` | registry queryable |
+//! | `fcan/<bus>/joints/status` | the joints face's status (`fcan serve --joints`): queryable and put on change |
 //!
 //! `<name>` may contain `/` (`velocity/kp`): its chunks are kept.
 //!
@@ -69,6 +70,8 @@ pub enum Entity {
     Events,
     /// The registry.
     Registry,
+    /// The status of the daemon's joints face (`fcan serve --ros2 --joints`).
+    JointsStatus,
 }
 
 /// Whether `s` is a key-safe bus name: `[A-Za-z0-9_-]+`.
@@ -171,6 +174,11 @@ pub fn samples(bus: &str, node: &str) -> Option<String> {
     Some(format!("{}/samples/{node}", base(bus)?))
 }
 
+/// The key of the joints face's status (put on change, queryable).
+pub fn joints_status(bus: &str) -> Option<String> {
+    Some(format!("{}/joints/status", base(bus)?))
+}
+
 /// The status key.
 pub fn status(bus: &str) -> Option<String> {
     Some(format!("{}/status", base(bus)?))
@@ -214,6 +222,7 @@ pub fn parse(key: &str) -> Option<(String, Entity)> {
         ("events", None) => Entity::Events,
         ("frames", None) => Entity::Frames,
         ("registry", None) => Entity::Registry,
+        ("joints", Some("status")) => Entity::JointsStatus,
         ("topic" | "service" | "param", Some(rest)) => {
             let chunks: Vec<&str> = rest.split('/').collect();
             if chunks.len() < 3 || !chunks.iter().all(|c| chunk_ok(c)) {
@@ -283,6 +292,7 @@ mod tests {
             (publish("b").unwrap(), Entity::Publish),
             (events("b").unwrap(), Entity::Events),
             (registry("b").unwrap(), Entity::Registry),
+            (joints_status("b").unwrap(), Entity::JointsStatus),
             (node("b", "md1").unwrap(), Entity::Node("md1".into())),
             (alive("b", "md1").unwrap(), Entity::Alive("md1".into())),
             (samples("b", "md1").unwrap(), Entity::Samples("md1".into())),

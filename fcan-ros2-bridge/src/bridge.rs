@@ -32,7 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::dds::Endpoint;
 use crate::dds::{Dds, DdsWriter, Gid};
-use crate::drops::{Dropped, RouteDrops, WriterDrops};
+use crate::drops::{Dropped, Pace, RouteDrops, WriterDrops};
 use crate::graph::{self, Distro, GraphNode};
 use crate::names::dds_type;
 use crate::params::{
@@ -104,6 +104,12 @@ pub struct Ros2Stats {
     pub calls: u64,
     /// Service requests refused (undecodable, or the call failed on the bus).
     pub calls_refused: u64,
+    /// Of `calls_refused`: requests that cannot be answered, not being requests of the
+    /// bridge's framing (shorter than the Cyclone header, or without the sample
+    /// identity Fast DDS names a request by): counted and logged, never answered.
+    pub calls_unanswerable: u64,
+    /// Of `refused`: commands holding NaN or an infinity (no command field may).
+    pub non_finite: u64,
 }
 
 #[derive(Default)]
@@ -116,6 +122,8 @@ struct Counters {
     failed: AtomicU64,
     calls: AtomicU64,
     calls_refused: AtomicU64,
+    calls_unanswerable: AtomicU64,
+    non_finite: AtomicU64,
 }
 
 /// The services the bridge gives every node besides its own and its parameter
@@ -195,6 +203,59 @@ fn is_busy(e: &MasterError) -> bool {
         MasterError::Call(CallError::Busy { .. }) => true,
         MasterError::Remote { kind, .. } => kind == "busy",
         _ => false,
+    }
+}
+
+/// The first field of `v` that holds NaN or an infinity (`setpoint`, `positions[2]`),
+/// with its value. No schema field says it may carry one, so a command holding one is
+/// refused: a non-finite number reaching a control loop is the ancestor's known weak
+/// point (docs/ros2.md, "Commands").
+fn non_finite(v: &fcan_master::value::Value) -> Option<(String, f64)> {
+    use fcan_master::value::Value;
+    match v {
+        Value::Float(f) if !f.is_finite() => Some((String::new(), *f)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| non_finite(x).map(|(p, f)| (format!("[{i}]{p}"), f))),
+        Value::Struct(fields) => fields.iter().find_map(|(name, x)| {
+            non_finite(x).map(|(p, f)| {
+                let sep = if p.is_empty() || p.starts_with('[') {
+                    ""
+                } else {
+                    "."
+                };
+                (format!("{name}{sep}{p}"), f)
+            })
+        }),
+        _ => None,
+    }
+}
+
+/// The answer of node service `svc` to a request that does not decode: the response
+/// type with every field zero, and the reason where it has a place for one
+/// (`reprovision`'s `message`, `set_parameters_atomically`'s `reason`).
+fn refused_response(store: &Interfaces, svc: &str, response_ty: &str, why: &str) -> RosValue {
+    let why = why.replace('\0', "\u{fffd}");
+    match svc {
+        "reprovision" => RosValue::Msg(vec![RosValue::Bool(false), RosValue::Str(why)]),
+        "set_parameters_atomically" => RosValue::Msg(vec![set_result(Err(why))]),
+        _ => dynamic::zero(store, response_ty).unwrap_or(RosValue::Msg(vec![])),
+    }
+}
+
+/// Why a command holding NaN or an infinity is refused.
+const NON_FINITE: &str =
+    "a command carries finite numbers only (no field of a command topic may hold NaN or an infinity)";
+
+/// The text of a non-finite value as every face prints it.
+fn float_text(f: f64) -> &'static str {
+    if f.is_nan() {
+        "NaN"
+    } else if f > 0.0 {
+        "inf"
+    } else {
+        "-inf"
     }
 }
 
@@ -388,6 +449,8 @@ impl Ros2Bridge {
             failed: c.failed.load(Ordering::Relaxed),
             calls: c.calls.load(Ordering::Relaxed),
             calls_refused: c.calls_refused.load(Ordering::Relaxed),
+            calls_unanswerable: c.calls_unanswerable.load(Ordering::Relaxed),
+            non_finite: c.non_finite.load(Ordering::Relaxed),
         }
     }
 
@@ -659,16 +722,20 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         let route = Arc::new(r.clone());
         Ok(tokio::spawn(async move {
             let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_IN_FLIGHT));
-            let warned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let warned = Arc::new(Mutex::new(Pace::default()));
+            let mut unanswerable = Pace::default();
             let mut calls = tokio::task::JoinSet::new();
             while let Some(req) = requests.next().await {
                 // Finished calls are reaped as new ones come.
                 while calls.try_join_next().is_some() {}
-                let Ok((id, body)) = split_request(me.opts.framing, &req.cdr, req.id) else {
-                    // Not a request in this framing: a client of the other framing, or
-                    // garbage. Nothing to answer.
-                    me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
-                    continue;
+                let (id, body) = match split_request(me.opts.framing, &req.cdr, req.id) {
+                    Ok(split) => split,
+                    Err(e) => {
+                        // Not a request in this framing: a client of the other framing,
+                        // or garbage. No client to answer: counted and said.
+                        me.unanswerable(&route.name, &mut unanswerable, &e.0);
+                        continue;
+                    }
                 };
                 let Ok(permit) = slots.clone().acquire_owned().await else {
                     return;
@@ -725,21 +792,40 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         let name = format!("/{node}/{svc}");
         let node = node.to_string();
         Ok(tokio::spawn(async move {
+            let mut unanswerable = Pace::default();
+            let mut malformed = Pace::default();
             while let Some(req) = requests.next().await {
-                let Ok((id, body)) = split_request(me.opts.framing, &req.cdr, req.id) else {
-                    me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
-                    continue;
+                let (id, body) = match split_request(me.opts.framing, &req.cdr, req.id) {
+                    Ok(split) => split,
+                    Err(e) => {
+                        me.unanswerable(&name, &mut unanswerable, &e.0);
+                        continue;
+                    }
                 };
                 let decoded = dynamic::decode(&lock(&me.store), &request_ty, &body);
-                let Ok(request) = decoded else {
-                    me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
-                    continue;
+                let (response, answered) = match decoded {
+                    Ok(request) => (
+                        me.node_call(svc, &node, node_id, &params, &request).await,
+                        true,
+                    ),
+                    Err(e) => {
+                        // The request names its client: answered, with the reason where
+                        // the response has a place for one.
+                        me.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
+                        let why = format!("a {request_ty} that does not decode: {e}");
+                        if let Some(more) = malformed.due(now()) {
+                            me.warn(&name, format!("{name}: refused: {why}; answered{more}"));
+                        }
+                        let refusal = refused_response(&lock(&me.store), svc, &response_ty, &why);
+                        (refusal, false)
+                    }
                 };
-                let response = me.node_call(svc, &node, node_id, &params, &request).await;
                 let encoded = dynamic::encode(&lock(&me.store), &response_ty, &response);
                 match encoded {
                     Ok(b) => {
-                        me.counters.calls.fetch_add(1, Ordering::Relaxed);
+                        if answered {
+                            me.counters.calls.fetch_add(1, Ordering::Relaxed);
+                        }
                         let (bytes, related) = reply(&id, &b);
                         if let Err(e) = writer.write(&bytes, related, None) {
                             tracing::warn!(target: TARGET, parent: &me.span, "{name}: reply not written: {e}");
@@ -749,6 +835,27 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 }
             }
         }))
+    }
+
+    /// A service request that cannot be answered (not a request of this framing: no
+    /// Cyclone header, no sample identity): counted, and said at `pace`.
+    fn unanswerable(&self, name: &str, pace: &mut Pace, why: &str) {
+        self.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .calls_unanswerable
+            .fetch_add(1, Ordering::Relaxed);
+        if let Some(more) = pace.due(now()) {
+            let framing = match self.opts.framing {
+                Framing::Cyclone => "rmw_cyclonedds's (a 16-byte header before the fields)",
+                _ => "Fast DDS's (the request named by its sample identity)",
+            };
+            self.warn(
+                name,
+                format!(
+                    "{name}: a request that cannot be answered: {why}; this bridge reads requests in {framing} framing (--ros2-rmw){more}"
+                ),
+            );
+        }
     }
 
     /// The response of node service `svc` (a parameter service, `node_info`,
@@ -933,7 +1040,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         &self,
         route: &ServiceRoute,
         body: &[u8],
-        warned: &std::sync::atomic::AtomicBool,
+        warned: &Mutex<Pace>,
     ) -> Option<Vec<u8>> {
         let decoded = {
             let store = lock(&self.store);
@@ -965,17 +1072,22 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
             }
             Err(why) => {
                 self.counters.calls_refused.fetch_add(1, Ordering::Relaxed);
-                if !warned.swap(true, Ordering::Relaxed) {
+                let store = lock(&self.store);
+                let reply = cdr::encode_refusal(&store, &route.response.0, &why);
+                drop(store);
+                let due = lock(warned).due(now());
+                if let Some(more) = due {
+                    let answered = if reply.is_some() {
+                        "answered with the reason"
+                    } else {
+                        "not answered: its response type has no `message` to say why"
+                    };
                     self.warn(
                         &route.name,
-                        format!(
-                            "{}: refused: {why} (further refusals counted only)",
-                            route.name
-                        ),
+                        format!("{}: refused: {why}; {answered}{more}", route.name),
                     );
                 }
-                let store = lock(&self.store);
-                cdr::encode_refusal(&store, &route.response.0, &why)
+                reply
             }
         }
     }
@@ -1049,11 +1161,17 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                             cdr::decode(&store, &route.binding, &route.fields, &sample.cdr)
                         };
                         let result = match decoded {
-                            Ok(v) => me
-                                .master
-                                .publish(&route.name, v)
-                                .await
-                                .map_err(|e| (is_busy(&e), e.to_string())),
+                            Ok(v) => match non_finite(&v) {
+                                Some((field, f)) => Err((
+                                    false,
+                                    format!("{field} is {}: {NON_FINITE}", float_text(f)),
+                                )),
+                                None => me
+                                    .master
+                                    .publish(&route.name, v)
+                                    .await
+                                    .map_err(|e| (is_busy(&e), e.to_string())),
+                            },
                             Err(e) => Err((
                                 false,
                                 format!("a {} that does not fit: {e}", route.ros_type),
@@ -1065,6 +1183,9 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                             }
                             Err((busy, why)) => {
                                 me.counters.refused.fetch_add(1, Ordering::Relaxed);
+                                if why.contains(NON_FINITE) {
+                                    me.counters.non_finite.fetch_add(1, Ordering::Relaxed);
+                                }
                                 let why = if busy {
                                     me.counters.busy.fetch_add(1, Ordering::Relaxed);
                                     Dropped::Busy(&why)

@@ -238,6 +238,43 @@ impl RouteDrops {
     }
 }
 
+/// The pace of a report that is not per writer (malformed service requests, a route's
+/// refusals): the first occurrence is said at once, then at most one a
+/// [`REPORT_PERIOD`], with the count of those held back since.
+#[derive(Debug, Default)]
+pub struct Pace {
+    /// When the last report was said.
+    said: Option<Instant>,
+    /// Occurrences since, not said.
+    held: u64,
+}
+
+impl Pace {
+    /// One more occurrence at `now`: `Some(suffix)` when it is to be said, the suffix
+    /// saying what the reader should know of the others (` (further ones reported at
+    /// most once a second)` the first time, then ` (N more since the last report)`);
+    /// `None` when it is only counted.
+    pub fn due(&mut self, now: Instant) -> Option<String> {
+        match self.said {
+            Some(at) if now.duration_since(at) < REPORT_PERIOD => {
+                self.held += 1;
+                None
+            }
+            before => {
+                self.said = Some(now);
+                let n = std::mem::take(&mut self.held);
+                Some(if before.is_none() {
+                    " (further ones reported at most once a second)".to_string()
+                } else if n > 0 {
+                    format!(" ({n} more since the last report)")
+                } else {
+                    String::new()
+                })
+            }
+        }
+    }
+}
+
 /// A GUID as ROS 2 prints one (`ros2 topic info -v`): its 16 bytes in hex, dotted;
 /// `unknown` when the DDS did not name the writer.
 pub fn gid_text(g: Option<Gid>) -> String {
@@ -340,5 +377,21 @@ mod tests {
                 .map(|s| s.contains("writer unknown")),
             Some(true)
         );
+    }
+
+    #[test]
+    fn a_pace_says_the_first_then_once_a_second_with_the_count() {
+        let t0 = Instant::now();
+        let mut p = Pace::default();
+        let first = p.due(t0).unwrap();
+        assert!(first.contains("at most once a second"), "{first}");
+        for ms in 1..=999 {
+            assert_eq!(p.due(t0 + Duration::from_millis(ms)), None);
+        }
+        assert_eq!(
+            p.due(t0 + Duration::from_millis(1000)).as_deref(),
+            Some(" (999 more since the last report)")
+        );
+        assert_eq!(p.due(t0 + Duration::from_millis(3000)).as_deref(), Some(""));
     }
 }

@@ -9,8 +9,17 @@
 //! - [`JointsBridge`]: the thin task that runs the loop: configure, activate (the enable
 //!   steps), then once per period `read` → a JointState on the states topic, and every
 //!   command accepted written through the cycle (which checks the ranges); a fault
-//!   latched by the cycle stops the states, sends the safe stop, refuses commands until
-//!   `/fcan_joints/clear_fault` activates the loop again.
+//!   latched by the cycle stops the states, sends the safe stop (a `safe: hold` command
+//!   the position measured at the fault), refuses commands until
+//!   `/fcan_joints/clear_fault` activates the loop again. The fault's text starts with
+//!   its cause (`feedback timeout (host side)`, `device command watchdog (device side)`,
+//!   `acknowledgement timeout`, `device fault`, `node … went offline`), on the status
+//!   topic and in the log (`/rosout`), whose line also gives [`fcan_cycle::Fault::cause`].
+//!   The same status as a value, [`JointsStatus`] (state, cause, fault text, since when),
+//!   is watched with [`JointsBridge::watch`]: `fcan serve` puts it on the Zenoh key
+//!   `fcan/<bus>/joints/status`, which `fcan monitor` shows (`docs/remote.md`).
+//!   Stopping the joints deactivates the cycle: the commands in force are flushed once,
+//!   and no safe stop or disable is sent.
 //!
 //! The rules (`docs/ros2.md`, "Joint states for ros2_control"):
 //!
@@ -25,15 +34,16 @@
 //!   for an interface the joint does not have, an unknown or repeated joint name, refuse
 //!   the whole message, as does a value the field cannot carry (the cycle's range check).
 //!   A command interface holds its last accepted value; one never commanded carries its
-//!   `safe` value.
+//!   seed from the activation ([`Cycle::commands`]): its explicit `initial` value, else
+//!   the value measured then by its state interface of the same name (a position joint
+//!   no JointState names stays where it is), else its numeric `safe` value.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use fcan_cycle::{Cycle, CycleConfig, CycleError, Lifecycle};
 use fcan_master::api::MasterApi;
-use fcan_master::serving::lock;
 use fcan_ros2::dynamic::{self, ros_time, RosValue};
 use fcan_ros2::{rihs, Interfaces};
 use futures_util::stream::BoxStream;
@@ -201,7 +211,7 @@ impl JointMap {
 
     /// What a user should know about this map: joints without a position state
     /// (`TopicBasedSystem` reads `position` for every joint it is sent), command
-    /// interfaces no JointState drives (they carry their safe value).
+    /// interfaces no JointState drives (they carry their seed from the activation).
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         let has_position = self.states[0].iter().any(Option::is_some);
@@ -216,7 +226,7 @@ impl JointMap {
         }
         for c in &self.undriven {
             notes.push(format!(
-                "command {c} is not position, velocity or effort: no JointState sets it, it carries its safe value"
+                "command {c} is not position, velocity or effort: no JointState sets it, it carries its value from the activation (its `initial`, else its state of the same name, else its numeric `safe`)"
             ));
         }
         notes
@@ -328,6 +338,80 @@ impl JointMap {
     }
 }
 
+/// Where the loop is, as [`JointsStatus::state`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JointsState {
+    /// Waiting for the nodes, or retrying a configuration that failed.
+    Configuring,
+    /// Running the enable steps (retried by itself until the first fault).
+    Activating,
+    /// Running: states published, commands written.
+    Active,
+    /// An activation after a fault failed: waiting for `clear_fault`.
+    Inactive,
+    /// A fault latched: the safe stop sent, states stopped, commands refused until
+    /// `clear_fault`.
+    Faulted,
+    /// The loop ended ([`JointsBridge::stop`]).
+    Stopped,
+}
+
+impl JointsState {
+    /// Its name: `configuring`, `activating`, `active`, `inactive`, `faulted`,
+    /// `stopped` (the first word of the status text).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JointsState::Configuring => "configuring",
+            JointsState::Activating => "activating",
+            JointsState::Active => "active",
+            JointsState::Inactive => "inactive",
+            JointsState::Faulted => "faulted",
+            JointsState::Stopped => "stopped",
+        }
+    }
+}
+
+impl std::fmt::Display for JointsState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The loop's status as a value: what [`STATUS_TOPIC`] says as text, with the fault's
+/// cause apart. Watched with [`JointsBridge::watch`]; a new value on every change of
+/// the text.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct JointsStatus {
+    /// Where the loop is.
+    pub state: JointsState,
+    /// While faulted: the fault's cause as one word ([`fcan_cycle::Fault::cause`]:
+    /// `feedback_timeout`, `device_watchdog`, `ack_timeout`, `device_fault`,
+    /// `node_lost`, `write_refused`, `master_gone`).
+    pub cause: Option<&'static str>,
+    /// While faulted: the fault for people (it starts with its cause in words, e.g.
+    /// `feedback timeout (host side): …`).
+    pub fault: Option<String>,
+    /// The status text, as published on [`STATUS_TOPIC`] (`faulted: <fault>`,
+    /// `configuring: <why>` …).
+    pub text: String,
+    /// When the loop entered [`state`](Self::state) (wall time).
+    pub since: SystemTime,
+}
+
+impl JointsStatus {
+    fn new(state: JointsState, text: String) -> JointsStatus {
+        JointsStatus {
+            state,
+            cause: None,
+            fault: None,
+            text,
+            since: SystemTime::now(),
+        }
+    }
+}
+
 /// How the joints run.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -395,12 +479,12 @@ struct Counters {
 
 struct Shared {
     counters: Counters,
-    status: Mutex<String>,
+    status: tokio::sync::watch::Sender<JointsStatus>,
 }
 
 /// The running joints. Dropping it ends the loop at once (nothing more is sent: the
-/// nodes' watchdogs stop the joints); [`stop`](JointsBridge::stop) makes the safe stop
-/// first.
+/// nodes' watchdogs stop the joints); [`stop`](JointsBridge::stop) deactivates the
+/// cycle first (the commands in force flushed once).
 pub struct JointsBridge {
     shared: Arc<Shared>,
     task: Option<JoinHandle<()>>,
@@ -485,10 +569,14 @@ impl JointsBridge {
         }
         let shared = Arc::new(Shared {
             counters: Counters::default(),
-            status: Mutex::new(String::new()),
+            status: tokio::sync::watch::Sender::new(JointsStatus::new(
+                JointsState::Configuring,
+                WAITING.into(),
+            )),
         });
         let stop = Arc::new(tokio::sync::Notify::new());
-        let held = config.commands().map(|c| c.safe).collect();
+        // Set from the cycle's seeds at each activation (nothing is sent before).
+        let held = Vec::new();
         let lp = Loop {
             master,
             period: config.period(),
@@ -533,11 +621,20 @@ impl JointsBridge {
 
     /// The status, as published on [`STATUS_TOPIC`].
     pub fn status(&self) -> String {
-        lock(&self.shared.status).clone()
+        self.shared.status.borrow().text.clone()
     }
 
-    /// Stops the loop: an active loop is deactivated (the safe stop, waited for, bounded
-    /// by the cycle), then the endpoints go.
+    /// The status as a value, and each change of it: the observer of the loop's
+    /// lifecycle and faults (`fcan serve` puts it on `fcan/<bus>/joints/status`). The
+    /// receiver sees the current value at once; the last change, `stopped`, is sent
+    /// before [`stop`](JointsBridge::stop) returns.
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<JointsStatus> {
+        self.shared.status.subscribe()
+    }
+
+    /// Stops the loop: an active loop is deactivated (the commands in force flushed once,
+    /// no safe stop, no disable; waited for, bounded by the cycle), then the endpoints
+    /// go.
     pub async fn stop(mut self) {
         self.stop.notify_one();
         if let Some(task) = self.task.take() {
@@ -553,6 +650,9 @@ impl Drop for JointsBridge {
         }
     }
 }
+
+/// The status while the first configuration waits for the nodes.
+const WAITING: &str = "configuring: waiting for the nodes";
 
 /// At most one line a second for a recurring complaint; the rest counted.
 #[derive(Default)]
@@ -594,7 +694,8 @@ struct Loop<M: MasterApi, W> {
     span: tracing::Span,
     opts: JointsOptions,
     shared: Arc<Shared>,
-    /// The commands in force, by command index.
+    /// The commands in force, by command index: the cycle's seeds at activation, then
+    /// what the accepted commands set.
     held: Vec<f64>,
     /// A command arrived since the last activation: the held commands go out.
     armed: bool,
@@ -613,7 +714,7 @@ struct Loop<M: MasterApi, W> {
 
 impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
     async fn run(mut self, stop: Arc<tokio::sync::Notify>) {
-        self.set_status("configuring: waiting for the nodes".into());
+        self.set_status(JointsState::Configuring, WAITING.into());
         let mut tick = tokio::time::interval(self.period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -631,7 +732,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                     Ok(()) => tracing::info!(
                         target: TARGET,
                         parent: &self.span,
-                        "deactivated: the safe commands sent"
+                        "deactivated: the commands in force flushed once (no safe stop, no disable)"
                     ),
                     Err(e) => {
                         tracing::warn!(target: TARGET, parent: &self.span, "deactivation: {e}")
@@ -639,18 +740,30 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                 }
             }
         }
-        self.set_status("stopped".into());
+        self.set_status(JointsState::Stopped, "stopped".into());
     }
 
-    fn set_status(&mut self, status: String) {
-        {
-            let mut s = lock(&self.shared.status);
-            if *s == status {
-                return;
+    fn set_status(&mut self, state: JointsState, text: String) {
+        self.set_status_with(JointsStatus::new(state, text));
+    }
+
+    /// Publishes `new` on [`STATUS_TOPIC`] and to the watchers, if its text changed; its
+    /// `since` stays the old one while the state does not change.
+    fn set_status_with(&mut self, mut new: JointsStatus) {
+        let changed = self.shared.status.send_if_modified(|s| {
+            if s.text == new.text {
+                return false;
             }
-            s.clone_from(&status);
+            if s.state == new.state {
+                new.since = s.since;
+            }
+            *s = new.clone();
+            true
+        });
+        if !changed {
+            return;
         }
-        let v = RosValue::Msg(vec![RosValue::Str(status)]);
+        let v = RosValue::Msg(vec![RosValue::Str(new.text)]);
         if let Ok(b) = dynamic::encode(&self.store, "std_msgs/msg/String", &v) {
             if let Err(e) = self.io.status.write(&b, None, None) {
                 tracing::warn!(target: TARGET, parent: &self.span, "{STATUS_TOPIC}: {e}");
@@ -698,7 +811,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                 }
                 Err(e) => {
                     self.problem(format!("configuration: {e} (retrying)"));
-                    self.set_status(format!("configuring: {e}"));
+                    self.set_status(JointsState::Configuring, format!("configuring: {e}"));
                     self.next_try = Instant::now() + self.opts.retry;
                 }
             }
@@ -730,14 +843,17 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
             Err(CycleError::Faulted(f)) => {
                 self.shared.counters.faults.fetch_add(1, Ordering::Relaxed);
                 self.armed = false;
-                self.held = self.config.commands().map(|c| c.safe).collect();
                 self.auto_activate = false;
                 tracing::error!(
                     target: TARGET,
                     parent: &self.span,
-                    "FAULT: {f}; the safe stop is sent, states stop, commands have no effect until {CLEAR_FAULT_SERVICE} is called"
+                    "FAULT ({}): {f}; the safe stop is sent, states stop, commands have no effect until {CLEAR_FAULT_SERVICE} is called",
+                    f.cause()
                 );
-                self.set_status(format!("faulted: {f}"));
+                let mut status = JointsStatus::new(JointsState::Faulted, format!("faulted: {f}"));
+                status.cause = Some(f.cause());
+                status.fault = Some(f.to_string());
+                self.set_status_with(status);
                 return;
             }
             Err(e) => {
@@ -787,7 +903,7 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
         if self.cycle.is_none() {
             return Err("not configured yet".into());
         }
-        self.set_status("activating".into());
+        self.set_status(JointsState::Activating, "activating".into());
         let Some(cycle) = &mut self.cycle else {
             return Err("not configured yet".into());
         };
@@ -808,26 +924,29 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
                 self.armed = false;
                 self.written = false;
                 self.expired = false;
-                self.held = self.config.commands().map(|c| c.safe).collect();
+                // A command no JointState sets starts where the cycle seeded it: a
+                // position joint where it is measured, never a jump to a safe value.
+                self.held = cycle.commands().to_vec();
                 self.last_problem.clear();
                 tracing::info!(
                     target: TARGET,
                     parent: &self.span,
                     "active: the enable steps done, every state fresh"
                 );
-                self.set_status("active".into());
+                self.set_status(JointsState::Active, "active".into());
                 Ok(())
             }
             Err(e) => {
                 let why = e.to_string();
                 if self.auto_activate {
                     self.problem(format!("activation: {why} (retrying)"));
-                    self.set_status(format!("activating: {why}"));
+                    self.set_status(JointsState::Activating, format!("activating: {why}"));
                 } else {
                     tracing::warn!(target: TARGET, parent: &self.span, "activation: {why}");
-                    self.set_status(format!(
-                        "inactive: {why}; call {CLEAR_FAULT_SERVICE} to try again"
-                    ));
+                    self.set_status(
+                        JointsState::Inactive,
+                        format!("inactive: {why}; call {CLEAR_FAULT_SERVICE} to try again"),
+                    );
                 }
                 self.next_try = Instant::now() + self.opts.retry;
                 Err(why)
@@ -897,7 +1016,10 @@ impl<M: MasterApi, W: DdsWriter> Loop<M, W> {
         let (ok, message) = match &mut self.cycle {
             None => (
                 false,
-                format!("not configured yet: {}", lock(&self.shared.status).clone()),
+                format!(
+                    "not configured yet: {}",
+                    self.shared.status.borrow().text.clone()
+                ),
             ),
             Some(c) if c.lifecycle() == &Lifecycle::Active => (true, "active (no fault)".into()),
             Some(c) => {

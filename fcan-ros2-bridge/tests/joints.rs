@@ -4,7 +4,9 @@
 //! follow their feedback; refused commands change nothing; the states come at about the
 //! configured rate; a node pulled latches a fault, the states stop and commands have no
 //! effect until `clear_fault` activates the loop again; with a command timeout, silence
-//! stops the joints (their own watchdogs) until the next command.
+//! stops the joints (their own watchdogs) until the next command. The status watcher
+//! (`JointsBridge::watch`, what `fcan serve` puts on `fcan/<bus>/joints/status`) sees
+//! each change: active, then faulted with the fault's own cause, then stopped.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +18,9 @@ use fcan_master::Master;
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::Interfaces;
 use fcan_ros2_bridge::dds::Received;
-use fcan_ros2_bridge::joints::{JointsBridge, JointsOptions, JOINT_STATE};
+use fcan_ros2_bridge::joints::{
+    JointsBridge, JointsOptions, JointsState, JointsStatus, JOINT_STATE,
+};
 use fcan_ros2_bridge::rpc::Framing;
 use tokio::sync::mpsc;
 
@@ -340,9 +344,19 @@ async fn a_pulled_node_latches_a_fault_and_commands_have_no_effect_until_cleared
         status.contains("motor_driver2"),
         "names the node or its state: {status}"
     );
+    // Its own cause, first in the status and in the log line (`/rosout`): the host-side
+    // feedback timeout, or the node going offline, whichever the cycle saw first.
+    assert!(
+        status.starts_with("faulted: feedback timeout (host side): ")
+            || status.starts_with("faulted: node motor_driver2 went offline"),
+        "{status}"
+    );
     let log = lines.text();
     assert!(
-        log.contains("ERROR fcan::joints: FAULT: ") && log.contains("/fcan_joints/clear_fault"),
+        (log.contains(
+            "ERROR fcan::joints: FAULT (feedback_timeout): feedback timeout (host side)"
+        ) || log.contains("ERROR fcan::joints: FAULT (node_lost): node motor_driver2"))
+            && log.contains("/fcan_joints/clear_fault"),
         "{log}"
     );
 
@@ -495,4 +509,144 @@ async fn with_a_command_timeout_silence_stops_the_joints_until_the_next_command(
         .lines()
         .iter()
         .any(|l| l == "INFO fcan::joints: commands resumed"));
+}
+
+/// Hold, don't jump: a position joint no JointState names is sent the position measured
+/// at activation (the cycle's seed), not its `safe` number, while another joint is
+/// commanded; and a safe stop holds it where it was measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_joint_never_commanded_holds_where_it_is() {
+    let (w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let lines = Capture::new();
+    tune(&m, "motor_driver1").await;
+    tune(&m, "motor_driver2").await;
+    // motor_driver1's position loop, strong enough that any other target (0, the
+    // old default of a command never set) moves it well within a second.
+    m.param_set(
+        "motor_driver1.motor0.position.kp",
+        fcan_master::value::Value::Float(4.0),
+    )
+    .await
+    .unwrap();
+    // The left joint's encoder reads 1.5 where it stands.
+    let answer = m
+        .call(
+            "/motor_driver1/motor0/reset_encoder",
+            fcan_master::value::Value::Struct(vec![
+                ("offset".into(), fcan_master::value::Value::Bool(false)),
+                ("value".into(), fcan_master::value::Value::Float(1.5)),
+            ]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.to_json()["success"], true);
+    let config = CycleConfig::from_json(&format!(
+        r#"{{
+  "rate_hz": {RATE},
+  "feedback_timeout_ms": 200,
+  "joints": [
+    {{ "name": "left_wheel",
+      "states": [ {{ "interface": "position", "from": "/motor_driver1/motor0/feedback.position" }} ],
+      "commands": [
+        {{ "interface": "position", "to": "/motor_driver1/motor0/target{{type: 2}}.value", "safe": "hold" }} ] }},
+    {{ "name": "right_wheel",
+      "states": [
+        {{ "interface": "position", "from": "/motor_driver2/motor0/feedback.position" }},
+        {{ "interface": "velocity", "from": "/motor_driver2/motor0/feedback.velocity" }} ],
+      "commands": [
+        {{ "interface": "velocity", "to": "/motor_driver2/motor0/target{{type: 1}}.value", "safe": 0.0, "initial": 0.0 }} ] }}
+  ],
+  "safe_stop": {{ "repeats": 3, "interval_ms": 10 }}
+}}"#
+    ))
+    .unwrap();
+    let joints = lines
+        .span()
+        .in_scope(|| JointsBridge::start(m.clone(), &dds, config, options()))
+        .unwrap();
+    settle("the joints active", Duration::from_secs(10), || {
+        joints.status() == "active"
+    })
+    .await;
+    let feed = dds.feeds.lock().unwrap()[COMMANDS].clone();
+    // Only the right wheel is commanded; the left one's position goes out each cycle.
+    stream(&feed, Duration::from_millis(1500), || {
+        command(&["right_wheel"], &[], &[1.0])
+    })
+    .await;
+    let s = latest(&dds);
+    assert!(
+        (s.velocity[1] - 1.0).abs() < 0.3,
+        "right turns: {:?}",
+        s.velocity
+    );
+    assert!(
+        (s.position[0] - 1.5).abs() < 0.05,
+        "left holds where it was: {:?}",
+        s.position
+    );
+    // The firmware agrees: it holds 1.5 on its encoder's reading.
+    let at = w.motor(MD1).with(|f| f.axis(0).unwrap().position);
+    assert!((f64::from(at) - 1.5).abs() < 0.05, "motor at {at}");
+    assert_eq!(joints.stats().faults, 0);
+    joints.stop().await;
+}
+
+/// The observer of the loop's status: every change reaches it, as a value with the
+/// fault's cause apart. A node pulled: `faulted`, cause `feedback_timeout` (its feedback
+/// stops within the 200 ms timeout, long before the master calls it offline after 3 s),
+/// the fault's text the status topic's; `since` moves with each new state; `stop` ends
+/// with `stopped`, which the watcher still sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_watcher_sees_the_fault_with_its_cause() {
+    let (w, m) = World::standard(Mtu::Fd).await;
+    let dds = MemDds::default();
+    let lines = Capture::new();
+    let joints = started(&m, &dds, &lines).await;
+    let mut rx = joints.watch();
+    let now = rx.borrow_and_update().clone();
+    assert_eq!(now.state, JointsState::Active, "{now:?}");
+    assert_eq!((now.cause, now.fault.as_deref()), (None, None));
+    assert_eq!(now.text, "active");
+    // Every later change, collected as it comes.
+    let seen = tokio::spawn(async move {
+        let mut seen: Vec<JointsStatus> = Vec::new();
+        while rx.changed().await.is_ok() {
+            seen.push(rx.borrow_and_update().clone());
+        }
+        seen
+    });
+
+    let pulled_at = std::time::SystemTime::now();
+    w.motor(MD2).stop();
+    settle("the fault latched", Duration::from_secs(3), || {
+        joints.status().starts_with("faulted")
+    })
+    .await;
+    let f = joints.watch().borrow().clone();
+    assert_eq!(f.state, JointsState::Faulted, "{f:?}");
+    assert_eq!(f.cause, Some("feedback_timeout"), "{f:?}");
+    let fault = f.fault.clone().expect("the fault's text");
+    assert!(
+        fault.starts_with("feedback timeout (host side): state right_wheel/"),
+        "{fault}"
+    );
+    assert_eq!(f.text, format!("faulted: {fault}"));
+    assert_eq!(status_topic(&dds), f.text, "the topic says the same");
+    assert!(f.since >= pulled_at && f.since > now.since, "{f:?} {now:?}");
+
+    joints.stop().await;
+    let seen = tokio::time::timeout(Duration::from_secs(5), seen)
+        .await
+        .expect("the watcher ends when the loop is gone")
+        .unwrap();
+    let states: Vec<JointsState> = seen.iter().map(|s| s.state).collect();
+    assert_eq!(
+        states,
+        [JointsState::Faulted, JointsState::Stopped],
+        "{seen:?}"
+    );
+    assert_eq!(seen[0], f);
+    assert_eq!(seen[1].cause, None);
 }

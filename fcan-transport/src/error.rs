@@ -113,7 +113,7 @@ pub enum TransportError {
     #[error("permission denied opening CAN interface {0}")]
     PermissionDenied(String),
     /// A transport spec string (`socketcan:IFACE`, `sim`, …) was not understood.
-    #[error("bad transport spec `{spec}`: {reason}; accepted: `socketcan:IFACE`, `sim`, `sim:classic`, `sim:drop=1%,…` (faults: docs/cli.md), `replay:FILE`")]
+    #[error("bad transport spec `{spec}`: {reason}; accepted: `socketcan:IFACE`, `sim`, `sim:classic`, `sim:drop=1%,…` (faults: docs/cli.md), `udp-multicast[:OPTION,…]` (python-can's udp_multicast bus), `slcan:PATH[,OPTION,…]` (a serial-line CAN adapter), `replay:FILE`")]
     InvalidSpec {
         /// The spec as given.
         spec: String,

@@ -290,7 +290,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
         self.inner.mtu()
     }
 
-    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<&'static str> {
+    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<crate::NodeOrigin> {
         self.inner.node_origin(node)
     }
 

@@ -8,6 +8,10 @@
 //! * an in-process simulated bus ([`sim::SimBus`]) with a bit-timing model and
 //!   arbitration, for tests, measurements and the demo,
 //! * a recorded candump log ([`replay::ReplayTransport`]),
+//! * a bus shared with python-can's `udp_multicast` interface over IP multicast
+//!   ([`udp_multicast::UdpMulticastTransport`], Linux only, loopback unless asked),
+//! * a serial-line CAN adapter speaking the slcan (Lawicel) ASCII protocol, or a pty
+//!   that does ([`slcan::SlcanTransport`], Unix),
 //!
 //! and any of them can be wrapped (smoltcp `phy` style) by a
 //! [`fault::FaultInjector`] or a [`recorder::Recorder`]. [`open`] builds one from a spec
@@ -26,13 +30,17 @@
 //! |---|---|
 //! | `error.rs` | [`TransportError`], [`BusErrorKind`] |
 //! | `error_frame.rs` | Linux error frames ↔ [`TransportError`] |
-//! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `sim:drop=1%,…` / `replay:FILE` |
+//! | `spec.rs` | [`open`] a transport from `socketcan:IFACE` / `sim` / `sim:drop=1%,…` / `replay:FILE` / `udp-multicast:…` / `slcan:PATH,…` |
 //! | `socketcan/` | SocketCAN, classical and FD; `batch.rs`: `recvmmsg`/`sendmmsg` |
 //! | `sim/` | simulated bus: bit timing, arbitration model, async endpoints |
 //! | `fault.rs` | fault injection wrapper |
+//! | `origin.rs` | [`NodeOrigin`], [`DeviceWatchdog`]: a device a driver presents as a node |
 //! | `candump.rs` | `candump -L` log format: writer and reader |
 //! | `replay.rs` | a transport that plays a candump log |
 //! | `recorder.rs` | a wrapper that logs all traffic in candump format |
+//! | `udp_multicast.rs` | python-can's `udp_multicast` bus: MessagePack frames to an IP multicast group |
+//! | `slcan.rs` | serial-line adapters (slcan / Lawicel ASCII): the spec, the open handshake, the serial I/O |
+//! | `slcan/codec.rs` | the slcan lines sans I/O: bytes → frames and replies, frames → bytes |
 
 #![warn(missing_docs)]
 // `deny`, not `forbid`: `socketcan/reactor.rs` holds the one `unsafe` call (registering
@@ -48,14 +56,19 @@ pub mod candump;
 mod error;
 pub mod error_frame;
 pub mod fault;
+mod origin;
 pub mod recorder;
 pub mod replay;
 pub mod sim;
+pub mod slcan;
 #[cfg(target_os = "linux")]
 pub mod socketcan;
 pub mod spec;
+#[cfg(target_os = "linux")]
+pub mod udp_multicast;
 
 pub use error::{BusErrorKind, TransportError};
+pub use origin::{DeviceWatchdog, NodeOrigin};
 pub use spec::{open, AnyTransport};
 
 /// A frame taken off the bus, with the time it arrived.
@@ -124,10 +137,11 @@ pub trait Transport: Send {
     /// echoed back) or the next bus event. Cancel-safe.
     fn recv(&mut self) -> impl Future<Output = Result<Received, TransportError>> + Send;
 
-    /// Which device driver presents node `node` on this link, when a layer of the link
-    /// does (`fcan-drivers`' `DeviceLink`: `"robstride"`); `None` for an fcan board, and
-    /// for every node of a plain link. The master shows it in node info.
-    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<&'static str> {
+    /// Which device driver presents node `node` on this link and how it arms the
+    /// device's command watchdog, when a layer of the link does (`fcan-drivers`'
+    /// `DeviceLink`: `robstride`, `200 ms`); `None` for an fcan board, and for every
+    /// node of a plain link. The master shows it in node info.
+    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<NodeOrigin> {
         let _ = node;
         None
     }

@@ -63,7 +63,7 @@ impl<T: Transport, W: Write + Send> Transport for Recorder<T, W> {
         self.inner.mtu()
     }
 
-    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<&'static str> {
+    fn node_origin(&self, node: fcan_core::id::NodeId) -> Option<crate::NodeOrigin> {
         self.inner.node_origin(node)
     }
 

@@ -7,6 +7,8 @@
 //! | `sim:classic`, `sim:fd` | a Classical-CAN-only / FD endpoint on that bus |
 //! | `sim:OPTION,…` | the same with faults: `sim:classic,drop=1%,bus_off=100ms/60s` ([`SimSpec`]) |
 //! | `replay:FILE` | [`ReplayTransport`] of the candump log `FILE`, as fast as asked |
+//! | `udp-multicast`, `udp-multicast:OPTION,…` | a bus shared with python-can's `udp_multicast` interface (Linux; options in [`UdpMulticastSpec`]) |
+//! | `slcan:PATH`, `slcan:PATH,OPTION,…` | a serial-line CAN adapter (slcan / Lawicel ASCII) on the serial device or pty `PATH` (Unix; options in [`slcan`](super::slcan#spec)) |
 //!
 //! # Faults on the simulated bus
 //!
@@ -45,8 +47,12 @@ use fcan_core::frame::{Frame, Mtu};
 use super::fault::{BusOffSchedule, CorruptMode, FaultConfig, FaultInjector};
 use super::replay::{ReplayOptions, ReplayTransport};
 use super::sim::{SimBus, SimEndpoint};
+#[cfg(unix)]
+use super::slcan::SlcanTransport;
 #[cfg(target_os = "linux")]
 use super::socketcan::SocketCanTransport;
+#[cfg(target_os = "linux")]
+use super::udp_multicast::{UdpMulticastSpec, UdpMulticastTransport};
 use super::{Received, Transport, TransportError};
 
 /// Any transport [`open`] can build.
@@ -62,6 +68,12 @@ pub enum AnyTransport {
     SimFaults(FaultInjector<SimEndpoint>),
     /// `replay:FILE`.
     Replay(ReplayTransport),
+    /// `udp-multicast`, `udp-multicast:OPTION,…`.
+    #[cfg(target_os = "linux")]
+    UdpMulticast(UdpMulticastTransport),
+    /// `slcan:PATH[,OPTION,…]`.
+    #[cfg(unix)]
+    Slcan(SlcanTransport),
 }
 
 /// Opens the transport `spec` names (see the [table](self)); `sim` is the bus `sim` specs
@@ -102,6 +114,39 @@ pub fn open(spec: &str, sim: Option<&SimBus>) -> Result<AnyTransport, TransportE
             ReplayTransport::open(path, ReplayOptions::default()).map(AnyTransport::Replay)
         }
         ("replay", _) => Err(bad("`replay` needs a file, e.g. `replay:bus.log`")),
+        ("udp-multicast", _) => {
+            #[cfg(target_os = "linux")]
+            {
+                UdpMulticastSpec::parse(spec)?
+                    .open()
+                    .map(AnyTransport::UdpMulticast)
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                Err(bad("`udp-multicast` is built on Linux only"))
+            }
+        }
+        ("slcan", Some(rest)) if !rest.trim().is_empty() => {
+            let parsed = super::slcan::SlcanSpec::parse(spec)?;
+            #[cfg(unix)]
+            {
+                SlcanTransport::open(&parsed).map(AnyTransport::Slcan)
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = parsed;
+                Err(bad("`slcan` is built on Unix only"))
+            }
+        }
+        ("slcan", _) => Err(bad(
+            "`slcan` needs the adapter's serial device, e.g. `slcan:/dev/ttyACM0` or `slcan:/dev/ttyACM0,bitrate=500000`",
+        )),
+        ("lawicel" | "serial" | "canable" | "slcan0", _) => Err(bad(&format!(
+            "unknown transport kind `{kind}`; did you mean `slcan:PATH` (a serial-line CAN adapter)?"
+        ))),
+        ("udp_multicast" | "udpmulticast" | "multicast" | "udp", _) => Err(bad(&format!(
+            "unknown transport kind `{kind}`; did you mean `udp-multicast` (python-can's `udp_multicast` bus)?"
+        ))),
         ("", _) => Err(bad("empty spec")),
         (other, _) => Err(bad(&format!("unknown transport kind `{other}`"))),
     }
@@ -488,6 +533,10 @@ impl Transport for AnyTransport {
             AnyTransport::Sim(t) => t.name(),
             AnyTransport::SimFaults(t) => t.name(),
             AnyTransport::Replay(t) => t.name(),
+            #[cfg(target_os = "linux")]
+            AnyTransport::UdpMulticast(t) => t.name(),
+            #[cfg(unix)]
+            AnyTransport::Slcan(t) => t.name(),
         }
     }
 
@@ -498,6 +547,10 @@ impl Transport for AnyTransport {
             AnyTransport::Sim(t) => t.mtu(),
             AnyTransport::SimFaults(t) => t.mtu(),
             AnyTransport::Replay(t) => t.mtu(),
+            #[cfg(target_os = "linux")]
+            AnyTransport::UdpMulticast(t) => t.mtu(),
+            #[cfg(unix)]
+            AnyTransport::Slcan(t) => t.mtu(),
         }
     }
 
@@ -508,6 +561,10 @@ impl Transport for AnyTransport {
             AnyTransport::Sim(t) => t.send(frame).await,
             AnyTransport::SimFaults(t) => t.send(frame).await,
             AnyTransport::Replay(t) => t.send(frame).await,
+            #[cfg(target_os = "linux")]
+            AnyTransport::UdpMulticast(t) => t.send(frame).await,
+            #[cfg(unix)]
+            AnyTransport::Slcan(t) => t.send(frame).await,
         }
     }
 
@@ -518,6 +575,10 @@ impl Transport for AnyTransport {
             AnyTransport::Sim(t) => t.send_batch(frames).await,
             AnyTransport::SimFaults(t) => t.send_batch(frames).await,
             AnyTransport::Replay(t) => t.send_batch(frames).await,
+            #[cfg(target_os = "linux")]
+            AnyTransport::UdpMulticast(t) => t.send_batch(frames).await,
+            #[cfg(unix)]
+            AnyTransport::Slcan(t) => t.send_batch(frames).await,
         }
     }
 
@@ -528,6 +589,10 @@ impl Transport for AnyTransport {
             AnyTransport::Sim(t) => t.recv().await,
             AnyTransport::SimFaults(t) => t.recv().await,
             AnyTransport::Replay(t) => t.recv().await,
+            #[cfg(target_os = "linux")]
+            AnyTransport::UdpMulticast(t) => t.recv().await,
+            #[cfg(unix)]
+            AnyTransport::Slcan(t) => t.recv().await,
         }
     }
 }
@@ -567,6 +632,8 @@ mod tests {
         assert!(reason("socketcan", None).contains("needs an interface name"));
         assert!(reason("socketcan:", None).contains("needs an interface name"));
         assert!(reason("can0", None).contains("unknown transport kind `can0`"));
+        assert!(reason("udp_multicast", None).contains("did you mean `udp-multicast`"));
+        assert!(reason("udp-multicast:ttl=300", None).contains("0 to 255"));
         assert!(reason("", None).contains("empty spec"));
         assert!(reason("replay:", None).contains("needs a file"));
         // every spec error lists what is accepted

@@ -20,7 +20,7 @@ summary). Python `mcap` reads the file: a channel per topic with the JSON Schema
 fields' types call for, message counts equal to the summary's, every topic's values a run
 of the live values (the commands exactly), raw frames, blobs and metadata.
 """
-import collections, hashlib, json, re, sys
+import collections, hashlib, json, re, struct, sys
 from pathlib import Path
 
 import cantools
@@ -214,10 +214,34 @@ def check_dir(d):
                 else:
                     value[field] = sig[f"{ident(topic)}_{field}"]
             cantools_values[topic].append(value)
+    # fcan writes an f32 as the shortest decimal that reads back as that f32 (0.7, not
+    # 0.699999988079071); cantools gives the f32's exact value widened to a Python float.
+    # So fcan's number is taken through f32 for the 32-bit float signals, as a reader of
+    # its JSON would (both are then the same f32, exactly).
+    f32_signals = {s.name for m in db.messages for s in m.signals if s.is_float and s.length == 32}
+
+    def as_dbc(topic, value):
+        out = {}
+        for field, v in value.items():
+            if isinstance(v, list):
+                out[field] = [f32(x) if f"{ident(topic)}_{field}_{k}" in f32_signals else x
+                              for k, x in enumerate(v)]
+            else:
+                out[field] = f32(v) if f"{ident(topic)}_{field}" in f32_signals else v
+        return out
+
     for topic in whole:
-        check(cantools_values[topic] == by_topic[topic],
+        fcan_values = [as_dbc(topic, v) for v in by_topic[topic]]
+        check(cantools_values[topic] == fcan_values,
               f"{d}: cantools decodes {topic} as fcan does ({len(cantools_values[topic])} vs {len(by_topic[topic])})")
     print(f"{d.name}: {len(whole)} topics decoded equal by cantools, {len(by_topic)} topics equal in MCAP")
+
+
+def f32(x):
+    """`x` rounded to the nearest f32 (booleans and integers as they are)."""
+    if isinstance(x, float):
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    return x
 
 
 def check_record(d):

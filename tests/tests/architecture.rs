@@ -8,6 +8,8 @@
 //! * Its module table lists every top-level module of each crate it covers.
 //! * Every `fcan_…::…` path it writes in backticks names an item that exists in the
 //!   sources (module files, declarations, re-exports).
+//! * Its extension points hold: every device driver module of `fcan-drivers` (one that
+//!   implements `Device`) is registered in the one table, `fcan_drivers::registry::DRIVERS`.
 //!
 //! Each check returns the list of disagreements, so one failure names all of them.
 
@@ -758,4 +760,86 @@ fn the_runtime_has_no_module_cycles() {
             cycle.join(" -> ")
         );
     }
+}
+
+/// The top-level modules of `crate_src` with a file that implements the driver contract
+/// (`impl … Device for …`, `SimDevice` not counted): the driver modules.
+fn driver_modules(crate_src: &Path) -> BTreeSet<String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("a source directory") {
+            let p = e.expect("a directory entry").path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(crate_src, &mut files);
+    let mut mods = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("a source file");
+        let implements = text.lines().map(str::trim).any(|l| {
+            l.starts_with("impl") && (l.contains(" Device for ") || l.contains("::Device for "))
+        });
+        if !implements {
+            continue;
+        }
+        let rel = f.strip_prefix(crate_src).expect("under src");
+        let first = rel.components().next().expect("a file");
+        let name = Path::new(first.as_os_str())
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("a module name")
+            .to_owned();
+        mods.insert(name);
+    }
+    mods
+}
+
+/// Disagreements between the driver modules and the registered driver names (a driver's
+/// name is its module's, by convention: docs/drivers.md, "Adding a driver").
+fn registry_disagreements(
+    modules: &BTreeSet<String>,
+    registered: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    for m in modules.difference(registered) {
+        bad.push(format!(
+            "fcan_drivers::{m} implements Device but is not registered: add `crate::{m}::DRIVER,` \
+             to DRIVERS in fcan-drivers/src/registry.rs"
+        ));
+    }
+    for r in registered.difference(modules) {
+        bad.push(format!(
+            "driver `{r}` is registered but no module fcan_drivers::{r} implements Device \
+             (a driver's name is its module's)"
+        ));
+    }
+    bad
+}
+
+/// The one-place rule of device drivers: every module of `fcan-drivers` that implements
+/// `Device` is in `fcan_drivers::registry::DRIVERS` (under its module's name), so a
+/// driver cannot be half-added — written but unknown to `--device`, bus files, the fuzz
+/// target and the docs' checks.
+#[test]
+fn every_driver_module_is_registered() {
+    let modules = driver_modules(&root().join("fcan-drivers/src"));
+    assert!(
+        modules.contains("robstride") && modules.contains("mit"),
+        "the scan must see the drivers: {modules:?}"
+    );
+    let registered: BTreeSet<String> = fcan_drivers::registry::names().map(str::to_owned).collect();
+    let bad = registry_disagreements(&modules, &registered);
+    assert!(bad.is_empty(), "device drivers:\n{}", bad.join("\n"));
+
+    // The check catches a driver left out of the table, and a name with no module.
+    let mut fewer = registered.clone();
+    fewer.remove("mit");
+    assert_eq!(registry_disagreements(&modules, &fewer).len(), 1);
+    let mut more = registered;
+    more.insert("stepper".into());
+    assert_eq!(registry_disagreements(&modules, &more).len(), 1);
 }

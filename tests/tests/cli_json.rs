@@ -148,6 +148,7 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
                 ("schema", T::OptStr),
                 ("schema_source", T::OptStr),
                 ("driver", T::OptStr),
+                ("watchdog", T::OptStr),
                 ("firmware", T::OptStr),
                 ("collision", T::OptUint),
             ],
@@ -156,6 +157,7 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
         assert_eq!(n["collision"], Json::Null, "{n}");
         // Boards all: no driver presents them.
         assert_eq!(n["driver"], Json::Null, "{n}");
+        assert_eq!(n["watchdog"], Json::Null, "{n}");
         // The example firmwares take no updates: no version to report.
         assert_eq!(n["firmware"], Json::Null, "{n}");
         one_of("nodes.state", &n["state"], STATES);
@@ -380,6 +382,7 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
             ("digest", T::Str),
             ("node", T::Str),
             ("protocol", T::Uint),
+            ("allocation", T::Str),
             ("limits", T::Object),
             ("types", T::Array),
             ("instances", T::Array),
@@ -406,9 +409,17 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
                     ("dir", T::Str),
                     ("period_us", T::Uint),
                     ("fields", T::Array),
+                    ("ros", T::Value),
                 ],
             );
             one_of("schema topic.dir", &tp["dir"], DIRS);
+            if !tp["ros"].is_null() {
+                shape(
+                    "schema topic.ros",
+                    &tp["ros"],
+                    &[("type", T::Str), ("map", T::Object)],
+                );
+            }
         }
         for p in t["params"].as_array().unwrap() {
             shape(
@@ -420,6 +431,19 @@ async fn every_json_command_has_its_documented_shape(mtu: Mtu) {
                     ("default", T::Value),
                     ("min", T::Value),
                     ("max", T::Value),
+                    ("len", T::OptUint),
+                ],
+            );
+        }
+        for sv in t["services"].as_array().unwrap() {
+            shape(
+                "schema service",
+                sv,
+                &[
+                    ("name", T::Str),
+                    ("request", T::Array),
+                    ("response", T::Array),
+                    ("ros", T::Value),
                 ],
             );
         }

@@ -251,7 +251,15 @@ async fn the_loop_drives_the_motors(mtu: Mtu) {
         })
     ));
 
+    // Deactivation flushes the commands in force once (one batch per node) and sends no
+    // safe stop; `safe_stop` is the one that stops the joints.
     cycle.deactivate().await.unwrap();
+    assert_eq!(cycle.lifecycle(), &Lifecycle::Inactive);
+    let stats = cycle.stats();
+    assert!(stats.flush_sends >= 1, "{stats:?}");
+    assert_eq!(stats.safe_stop_sends, 0, "{stats:?}");
+    cycle.activate(Duration::from_secs(2)).await.unwrap();
+    cycle.safe_stop().await.unwrap();
     assert_eq!(cycle.lifecycle(), &Lifecycle::Inactive);
     assert!(cycle.stats().safe_stop_sends >= 3, "{:?}", cycle.stats());
 }

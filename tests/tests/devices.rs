@@ -119,6 +119,15 @@ async fn devices_are_nodes_beside_the_boards() {
     assert_eq!(find(MIT).driver.as_deref(), Some("mit"));
     assert_eq!(find(MD1).driver, None, "an fcan board has no driver");
     assert_eq!(find(IO3).driver, None);
+    // Node info says what stops each device when the bus owner dies: the RobStride's
+    // own watchdog, armed by default; the MIT motor as its driver arms it; a board
+    // (whose watchdog is the protocol's) shows none.
+    assert_eq!(
+        find(RS).watchdog,
+        Some(fcan_master::DeviceWatchdog::Armed { ms: 200 })
+    );
+    assert!(find(MIT).watchdog.is_some(), "{:?}", find(MIT));
+    assert_eq!(find(MD1).watchdog, None);
     // The boards' data still flows beside the devices.
     let mut fb =
         r.m.subscribe("/motor_driver1/motor0/feedback")
@@ -487,6 +496,44 @@ async fn a_one_shot_command_drives_devices_too() {
         find(u64::from(MD1)).unwrap()["driver"],
         serde_json::Value::Null
     );
+    // The device's watchdog as the driver arms it, read back by the remote client's
+    // parser; a board has none.
+    assert_eq!(find(u64::from(RS)).unwrap()["watchdog"], "200 ms");
+    assert_eq!(
+        find(u64::from(MD1)).unwrap()["watchdog"],
+        serde_json::Value::Null
+    );
+    for n in &nodes {
+        let info = fcan_master::NodeInfo::from_json(n).expect("node info reads back");
+        assert_eq!(
+            info.watchdog.map(|w| w.to_string()).as_deref(),
+            n["watchdog"].as_str()
+        );
+    }
+    // A watchdog turned off by name is shouted in the table: that motor keeps its last
+    // command when the bus owner dies.
+    let cli = fcan_cli::Cli::try_parse_from([
+        "fcan",
+        "--bus",
+        "sim",
+        "--no-cache",
+        "--device",
+        "robstride:id=10,model=RS03,watchdog=off",
+        "nodes",
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    fcan_cli::run_with(cli, Some(&w.bus), None, &mut out, &mut Vec::new())
+        .await
+        .expect("the one-shot master runs");
+    let table = String::from_utf8(out).unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.contains("robstride10"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("driver: robstride, WATCHDOG OFF"), "{table}");
+    let board = table.lines().find(|l| l.contains("motor_driver1")).unwrap();
+    assert!(!board.contains("watchdog"), "{table}");
     // A bad device is refused before the bus is opened.
     let cli = fcan_cli::Cli::try_parse_from([
         "fcan",
@@ -502,4 +549,156 @@ async fn a_one_shot_command_drives_devices_too() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("`colour`"), "{e}");
+    // A device set to CAN FD on a Classical bus is refused up front, named, rather than
+    // every frame of it dropped by the link.
+    let cli = fcan_cli::Cli::try_parse_from([
+        "fcan",
+        "--bus",
+        "sim:classic",
+        "--device",
+        "mit:id=1,layout=damiao,fd=true",
+        "nodes",
+    ])
+    .unwrap();
+    let e = fcan_cli::run_with(cli, Some(&w.bus), None, &mut Vec::new(), &mut Vec::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mit id 0x001 (fd)") && e.contains("Classical CAN"),
+        "{e}"
+    );
+}
+
+/// Damiao's own command watchdog (register 9, `TIMEOUT`), armed by the `mit` driver
+/// before the enable: a simulated Damiao spinning under a real master stops within
+/// `watchdog_ms` of its bus owner dying, and says so (state 0xD); with `watchdog=off` it
+/// keeps spinning.
+#[tokio::test(start_paused = true)]
+async fn a_damiao_stops_by_its_own_watchdog_when_the_bus_owner_dies() {
+    use fcan_drivers::mit::wire::{Layout, Ranges};
+    for (spec, armed) in [
+        (
+            "mit:id=0x21,master=0x11,layout=damiao,vmax=30,tmax=10",
+            true,
+        ),
+        (
+            "mit:id=0x21,master=0x11,layout=damiao,vmax=30,tmax=10,watchdog=off",
+            false,
+        ),
+    ] {
+        let w = World::new(Mtu::Classic);
+        let mit = Arc::new(Mutex::new(SimMit::new(
+            0x21,
+            0x11,
+            Layout::Damiao,
+            Ranges::DM_J4310,
+        )));
+        let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(mit.clone())];
+        let sims = tokio::spawn(fcan_drivers::sim::run(w.endpoint(), sims));
+        let specs = [DeviceSpec::parse(spec).unwrap()];
+        let host = DeviceHost::new(Mtu::Classic, devices(&specs).unwrap()).unwrap();
+        let m = w.start_master_on(DeviceLink::new(w.endpoint(), host)).await;
+        wait_running(&m, &[0x21], Duration::from_secs(10)).await;
+        let reply = m.call("/mit33/motor/enable", empty()).await.unwrap();
+        assert!(success(&reply), "{spec}: {reply:?}");
+        // Armed before the enable: 200 ms = 4000 counts of 50 µs (or off).
+        assert_eq!(
+            mit.lock().unwrap().timeout_register(),
+            if armed { 4000 } else { 0 },
+            "{spec}"
+        );
+        let spin = Value::Struct(vec![
+            ("position".into(), Value::Float(0.0)),
+            ("velocity".into(), Value::Float(3.0)),
+            ("kp".into(), Value::Float(0.0)),
+            ("kd".into(), Value::Float(2.0)),
+            ("torque".into(), Value::Float(0.0)),
+        ]);
+        for _ in 0..200 {
+            m.publish("/mit33/motor/mit", spin.clone()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // With the bus owner alive and silent for a second, it keeps running.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(mit.lock().unwrap().enabled(), "{spec}: kept fed");
+        let v = mit.lock().unwrap().velocity();
+        assert!((v - 3.0).abs() < 0.3, "{spec}: spinning: {v}");
+
+        // The bus owner goes (its last handle dropped: its task and the device link end).
+        drop(m);
+        let gone = tokio::time::Instant::now();
+        let mut stopped_after = None;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            if !mit.lock().unwrap().enabled() {
+                stopped_after = Some(gone.elapsed());
+                break;
+            }
+        }
+        if armed {
+            let after =
+                stopped_after.expect("the motor still runs 500 ms after its bus owner died");
+            assert!(
+                after <= Duration::from_millis(200 + 10),
+                "out of motor mode {after:?} after the bus owner died"
+            );
+            assert_eq!(mit.lock().unwrap().error(), 0xD, "lost communication");
+        } else {
+            assert_eq!(stopped_after, None, "watchdog=off: nothing stops it");
+            let v = mit.lock().unwrap().velocity();
+            assert!((v - 3.0).abs() < 0.3, "still spinning: {v}");
+        }
+        drop(sims);
+        drop(w);
+    }
+}
+
+/// `report_ms=20` (issue 38: `topic echo` of a RobStride's feedback printed nothing until a
+/// command went out): the driver turns the motor's active reporting on (type 24, period
+/// `EPScan_time`) whenever the motor answers after silence, so its feedback arrives every
+/// 20 ms with no command; without the key the motor reports only in reply to one.
+#[tokio::test(start_paused = true)]
+async fn a_robstride_with_active_reporting_reports_without_commands() {
+    for (spec, reporting) in [
+        ("robstride:id=10,model=RS03,report_ms=20", true),
+        ("robstride:id=10,model=RS03", false),
+    ] {
+        let w = World::new(Mtu::Classic);
+        let motor = Arc::new(Mutex::new(SimMotor::new(RS, Model::Rs03)));
+        let sims: Vec<Box<dyn SimDevice>> = vec![Box::new(motor.clone())];
+        let _sims = tokio::spawn(fcan_drivers::sim::run(w.endpoint(), sims));
+        let specs = [DeviceSpec::parse(spec).unwrap()];
+        let host = DeviceHost::new(Mtu::Classic, devices(&specs).unwrap()).unwrap();
+        let m = w.start_master_on(DeviceLink::new(w.endpoint(), host)).await;
+        wait_running(&m, &[RS], Duration::from_secs(10)).await;
+        let mut fb = m.subscribe("/robstride10/motor/feedback").await.unwrap();
+        // Settled: what the motor answered while it appeared is behind us.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        while fb.try_recv().is_ok() {}
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut n = 0;
+        while fb.try_recv().is_ok() {
+            n += 1;
+        }
+        if reporting {
+            assert!((45..=55).contains(&n), "{spec}: {n} reports in 1 s");
+        } else {
+            assert_eq!(n, 0, "{spec}: the motor reports only in reply to a command");
+        }
+    }
+    // One spec serves the bus owner and `fcan fake` alike.
+    assert!(DeviceSpec::parse("robstride:id=10,report_ms=20")
+        .unwrap()
+        .simulated()
+        .is_ok());
+    // The period is checked: the motor reports every 10 ms + a multiple of 5 ms.
+    let e = devices(&[DeviceSpec::parse("robstride:id=10,report_ms=12").unwrap()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("`report_ms` = 12") && e.contains("10, 15, 20"),
+        "{e}"
+    );
 }

@@ -63,4 +63,57 @@ async fn healthy_nodes_report_no_errors(mtu: Mtu) {
     }
 }
 
-both_links!(healthy_nodes_report_no_errors);
+/// One-shot commands leave no lost master behind (issue 33 item 5): each `fcan nodes`
+/// starts a master of its own and leaves on purpose when done (`Master::leave`: the
+/// nodes stop at once, PROVISIONED, watchdog off), so after three of them the nodes'
+/// error summaries are still 0 and the third one shows `ERRORS 0`. A master dropped
+/// without leaving (a killed one) still suspends the nodes by their watchdogs and counts.
+async fn one_shot_commands_leave_no_lost_master(mtu: Mtu) {
+    use clap::Parser;
+    use fcan_core::msg::NodeState;
+    let mut w = World::new(mtu);
+    w.add_motor(MD1, 2);
+    w.add_io(IO3);
+    for round in 0..3 {
+        let cli =
+            fcan_cli::Cli::try_parse_from(["fcan", "--bus", "sim", "--no-cache", "nodes"]).unwrap();
+        let mut out = Vec::new();
+        fcan_cli::run_with(cli, Some(&w.bus), None, &mut out, &mut Vec::new())
+            .await
+            .expect("fcan nodes");
+        let table = String::from_utf8(out).unwrap();
+        for id in [MD1, IO3] {
+            let row = table
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(&id.to_string()))
+                .unwrap_or_else(|| panic!("round {round}: node {id} missing:\n{table}"));
+            let errors: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(
+                errors[6], "0",
+                "round {round}: ERRORS of node {id}:\n{table}"
+            );
+        }
+        // The master left: the nodes stopped at once, with nothing counted.
+        for id in [MD1, IO3] {
+            assert_eq!(w.node_state(id), NodeState::Provisioned, "round {round}");
+            assert_eq!(counters(&w, id).master_lost, 0, "round {round}, node {id}");
+        }
+        // Long past the master-lost timeout: still nothing counted.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for id in [MD1, IO3] {
+            assert_eq!(counters(&w, id).master_lost, 0, "round {round}, node {id}");
+        }
+    }
+    // A master that dies without leaving is still caught by the nodes' watchdogs.
+    let m = w.start_master().await;
+    wait_running(&m, &[MD1, IO3], Duration::from_secs(3)).await;
+    drop(m);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(w.node_state(MD1), NodeState::Suspended);
+    assert_eq!(counters(&w, MD1).master_lost, 1);
+}
+
+both_links!(
+    healthy_nodes_report_no_errors,
+    one_shot_commands_leave_no_lost_master
+);

@@ -96,14 +96,14 @@ async fn provisioning_and_traffic_under_foreign_load(mtu: Mtu) {
         .await
         .unwrap();
     assert_eq!(r, val("{success: true, settle_ms: 20}"));
-    m.param_set("motor_driver1.motor0.velocity.kp", Value::Float(0.5))
+    m.param_set("motor_driver1.motor0.velocity.kp", Value::Float(0.75))
         .await
         .unwrap();
     assert_eq!(
         m.param_get("motor_driver1.motor0.velocity.kp")
             .await
             .unwrap(),
-        Value::Float(0.5)
+        Value::Float(0.75)
     );
     // A few more seconds: nobody drops out.
     tokio::time::sleep(Duration::from_secs(4)).await;

@@ -12,7 +12,7 @@ use fcan_master::value::Value;
 
 async fn node_reboot_restores_params(mtu: Mtu) {
     let (mut w, m) = World::standard(mtu).await;
-    m.param_set("motor_driver1.motor0.velocity.kp", Value::Float(0.5))
+    m.param_set("motor_driver1.motor0.velocity.kp", Value::Float(0.75))
         .await
         .unwrap();
     m.param_set("motor_driver1.motor7.command_timeout_ms", Value::UInt(0))
@@ -27,7 +27,7 @@ async fn node_reboot_restores_params(mtu: Mtu) {
     assert_eq!(
         w.motor(MD1)
             .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp),
-        0.0
+        0.5
     );
     // Listen window (≤ 400 ms), ANNOUNCE, re-provisioning.
     let (_, took) = eventually(
@@ -60,14 +60,14 @@ async fn node_reboot_restores_params(mtu: Mtu) {
         m.param_get("motor_driver1.motor0.velocity.kp")
             .await
             .unwrap(),
-        Value::Float(0.5)
+        Value::Float(0.75)
     );
     let (kp, timeout) = w.motor(MD1).with(|f| {
         let p = f.node.motor(0).unwrap().params().unwrap();
         let q = f.node.motor(7).unwrap().params().unwrap();
         (p.velocity_kp, q.command_timeout_ms)
     });
-    assert_eq!((kp, timeout), (0.5, 0));
+    assert_eq!((kp, timeout), (0.75, 0));
     // ... and data flows to the new firmware.
     m.publish(
         "/motor_driver1/motor1/target",
@@ -95,7 +95,7 @@ async fn node_reboot_restores_params(mtu: Mtu) {
 
 async fn master_restart_nodes_recover(mtu: Mtu) {
     let (w, m) = World::standard(mtu).await;
-    m.param_set("motor_driver2.motor1.velocity.kp", Value::Float(0.5))
+    m.param_set("motor_driver2.motor1.velocity.kp", Value::Float(0.75))
         .await
         .unwrap();
     drop(m);
@@ -137,7 +137,7 @@ async fn master_restart_nodes_recover(mtu: Mtu) {
         m.param_get("motor_driver2.motor1.velocity.kp")
             .await
             .unwrap(),
-        Value::Float(0.5)
+        Value::Float(0.75)
     );
     assert_eq!(w.motor(MD1).with(|f| f.app.events.started), 2);
 }

@@ -273,9 +273,9 @@ fn node_kp(w: &World) -> f32 {
 async fn a_param_set_through_the_daemon_reaches_the_node_and_reads_back() {
     let s = served().await;
     let Served { w, m, .. } = &s;
-    m.param_set(KP, Value::Float(0.5)).await.unwrap();
-    assert_eq!(m.param_get(KP).await.unwrap(), Value::Float(0.5));
-    assert_eq!(node_kp(w), 0.5);
+    m.param_set(KP, Value::Float(0.75)).await.unwrap();
+    assert_eq!(m.param_get(KP).await.unwrap(), Value::Float(0.75));
+    assert_eq!(node_kp(w), 0.75);
 }
 
 /// Issue 33 item 5: a parameter write answers with the value the node holds — every
@@ -399,12 +399,12 @@ async fn refused_commands_name_topic_field_and_what_it_takes() {
 async fn a_param_out_of_range_is_refused_with_its_bound_and_the_node_keeps_its_value() {
     let s = served().await;
     let Served { w, m, .. } = &s;
-    m.param_set(KP, Value::Float(0.5)).await.unwrap();
+    m.param_set(KP, Value::Float(0.75)).await.unwrap();
     let e = m.param_set(KP, Value::Float(200.0)).await.unwrap_err();
     assert_eq!(remote_kind(&e), "bad_value", "{e}");
     let msg = e.to_string();
     assert!(msg.contains("max") && msg.contains("100"), "{msg}");
-    assert_eq!(node_kp(w), 0.5);
+    assert_eq!(node_kp(w), 0.75);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1363,7 +1363,9 @@ async fn the_cycle_api_runs_through_the_daemon() {
         "the motor follows: {velocity}"
     );
     assert!(cycle.stats().batches_sent > 10, "{:?}", cycle.stats());
-    cycle.deactivate().await.unwrap();
+    // The safe stop through the daemon (deactivate alone only flushes the commands in
+    // force: the motor would keep 1.5).
+    cycle.safe_stop().await.unwrap();
     assert_eq!(cycle.lifecycle(), &Lifecycle::Inactive);
     let target = until("the safe command reaches the motor", || {
         let t = w

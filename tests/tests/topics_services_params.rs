@@ -270,18 +270,18 @@ async fn params(mtu: Mtu) {
     let kp = "motor_driver1.motor0.velocity.kp";
 
     // Accepted: read back from the node, and in the firmware's parameter storage.
-    m.param_set(kp, Value::Float(0.5)).await.unwrap();
-    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.5));
+    m.param_set(kp, Value::Float(0.75)).await.unwrap();
+    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.75));
     let fw = w
         .motor(MD1)
         .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp);
-    assert_eq!(fw, 0.5);
+    assert_eq!(fw, 0.75);
     // Other motors keep their default.
     assert_eq!(
         m.param_get("motor_driver1.motor1.velocity.kp")
             .await
             .unwrap(),
-        Value::Float(0.0)
+        Value::Float(0.5)
     );
 
     // Refused by the master's check, with the reason; nothing changes on the node.
@@ -305,11 +305,11 @@ async fn params(mtu: Mtu) {
         e.to_string().contains("debounce_ms") && e.to_string().contains("200"),
         "{e}"
     );
-    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.5));
+    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.75));
     assert_eq!(
         w.motor(MD1)
             .with(|f| f.node.motor(0).unwrap().params().unwrap().velocity_kp),
-        0.5
+        0.75
     );
 
     // Unknown names get a suggestion.
@@ -371,7 +371,7 @@ async fn acknowledged_writes_are_announced(mtu: Mtu) {
     let (mut w, m) = World::standard(mtu).await;
     let mut events = m.events();
     let kp = "motor_driver1.motor0.velocity.kp";
-    m.param_set(kp, Value::Float(0.5)).await.unwrap();
+    m.param_set(kp, Value::Float(0.75)).await.unwrap();
     m.param_set(kp, Value::Float(200.0)).await.unwrap_err();
     m.param_set("io_board3.out2.active_low", Value::Bool(true))
         .await
@@ -388,18 +388,18 @@ async fn acknowledged_writes_are_announced(mtu: Mtu) {
     assert_eq!(
         changed(&mut events),
         vec![
-            (MD1, kp.to_string(), Value::Float(0.5)),
+            (MD1, kp.to_string(), Value::Float(0.75)),
             (IO3, "io_board3.out2.active_low".into(), Value::Bool(true)),
         ]
     );
-    // The reboot's restore writes 0.5 again: nothing new to announce.
+    // The reboot's restore writes 0.75 again: nothing new to announce.
     let new = w.reboot_motor(MD1);
     eventually("md1 running again", Duration::from_secs(2), || async {
         let n = node_info(&m, MD1).await?;
         (n.boot_id == new && n.phase == fcan_master::Phase::Running).then_some(())
     })
     .await;
-    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.5));
+    assert_eq!(m.param_get(kp).await.unwrap(), Value::Float(0.75));
     assert_eq!(changed(&mut events), vec![]);
 }
 

@@ -209,6 +209,26 @@ async fn updated_to_a_build_with_one_more_parameter(mtu: Mtu) {
     assert_eq!(acked.last(), Some(&(v2.len() as u64)));
 }
 
+/// An update to a build of the same schema (a bug fix) reports the parameters set so far
+/// as restored: the master sets them again, as after any reboot (issue 38 item 12: the
+/// report said "restored: none" when one was kept).
+async fn an_update_to_the_same_schema_reports_the_parameters_set_again(mtu: Mtu) {
+    let w = World::new(mtu);
+    let (m, _fake, v1) = board(&w, true).await;
+    wait_for(&m, |n| n.firmware.is_some()).await;
+    let debounce = format!("{NAME}.in2.debounce_ms");
+    m.param_set(&debounce, Value::UInt(17)).await.unwrap();
+    let report = m
+        .update(node_id(), image(&v1, "1.0.1"), UpdateConfig::default())
+        .await
+        .expect("the update succeeds");
+    assert!(!report.schema_changed);
+    assert_eq!(report.version, "1.0.1");
+    assert_eq!(report.restored, vec![debounce.clone()]);
+    assert!(report.dropped.is_empty(), "{:?}", report.dropped);
+    assert_eq!(m.param_get(&debounce).await.unwrap(), Value::UInt(17));
+}
+
 /// A parameter the new schema does not have is reported, not restored; the others are.
 async fn a_parameter_the_new_build_lacks_is_reported(mtu: Mtu) {
     let w = World::new(mtu);
@@ -635,6 +655,7 @@ both_links!(
     a_parameter_the_new_build_lacks_is_reported,
     an_image_for_another_board_sends_nothing,
     a_node_without_updates_is_refused,
+    an_update_to_the_same_schema_reports_the_parameters_set_again,
 );
 
 /// The node as the master lists it once `ok` holds (within 3 s).

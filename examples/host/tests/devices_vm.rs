@@ -139,6 +139,14 @@ impl Background {
         unsafe { libc::kill(self.procs[i].1.id() as i32, libc::SIGINT) };
         self.wait_exit(i);
     }
+
+    /// SIGKILL to process `i` (it gets no chance to say goodbye: a PC that dies), then
+    /// waits for it.
+    fn kill(&mut self, i: usize) {
+        let child = &mut self.procs[i].1;
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+    }
 }
 
 impl Drop for Background {
@@ -593,6 +601,287 @@ fn devices_beside_boards_on_vcan0() {
         mit_decoded.len(),
         board_decoded.len()
     );
+    keep(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One frame of a `candump -L` capture: (time, s; identifier; data), or `None` for a
+/// line that is not a frame.
+fn capture_frame(line: &str) -> Option<(f64, u32, Vec<u8>)> {
+    let mut parts = line.split_whitespace();
+    let t: f64 = parts
+        .next()?
+        .trim_start_matches('(')
+        .trim_end_matches(')')
+        .parse()
+        .ok()?;
+    let _iface = parts.next()?;
+    let (id, rest) = parts.next()?.split_once('#')?;
+    // Classical `ID#DATA` (RobStride frames are Classical CAN at either MTU).
+    if rest.starts_with('#') || id.len() != 8 {
+        return None;
+    }
+    let id = u32::from_str_radix(id, 16).ok()?;
+    let data = (0..rest.len() / 2)
+        .map(|i| u8::from_str_radix(&rest[2 * i..2 * i + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .ok()?;
+    Some((t, id, data))
+}
+
+/// RobStride's 29-bit identifier, from its manual (EN, §4.1 "communication protocol"):
+/// bits 28..24 the communication type; for a host's request bits 15..8 the host id and
+/// bits 7..0 the motor id; for the motor's type-2 feedback bits 23..22 the mode
+/// (0 reset, 1 calibration, 2 running), bits 15..8 the motor id.
+fn rs_type(id: u32) -> u32 {
+    id >> 24 & 0x1F
+}
+fn rs_request_to(id: u32) -> u32 {
+    id & 0xFF
+}
+fn rs_feedback_from(id: u32) -> u32 {
+    id >> 8 & 0xFF
+}
+fn rs_feedback_mode(id: u32) -> u32 {
+    id >> 22 & 0x3
+}
+/// Type-2 feedback data (same manual): bytes 2..4 the velocity, big-endian u16 over
+/// ±`vmax` rad/s (RS03: 20 rad/s); bytes 4..6 the torque over ±`tmax` N·m (RS03: 60).
+fn rs_feedback_scaled(data: &[u8], at: usize, max: f64) -> f64 {
+    let raw = f64::from(u16::from_be_bytes([data[at], data[at + 1]]));
+    raw / 65535.0 * 2.0 * max - max
+}
+
+/// The device's own command watchdog, proved over real SocketCAN (issue 34): `fcan serve`
+/// arms `canTimeout` before the first enable (the type-18 write of 0x7028 comes before
+/// the type-3 enable in candump's capture), node info says it, and when the bus owner
+/// dies (SIGKILL, no goodbye) the simulated RobStride drops to reset mode within its
+/// watchdog; the one with `watchdog=off` (a warning logged at its enable, `WATCHDOG OFF`
+/// in `fcan nodes`) keeps spinning.
+#[test]
+#[ignore = "needs SocketCAN: .ci/vm-e2e.sh runs it in a VM"]
+fn a_robstride_stops_when_fcan_serve_dies_on_vcan0() {
+    const ARMED: &str = "robstride:id=10,model=RS03";
+    const OFF: &str = "robstride:id=11,model=RS03,watchdog=off";
+    let dir = std::env::temp_dir().join(format!("fcan-watchdog-vm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).expect("temp dir");
+    let capture = dir.join("capture.log");
+    let endpoint = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        format!("tcp/{}", l.local_addr().expect("its address"))
+    };
+    let mut bg = Background {
+        dir: dir.clone(),
+        procs: Vec::new(),
+    };
+    let mut rig = Rig {
+        dir: dir.clone(),
+        cache: cache.clone(),
+        endpoint: endpoint.clone(),
+        runs: 0,
+    };
+    let candump = bg.start(&["candump", "-L", IFACE], Some(&capture), &cache);
+    std::thread::sleep(Duration::from_millis(300));
+    bg.check_alive(&[candump]);
+    // The motors: both simulated alike (the watchdog is what the bus owner writes).
+    let fake = bg.start(
+        &[
+            "fcan",
+            "fake",
+            "--bus",
+            BUS,
+            "--device",
+            "robstride:id=10,model=RS03",
+            "--device",
+            "robstride:id=11,model=RS03",
+        ],
+        None,
+        &cache,
+    );
+    bg.wait_log(fake, "fcan fake: ready");
+    let cache_arg = format!("--cache-dir={}", cache.display());
+    let serve_argv = [
+        "fcan", "serve", "--bus", BUS, "--device", ARMED, "--device", OFF, "--listen", &endpoint,
+        &cache_arg,
+    ];
+    let serve = bg.start(&serve_argv, None, &cache);
+    bg.wait_log(serve, "fcan serve: ready");
+
+    // 1. Node info says what stops each motor.
+    let start = Instant::now();
+    let nodes = loop {
+        let r = rig.fcan("nodes --json");
+        let nodes = if r.code == 0 {
+            r.json_lines()
+        } else {
+            Vec::new()
+        };
+        let running = |id: u64| {
+            nodes
+                .iter()
+                .any(|n| n["id"] == id && n["phase"] == "running")
+        };
+        if running(10) && running(11) {
+            break nodes;
+        }
+        bg.check_alive(&[fake, serve]);
+        assert!(
+            start.elapsed() < BOUND,
+            "robstride10/11 not running: {}",
+            r.stdout
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let watchdog = |id: u64| nodes.iter().find(|n| n["id"] == id).unwrap()["watchdog"].clone();
+    assert_eq!(watchdog(10), "200 ms");
+    assert_eq!(watchdog(11), "off");
+    let table = rig.fcan_ok("nodes").stdout;
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("robstride10").contains("watchdog 200 ms"), "{table}");
+    assert!(row("robstride11").contains("WATCHDOG OFF"), "{table}");
+
+    // 2. Both enabled (the watchdog armed first), then spun at 2 rad/s by MIT commands
+    // (kd only: a velocity loop).
+    for id in [10, 11] {
+        let r = rig.fcan_ok(&format!("service call /robstride{id}/motor/enable '{{}}'"));
+        assert!(success(&r), "enable {id}: {}", r.stdout);
+    }
+    bg.wait_log(serve, "robstride11");
+    let log = bg.log(serve);
+    assert!(
+        log.contains("enabled with its command watchdog off"),
+        "the enable with the watchdog off is a warning:\n{log}"
+    );
+    for id in [10, 11] {
+        rig.fcan_ok(&format!(
+            "topic pub /robstride{id}/motor/mit '{{position: 0, velocity: 2, kp: 0, kd: 1, torque: 0}}' --count 20 --rate 20"
+        ));
+    }
+
+    // 3. The bus owner dies. Nothing on this machine talks to the motors any more.
+    let killed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    bg.kill(serve);
+    println!("$ kill -9 <fcan serve>   at {killed:.6}");
+    std::thread::sleep(Duration::from_millis(1500));
+
+    // 4. A new bus owner asks the motors how they are (it writes the watchdog again when
+    // a motor answers after silence: answered by a feedback frame carrying the mode).
+    let serve2 = bg.start(&serve_argv, None, &cache);
+    bg.wait_log(serve2, "fcan serve: ready");
+    let start = Instant::now();
+    loop {
+        let r = rig.fcan("nodes --json");
+        let nodes = if r.code == 0 {
+            r.json_lines()
+        } else {
+            Vec::new()
+        };
+        let running = |id: u64| {
+            nodes
+                .iter()
+                .any(|n| n["id"] == id && n["phase"] == "running")
+        };
+        if running(10) && running(11) {
+            break;
+        }
+        bg.check_alive(&[fake, serve2]);
+        assert!(
+            start.elapsed() < BOUND,
+            "robstride10/11 not back: {}",
+            r.stdout
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    bg.check_alive(&[candump, fake, serve2]);
+    bg.interrupt(candump);
+
+    // 5. The capture, read by the manual's layout (not by fcan's decoder).
+    let text = std::fs::read_to_string(&capture).expect("the capture");
+    let frames: Vec<(f64, u32, Vec<u8>)> = text.lines().filter_map(capture_frame).collect();
+    println!("capture: {} RobStride-shaped frames", frames.len());
+    const CAN_TIMEOUT: [u8; 2] = [0x28, 0x70]; // index 0x7028, little-endian
+    for (motor, value) in [(10u32, 4000u32), (11, 0)] {
+        // Type 18 (write a parameter): bytes 0..2 the index, 4..8 the value (u32 LE, in
+        // 50 µs: 200 ms = 4000); type 3: enable.
+        let write = frames.iter().position(|(_, id, d)| {
+            rs_type(*id) == 18
+                && rs_request_to(*id) == motor
+                && d.len() == 8
+                && d[..2] == CAN_TIMEOUT
+                && d[4..8] == value.to_le_bytes()
+        });
+        let enable = frames
+            .iter()
+            .position(|(_, id, _)| rs_type(*id) == 3 && rs_request_to(*id) == motor);
+        let (Some(write), Some(enable)) = (write, enable) else {
+            panic!("motor {motor}: canTimeout write {write:?}, enable {enable:?} in the capture");
+        };
+        assert!(
+            write < enable,
+            "motor {motor}: canTimeout = {value} written (frame {write}) before the first enable (frame {enable})"
+        );
+    }
+    // After the kill, past the watchdog (200 ms, a margin for the emulated machine): the
+    // armed motor reports reset mode with no torque; the other still runs at speed.
+    let after = |motor: u32| -> Vec<&(f64, u32, Vec<u8>)> {
+        frames
+            .iter()
+            .filter(|(t, id, d)| {
+                *t > killed + 0.5
+                    && rs_type(*id) == 2
+                    && rs_feedback_from(*id) == motor
+                    && d.len() == 8
+            })
+            .collect()
+    };
+    let armed = after(10);
+    let off = after(11);
+    assert!(
+        !armed.is_empty() && !off.is_empty(),
+        "feedback after the kill: {} / {}",
+        armed.len(),
+        off.len()
+    );
+    let (_, id, d) = armed[0];
+    let (v, tau) = (
+        rs_feedback_scaled(d, 2, 20.0),
+        rs_feedback_scaled(d, 4, 60.0),
+    );
+    println!(
+        "robstride10 (watchdog 200 ms) after the kill: mode {}, {v:.3} rad/s, {tau:.3} N·m",
+        rs_feedback_mode(*id)
+    );
+    assert_eq!(
+        rs_feedback_mode(*id),
+        0,
+        "the armed motor dropped to reset mode"
+    );
+    assert!(tau.abs() < 0.01, "no torque in reset mode: {tau}");
+    let (_, id, d) = off[0];
+    let v = rs_feedback_scaled(d, 2, 20.0);
+    println!(
+        "robstride11 (watchdog off) after the kill: mode {}, {v:.3} rad/s",
+        rs_feedback_mode(*id)
+    );
+    assert_eq!(
+        rs_feedback_mode(*id),
+        2,
+        "the motor without a watchdog still runs"
+    );
+    assert!(v > 1.5, "and keeps its last command (2 rad/s): {v}");
+    drop(bg);
     keep(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }

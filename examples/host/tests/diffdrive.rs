@@ -57,7 +57,7 @@ fn drives_faults_on_a_pulled_node_and_recovers() {
             "active in",
             &pulling,
             "fault detected",
-            "FAULT: state right_wheel/",
+            "FAULT: feedback timeout (host side): state right_wheel/",
             "safe stop done: 10 safe batches sent",
             "re-provisioned",
             "fault cleared",

@@ -1,26 +1,29 @@
 //! What devices (or anything on the bus) send the device host: arbitrary frames from the
-//! bus and from the master, at arbitrary times, into a host with a RobStride motor and a
-//! MIT motor. Nothing may panic, and the host's queues stay bounded whatever comes.
+//! bus and from the master, at arbitrary times, into a host with every registered
+//! driver's example devices (`fcan_drivers::registry::DRIVERS`: a RobStride motor and MIT
+//! motors — Classical, and Damiao on CAN FD with and without BRS; the Damiao ones arm
+//! their command watchdog, so register answers are awaited and taken). Nothing may panic,
+//! and the host's queues stay bounded whatever comes. A driver registered in the table is
+//! fuzzed here with no edit to this file.
 //!
 //! Input: records of `kind u8, id u32 LE, len u8, data[len], dt u16 LE` (µs to advance).
 //! kind bit 0: from the bus (else from the master); bit 1: extended id; bit 2: FD.
-//! Each codec also decodes every frame directly.
+//! Each driver's codecs also decode every frame directly (`Driver::decode_any`).
 #![no_main]
 
 use fcan_core::frame::{CanId, Frame, Mtu};
+use fcan_drivers::registry::DRIVERS;
 use fcan_drivers::spec::{devices, DeviceSpec};
 use fcan_drivers::DeviceHost;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let specs = [
-        DeviceSpec::parse("robstride:id=1,model=RS03").unwrap(),
-        DeviceSpec::parse("mit:id=0x20,layout=damiao").unwrap(),
-        DeviceSpec::parse("mit:id=0x21,master=1").unwrap(),
-    ];
+    let specs: Vec<DeviceSpec> = DRIVERS
+        .iter()
+        .flat_map(|d| d.examples)
+        .map(|e| DeviceSpec::parse(e).unwrap())
+        .collect();
     let mut host = DeviceHost::new(Mtu::Fd, devices(&specs).unwrap()).unwrap();
-    let rs = fcan_drivers::robstride::model::Model::Rs03.ranges();
-    let mit = fcan_drivers::mit::wire::Ranges::default();
     let mut now: u64 = 0;
     let mut rest = data;
     while rest.len() >= 6 {
@@ -50,12 +53,9 @@ fuzz_target!(|data: &[u8]| {
             Frame::classic(id, &payload[..payload.len().min(8)])
         };
         let Ok(frame) = frame else { continue };
-        let _ = fcan_drivers::robstride::wire::decode(&frame, &rs);
-        let _ = fcan_drivers::robstride::wire::decode_request(&frame, &rs);
-        for layout in fcan_drivers::mit::wire::Layout::ALL {
-            let _ = fcan_drivers::mit::wire::decode_reply(&frame, layout, &mit);
+        for d in DRIVERS {
+            (d.decode_any)(&frame);
         }
-        let _ = fcan_drivers::mit::wire::decode_request(&frame, &mit);
         if kind & 1 != 0 {
             host.from_bus(now, &frame);
         } else {
@@ -73,7 +73,10 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = host.take_notes();
         let (to_bus, to_master) = host.queued();
-        assert!(to_bus <= fcan_drivers::host::QUEUE_LIMIT && to_master <= fcan_drivers::host::QUEUE_LIMIT);
+        assert!(
+            to_bus <= fcan_drivers::host::QUEUE_LIMIT
+                && to_master <= fcan_drivers::host::QUEUE_LIMIT
+        );
     }
     host.poll(now + 2_000_000);
 });

@@ -1,10 +1,24 @@
 //! A simulated MIT-mode motor: answers every frame addressed to it with one reply, as
 //! CubeMars, Damiao and the Mini Cheetah firmware do, and moves a simple rigid-body
 //! model with the MIT law while in motor mode.
+//!
+//! As a Damiao ([`Layout::Damiao`]) it also has register 9, `TIMEOUT`
+//! ([`wire::RID_TIMEOUT`]): written and read through `0x7FF` as the motors are
+//! ([`wire::register_write`], [`wire::register_read`]), answered on its master id, and
+//! honoured: an enabled motor that hears no frame addressed to it (on its id, or a
+//! register frame naming it) for `TIMEOUT` × 50 µs ([`wire::TIMEOUT_COUNTS_PER_MS`]: the
+//! unit the driver writes) drops out of motor mode and reports state `0xD`, lost
+//! communication, until a clear-error frame. It starts with `TIMEOUT` 0 (off).
+//!
+//! On CAN FD ([`SimMit::with_framing`]) it answers as a Damiao motor set to CAN FD: every
+//! reply an FD frame of DLC 8 (with BRS unless told otherwise), and it takes commands in
+//! either kind, as an FD controller receives both. Set to Classical CAN it ignores FD
+//! frames: a Classical controller cannot receive them (it error-frames them on a real
+//! bus).
 
 use fcan_core::frame::Frame;
 
-use super::wire::{self, Command, Feedback, Layout, Ranges, Request};
+use super::wire::{self, Command, Feedback, Framing, Layout, Ranges, Request, LOST_COMMUNICATION};
 use crate::sim::SimDevice;
 
 /// Rotor inertia seen at the output, kg·m². Small enough that gains in the usual ranges
@@ -34,6 +48,7 @@ pub struct SimMit {
     master_id: u16,
     layout: Layout,
     ranges: Ranges,
+    framing: Framing,
     enabled: bool,
     error: u8,
     command: Option<Command>,
@@ -42,6 +57,10 @@ pub struct SimMit {
     torque: f64,
     /// The time the model was last advanced to; `None` before the first frame.
     now_us: Option<u64>,
+    /// Damiao register 9, `TIMEOUT`, in counts of 50 µs (0: off).
+    timeout: u32,
+    /// When it last heard a frame addressed to it.
+    last_rx: Option<u64>,
 }
 
 impl SimMit {
@@ -53,6 +72,7 @@ impl SimMit {
             master_id,
             layout,
             ranges,
+            framing: Framing::Classic,
             enabled: false,
             error: 0,
             command: None,
@@ -60,7 +80,68 @@ impl SimMit {
             velocity: 0.0,
             torque: 0.0,
             now_us: None,
+            timeout: 0,
+            last_rx: None,
         }
+    }
+
+    /// What its `TIMEOUT` register holds (Damiao; counts of 50 µs, 0 = off).
+    pub fn timeout_register(&self) -> u32 {
+        self.timeout
+    }
+
+    /// A power cycle: out of motor mode, no error, `TIMEOUT` back to 0 (what a motor
+    /// whose flash was never written holds), at rest where it is.
+    pub fn reboot(&mut self) {
+        self.enabled = false;
+        self.error = 0;
+        self.command = None;
+        self.torque = 0.0;
+        self.velocity = 0.0;
+        self.timeout = 0;
+        self.last_rx = None;
+    }
+
+    /// When its command timeout expires: only a Damiao, enabled, with `TIMEOUT` set.
+    fn timeout_at(&self) -> Option<u64> {
+        let armed = self.layout == Layout::Damiao && self.enabled && self.timeout > 0;
+        let last = self.last_rx?;
+        armed.then(|| last.saturating_add(u64::from(self.timeout) * 50))
+    }
+
+    /// Cuts the motor off if its timeout expired by `now_us`: the model runs to the
+    /// moment it expired, then the motor leaves motor mode and reports `0xD`.
+    fn expire(&mut self, now_us: u64) {
+        if let Some(at) = self.timeout_at().filter(|&t| t <= now_us) {
+            self.advance(at);
+            self.enabled = false;
+            self.command = None;
+            self.torque = 0.0;
+            self.error = LOST_COMMUNICATION;
+        }
+    }
+
+    /// A register frame naming this motor: written or read, and answered.
+    fn register(&mut self, r: &wire::Register, out: &mut Vec<Frame>) {
+        if r.rid != wire::RID_TIMEOUT {
+            // The simulated motor has no other register: no answer, as for a frame it
+            // does not understand.
+            return;
+        }
+        if r.op == wire::REGISTER_WRITE {
+            self.timeout = r.value_u32();
+        }
+        out.push(
+            self.framing
+                .apply(wire::register_reply(self.master_id, r, self.timeout)),
+        );
+    }
+
+    /// The same motor on a bus of `framing`: its replies go as that framing says, and
+    /// set to [`Framing::Classic`] it ignores FD frames (see the module docs).
+    pub fn with_framing(mut self, framing: Framing) -> SimMit {
+        self.framing = framing;
+        self
     }
 
     /// Whether the motor is in motor mode (entered and not exited).
@@ -168,10 +249,27 @@ impl SimMit {
 
 impl SimDevice for SimMit {
     fn describe(&self) -> String {
-        format!("mit {} id {}", self.layout, self.id)
+        match self.framing {
+            Framing::Classic => format!("mit {} id {}", self.layout, self.id),
+            f => format!("mit {} id {} ({f})", self.layout, self.id),
+        }
     }
 
     fn receive(&mut self, now_us: u64, frame: &Frame, out: &mut Vec<Frame>) {
+        if frame.is_fd() && !self.framing.is_fd() {
+            return;
+        }
+        self.expire(now_us);
+        if self.layout == Layout::Damiao {
+            if let Some(r) = wire::decode_register_request(frame) {
+                if r.motor == self.id {
+                    self.advance(now_us);
+                    self.last_rx = Some(now_us);
+                    self.register(&r, out);
+                }
+                return;
+            }
+        }
         let Some((id, request)) = wire::decode_request(frame, &self.ranges) else {
             return;
         };
@@ -179,6 +277,7 @@ impl SimDevice for SimMit {
             return;
         }
         self.advance(now_us);
+        self.last_rx = Some(now_us);
         match request {
             Request::Enter => self.enabled = true,
             Request::Exit => {
@@ -195,18 +294,23 @@ impl SimDevice for SimMit {
             Request::Command(c) if self.enabled => self.command = Some(c),
             Request::Command(_) => {}
         }
-        out.push(wire::reply(
+        out.push(self.framing.apply(wire::reply(
             self.master_id,
             self.layout,
             &self.ranges,
             &self.feedback(),
-        ));
+        )));
     }
 
     fn poll_at(&self) -> Option<u64> {
         // These motors speak only when spoken to; the model advances on each frame.
-        None
+        // A Damiao's command timeout is the one thing that happens by itself.
+        self.timeout_at()
     }
 
-    fn poll(&mut self, _now_us: u64, _out: &mut Vec<Frame>) {}
+    fn poll(&mut self, now_us: u64, _out: &mut Vec<Frame>) {
+        // Silent, as the motor is: the next reply says 0xD.
+        self.expire(now_us);
+        self.advance(now_us);
+    }
 }

@@ -9,9 +9,9 @@
 //!
 //! # Command (master → motor)
 //!
-//! Standard 11-bit identifier = the motor's CAN id, Classical CAN, 8 bytes. Five values
-//! are mapped linearly onto unsigned integers and packed big-endian, most significant
-//! bits first:
+//! Standard 11-bit identifier = the motor's CAN id, Classical CAN (or CAN FD, see
+//! below), 8 bytes. Five values are mapped linearly onto unsigned integers and packed
+//! big-endian, most significant bits first:
 //!
 //! | byte | bits |
 //! |---|---|
@@ -42,6 +42,19 @@
 //! 12 bits in bytes 1..=5, with the same mapping; byte 0 and bytes 6..=7 depend on the
 //! [`Layout`].
 //!
+//! # CAN FD (Damiao)
+//!
+//! Damiao motors also run on CAN FD (the DM-J/DM-H manuals: "supports CAN FD, up to
+//! 5 Mbit/s"; OpenArm runs them at 1 Mbit/s nominal, 5 Mbit/s data). The frames do not
+//! change: the same 8 bytes on the same identifiers (command on the motor's id, reply
+//! on its master id, register frames on `0x7FF`), sent as FD frames of DLC 8 with bit-rate
+//! switching (`enactic/openarm_can`, `src/openarm/damiao_motor/dm_motor_device.cpp`:
+//! `create_canfd_frame` puts the unchanged payload in a `canfd_frame` of `len` 8 with
+//! `CANFD_BRS`, and its FD callback parses the reply with the same decoder as a
+//! Classical one). [`Framing`] says which kind a frame goes as; every builder here makes
+//! the Classical frame and [`Framing::apply`] turns it into the FD one. The decoders take
+//! either kind, by payload.
+//!
 //! MyActuator RMD "motion mode" takes the same command on identifier `0x400 + id` (pass
 //! that as `id` to [`command`]) and answers on `0x500 + id` with the motor id in byte 0
 //! and the same 5 bytes after it, so [`Layout::CubeMars`] reads its position, velocity
@@ -50,7 +63,7 @@
 use core::fmt;
 use core::str::FromStr;
 
-use fcan_core::frame::{CanId, Frame};
+use fcan_core::frame::{CanId, Frame, Mtu};
 
 /// The ranges the integers of a frame are mapped onto: each value `x` in `[min, max]`
 /// becomes `(x − min)·(2^bits − 1)/(max − min)`. Motor and master must agree on them
@@ -202,6 +215,63 @@ impl FromStr for Layout {
     }
 }
 
+/// How a motor's frames go on the bus: Classical CAN, or CAN FD with the same 8-byte
+/// payloads (Damiao on an FD bus; see the [module docs](self#can-fd-damiao)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Framing {
+    /// Classical CAN frames (every MIT motor).
+    #[default]
+    Classic,
+    /// CAN FD frames, DLC 8; `brs`: the data phase at the data bit rate (bit-rate
+    /// switching, as OpenArm sends them) or at the nominal rate throughout.
+    Fd {
+        /// Bit-rate switching.
+        brs: bool,
+    },
+}
+
+impl Framing {
+    /// `frame` (a Classical frame of 8 bytes or fewer, as every builder here makes) as
+    /// this framing sends it: unchanged for [`Framing::Classic`], else the same identifier
+    /// and payload in an FD frame (with BRS when `brs`).
+    pub fn apply(self, frame: Frame) -> Frame {
+        match self {
+            Framing::Classic => frame,
+            // 0..=8 bytes are all legal FD lengths: this cannot fail for our frames, and
+            // a frame that could not be an FD frame is left as it was.
+            Framing::Fd { brs } => match Frame::fd(frame.id(), frame.data()) {
+                Ok(fd) if brs => fd,
+                Ok(fd) => fd.without_brs(),
+                Err(_) => frame,
+            },
+        }
+    }
+
+    /// Whether these are CAN FD frames.
+    pub const fn is_fd(self) -> bool {
+        matches!(self, Framing::Fd { .. })
+    }
+
+    /// The kind of link these frames need.
+    pub const fn mtu(self) -> Mtu {
+        match self {
+            Framing::Classic => Mtu::Classic,
+            Framing::Fd { .. } => Mtu::Fd,
+        }
+    }
+}
+
+impl fmt::Display for Framing {
+    /// `classic`, `fd`, `fd without brs`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Framing::Classic => "classic",
+            Framing::Fd { brs: true } => "fd",
+            Framing::Fd { brs: false } => "fd without brs",
+        })
+    }
+}
+
 /// The largest integer of a `bits`-wide field; `bits` is taken as 1..=32 so that no
 /// input can overflow a shift.
 fn top(bits: u32) -> u64 {
@@ -343,7 +413,8 @@ fn unpack_pvt(d: &[u8], ranges: &Ranges) -> (f32, f32, f32) {
 }
 
 /// A standard-id frame's payload, or `None` for an extended one. FD frames are taken
-/// too: Damiao sells CAN FD motors, and the payload is the same.
+/// too, with or without BRS: Damiao motors on an FD bus send the same payload in an FD
+/// frame of DLC 8 ([`Framing`]).
 fn standard_payload(frame: &Frame) -> Option<(u16, &[u8])> {
     match frame.id() {
         CanId::Standard(id) => Some((id, frame.data())),
@@ -482,4 +553,138 @@ pub fn reply(master_id: u16, layout: Layout, ranges: &Ranges, fb: &Feedback) -> 
         }
     }
     classic(master_id, &data)
+}
+
+// ---------------------------------------------------------------------------------------
+// Damiao registers
+// ---------------------------------------------------------------------------------------
+
+/// The standard identifier every Damiao register frame goes to, whichever the motor
+/// (`enactic/openarm_can`, `include/openarm/damiao_motor/dm_motor_control.hpp`, the
+/// tables above `pack_query_param_data` and `pack_write_param_data`; `cmjang/DM_Control_Python`,
+/// `DM_CAN.py`, `__read_RID_param` and `__write_motor_param`). fcan never uses standard
+/// identifiers from `0x400` up (docs/protocol.md §2: data identifiers are
+/// `0x100..=0x3FF`), so it is free.
+pub const REGISTER_ID: u16 = 0x7FF;
+/// Byte 2 of a register read (and of the motor's answer to one).
+pub const REGISTER_READ: u8 = 0x33;
+/// Byte 2 of a register write (and of the motor's answer to one).
+pub const REGISTER_WRITE: u8 = 0x55;
+/// Damiao register 9, `TIMEOUT`: the motor's command timeout, a `u32` count, 0 = off
+/// (`DM_variable.TIMEOUT = 9` of `DM_CAN.py`, `RID::TIMEOUT = 9` of openarm_can's
+/// `dm_motor_constants.hpp`; "Timeout Alarm Time, RW, [0, 2^32-1], uint32" in
+/// DM_Control_Python's register table). A motor that times out reports state `0xD`,
+/// lost communication. The unit of a count is not settled by a Damiao document we
+/// could read: see [`TIMEOUT_COUNTS_PER_MS`].
+pub const RID_TIMEOUT: u8 = 9;
+/// How many `TIMEOUT` counts make a millisecond, as the driver writes them: 20, a count
+/// of 50 µs (`jia-xie/python-damiao-driver`, `damiao_motor/core/motor.py`: "1 unit = 50
+/// microseconds", `set_can_timeout` writes `timeout_ms × 20`; a summary of Synria's
+/// Gloria-M documentation says the same), whereas another Damiao register table gives
+/// milliseconds. Written as 50 µs counts, a firmware that counts milliseconds times
+/// out 20 times **later** than asked — still armed, never sooner: a watchdog that fired
+/// too soon would stop a healthy motor between two commands.
+pub const TIMEOUT_COUNTS_PER_MS: u32 = 20;
+
+/// The Damiao state a motor reports once its command timeout expired: `0xD`, lost
+/// communication (see [`Layout::Damiao`]). It stays until a clear-error frame
+/// ([`clear_error`]).
+pub const LOST_COMMUNICATION: u8 = 0xD;
+
+/// A Damiao register frame, as the master sends it or the motor answers it:
+/// `[id lo, id hi, op, RID, value (4 bytes, little-endian)]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Register {
+    /// The motor's CAN id (bytes 0–1, little-endian).
+    pub motor: u16,
+    /// [`REGISTER_READ`] or [`REGISTER_WRITE`].
+    pub op: u8,
+    /// The register id.
+    pub rid: u8,
+    /// Bytes 4–7: the value (a `u32` or an `f32`, little-endian; zero in a read).
+    pub value: [u8; 4],
+}
+
+impl Register {
+    /// The value as the `u32` registers hold it (`TIMEOUT`, `MST_ID` …).
+    pub fn value_u32(&self) -> u32 {
+        u32::from_le_bytes(self.value)
+    }
+
+    fn bytes(&self) -> [u8; 8] {
+        let [lo, hi] = self.motor.to_le_bytes();
+        let [a, b, c, d] = self.value;
+        [lo, hi, self.op, self.rid, a, b, c, d]
+    }
+}
+
+/// Writes `value` into register `rid` of motor `id` (its CAN id): `0x7FF`,
+/// `[id lo, id hi, 0x55, rid, value LE]`. The motor answers on its master id with the
+/// same layout (`0x55`).
+pub fn register_write(id: u16, rid: u8, value: u32) -> Frame {
+    let r = Register {
+        motor: id,
+        op: REGISTER_WRITE,
+        rid,
+        value: value.to_le_bytes(),
+    };
+    classic(REGISTER_ID, &r.bytes())
+}
+
+/// Reads register `rid` of motor `id`: `0x7FF`, `[id lo, id hi, 0x33, rid, 0, 0, 0, 0]`.
+/// The motor answers on its master id with `[id lo, id hi, 0x33, rid, value LE]`.
+pub fn register_read(id: u16, rid: u8) -> Frame {
+    let r = Register {
+        motor: id,
+        op: REGISTER_READ,
+        rid,
+        value: [0; 4],
+    };
+    classic(REGISTER_ID, &r.bytes())
+}
+
+fn register_of(d: &[u8]) -> Option<Register> {
+    if d.len() != 8 || !matches!(d[2], REGISTER_READ | REGISTER_WRITE) {
+        return None;
+    }
+    Some(Register {
+        motor: u16::from_le_bytes([d[0], d[1]]),
+        op: d[2],
+        rid: d[3],
+        value: [d[4], d[5], d[6], d[7]],
+    })
+}
+
+/// Decodes a register request a master sent (for the simulated motor): a standard
+/// frame to [`REGISTER_ID`] of 8 bytes with byte 2 `0x33` or `0x55`, or `None`. Never
+/// panics.
+pub fn decode_register_request(frame: &Frame) -> Option<Register> {
+    match standard_payload(frame)? {
+        (REGISTER_ID, d) => register_of(d),
+        _ => None,
+    }
+}
+
+/// Decodes `frame` as a motor's answer to a register frame: 8 bytes, byte 2 `0x33` or
+/// `0x55` (openarm_can's `parse_motor_param_data` checks exactly this). The identifier is
+/// not checked (it is the master id, shared with the MIT replies).
+///
+/// **The layout alone cannot tell a register answer from an MIT reply**: a reply whose
+/// position bits put `0x33` or `0x55` in byte 2 decodes here too. openarm_can tells them
+/// apart by what it asked (its device's callback mode, `STATE` or `PARAM`); so does the
+/// driver: it takes a frame as a register answer only while it waits for one, from its
+/// own motor (bytes 0–1), for the register it asked. Never panics.
+pub fn decode_register_reply(frame: &Frame) -> Option<Register> {
+    let (_, d) = standard_payload(frame)?;
+    register_of(d)
+}
+
+/// The answer a Damiao motor whose master id is `master_id` sends to register frame `r`
+/// (what the simulated motor sends): `r`'s layout, with `value`.
+pub fn register_reply(master_id: u16, r: &Register, value: u32) -> Frame {
+    let r = Register {
+        value: value.to_le_bytes(),
+        ..*r
+    };
+    classic(master_id, &r.bytes())
 }

@@ -53,6 +53,36 @@ use crate::spec::{DeviceSpec, SpecError};
 /// The schema the driver ships, compiled at build time.
 pub const BLOB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/robstride.bin"));
 
+/// The driver, as [`crate::registry::DRIVERS`] lists it.
+pub const DRIVER: crate::registry::Driver = crate::registry::Driver {
+    name: "robstride",
+    about: "RobStride RS00–RS06 (private protocol, 29-bit ids, Classical CAN)",
+    keys: &[
+        "id",
+        "model",
+        "host",
+        "node",
+        "name",
+        "pmax",
+        "vmax",
+        "tmax",
+        "kpmax",
+        "kdmax",
+        "watchdog_ms",
+        "watchdog",
+        "report_ms",
+    ],
+    from_spec: |spec| Ok(Box::new(RobStride::from_spec(spec)?)),
+    simulated: RobStride::simulated,
+    blob: BLOB,
+    examples: &["robstride:id=1,model=RS03"],
+    decode_any: |frame| {
+        let ranges = Model::Rs03.ranges();
+        let _ = wire::decode(frame, &ranges);
+        let _ = wire::decode_request(frame, &ranges);
+    },
+};
+
 /// While the motor is silent: how often it is asked for its id.
 pub const PROBE_US: u64 = 500_000;
 /// While it answers: how often VBUS and the mechanical position are read.
@@ -64,6 +94,12 @@ pub const LOST_US: u64 = 1_000_000;
 pub const CONFIRM_US: u64 = 800_000;
 /// The gap after which the position unwrap starts again from the frame's value.
 pub const UNWRAP_GAP_US: u64 = 1_000_000;
+/// Active reporting (`report_ms=`): the shortest period, its step and the longest
+/// (`EPScan_time` is a u16: 10 ms + (65535 − 1) × 5 ms).
+const REPORT_MIN_MS: u32 = 10;
+const REPORT_STEP_MS: u32 = 5;
+const REPORT_MAX_MS: u32 = REPORT_MIN_MS + (u16::MAX as u32 - 1) * REPORT_STEP_MS;
+
 /// The command watchdog armed when the spec says nothing (`watchdog_ms=`), ms.
 pub const WATCHDOG_DEFAULT_MS: u32 = 200;
 /// `canTimeout` counts 50 µs (parameter table, EN manual §4.1.13: 20000 = 1 s).
@@ -102,7 +138,7 @@ struct Layout {
     params: Vec<Option<(u16, ParamType)>>,
 }
 
-/// One RobStride motor. See the [module docs](self).
+/// One RobStride motor. See the module docs.
 #[derive(Debug)]
 pub struct RobStride {
     motor: u8,
@@ -128,6 +164,10 @@ pub struct RobStride {
     pending: [Option<(Await, u64)>; 4],
     refused: u64,
     watchdog: Watchdog,
+    /// Active reporting (type 24) asked with `report_ms=`: the `EPScan_time` value that
+    /// gives its period (`10 ms + (n − 1) × 5 ms`), `None` when off (the default: the
+    /// motor then reports only in reply to a command).
+    report: Option<u16>,
     /// When the driver last sent the motor anything.
     last_tx: u64,
     /// The mode of its last feedback (0 reset, 2 run).
@@ -183,7 +223,7 @@ impl RobStride {
                 }
             }
         };
-        let (schema, blob) = crate::spec::device_schema("robstride", BLOB, &who, name, bound)?;
+        let (schema, blob) = crate::spec::device_schema(DRIVER.name, BLOB, &who, name, bound)?;
         let layout = Layout::of(&schema.types[0]).map_err(missing)?;
         Ok(RobStride {
             watchdog: Watchdog::Armed {
@@ -210,6 +250,7 @@ impl RobStride {
             vbus: f32::NAN,
             pending: [None; 4],
             refused: 0,
+            report: None,
         })
     }
 
@@ -221,11 +262,38 @@ impl RobStride {
         let node = keys.node(u32::from(motor))?;
         let name = keys.string("name")?;
         let watchdog = Self::watchdog_key(&mut keys)?;
+        let report = Self::report_key(&mut keys)?;
         keys.finish()?;
-        Ok(
-            RobStride::with(motor, host, model, ranges, node, name.as_deref())?
-                .with_watchdog(watchdog),
-        )
+        let mut motor = RobStride::with(motor, host, model, ranges, node, name.as_deref())?
+            .with_watchdog(watchdog);
+        motor.report = report;
+        Ok(motor)
+    }
+
+    /// `report_ms=N`: the motor reports its feedback every N ms by itself (type 24
+    /// active reporting, period `EPScan_time`: 10 ms + 5 ms steps, EN manual §4.1 type 24
+    /// and parameter 0x7026), so `topic echo` of its feedback shows samples with no
+    /// command sent. Off by default, as the motor ships.
+    fn report_key(keys: &mut crate::spec::Keys<'_>) -> Result<Option<u16>, SpecError> {
+        let Some(ms) = keys.uint("report_ms", REPORT_MAX_MS)? else {
+            return Ok(None);
+        };
+        if ms < REPORT_MIN_MS || (ms - REPORT_MIN_MS) % REPORT_STEP_MS != 0 {
+            return Err(keys.error(
+                "report_ms",
+                &format!(
+                    "= {ms}: the motor reports every 10 ms + a multiple of 5 ms (10, 15, 20, …, {REPORT_MAX_MS})"
+                ),
+            ));
+        }
+        // ≤ REPORT_MAX_MS, so n fits a u16.
+        Ok(Some(((ms - REPORT_MIN_MS) / REPORT_STEP_MS + 1) as u16))
+    }
+
+    /// The active-reporting period asked with `report_ms=`, if any.
+    pub fn report_ms(&self) -> Option<u32> {
+        self.report
+            .map(|n| REPORT_MIN_MS + (u32::from(n) - 1) * REPORT_STEP_MS)
     }
 
     fn watchdog_key(keys: &mut crate::spec::Keys<'_>) -> Result<Watchdog, SpecError> {
@@ -376,6 +444,7 @@ impl RobStride {
         let _ = keys.uint("node", 0x7E)?;
         let _ = keys.string("name")?;
         let _ = Self::watchdog_key(&mut keys)?;
+        let _ = Self::report_key(&mut keys)?;
         keys.finish()?;
         Ok(Box::new(
             super::sim::SimMotor::new(motor, model).with_host(host),
@@ -510,7 +579,7 @@ impl Layout {
 
 impl Device for RobStride {
     fn driver(&self) -> &'static str {
-        "robstride"
+        DRIVER.name
     }
 
     fn describe(&self) -> String {
@@ -593,6 +662,15 @@ impl Device for RobStride {
             let value = wire::value_u32(self.can_timeout());
             self.tx(now, io, wire::param_write(host, motor, CAN_TIMEOUT, value));
             self.tx(now, io, wire::param_read(host, motor, CAN_TIMEOUT));
+            if let Some(n) = self.report {
+                // Active reporting lives in the motor's RAM too: its period, then on.
+                self.tx(
+                    now,
+                    io,
+                    wire::param_write(host, motor, model::EPSCAN_TIME, wire::value_u16(n)),
+                );
+                self.tx(now, io, wire::active_report(host, motor, true));
+            }
         }
         if let Reply::Param {
             index: CAN_TIMEOUT,

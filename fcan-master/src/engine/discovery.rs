@@ -10,6 +10,10 @@ use crate::cache::Lookup;
 
 impl Engine {
     pub(super) fn on_announce(&mut self, node: u8, a: &Announce, at: u64) {
+        if self.leaving {
+            // A master on its way out acknowledges nobody: the next one will.
+            return;
+        }
         self.events.push_back(Event::Announced {
             node: nid(node),
             boot_id: a.boot_id,

@@ -495,6 +495,8 @@ pub struct Engine {
     discover_last: [Option<u64>; 128],
     /// Start of the current one-second window and the DISCOVERs sent in it.
     discover_window: (u64, u32),
+    /// [`Engine::leave`] was called: no node is acknowledged or provisioned any more.
+    leaving: bool,
 }
 
 const ROUTES: usize = 0x800;
@@ -558,6 +560,7 @@ impl Engine {
             blobs: Default::default(),
             discover_last: [None; 128],
             discover_window: (0, 0),
+            leaving: false,
         }
     }
 
@@ -635,6 +638,44 @@ impl Engine {
     /// link ([`Engine::pop_frame`]) so far, at [`EngineConfig::rates`].
     pub fn bus_busy(&self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.bus_busy_ns)
+    }
+
+    /// The master leaves the bus on purpose (a one-shot command ending, a daemon shut
+    /// down): every running node is sent FRAME_DEFINE index 0, which takes it back to
+    /// PROVISIONED — data stopped at once, its master-lost watchdog off — so its error
+    /// summary does not count a lost master (docs/protocol.md §5.4). Pending requests
+    /// fail, nothing is acknowledged or provisioned from here on. Returns how many nodes
+    /// were asked; [`Engine::leaving`] tells when all have answered or their retries ran
+    /// out (a node that never hears it stops by its watchdog, as before).
+    pub fn leave(&mut self, now: u64) -> usize {
+        self.tick(now);
+        self.leaving = true;
+        let running: Vec<u8> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.phase == Phase::Running && n.plan.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        for &id in &running {
+            self.fail_user_requests(id, CallError::NodeLost(nid(id)));
+            if let Some(n) = self.nodes.get_mut(&id) {
+                requeue_in_flight(n);
+                n.steps.clear();
+                n.in_flight = None;
+                n.steps.push_back(Step::Leave);
+            }
+            self.next_step(id, now);
+        }
+        running.len()
+    }
+
+    /// Whether a node asked to leave ([`Engine::leave`]) has not answered yet and may
+    /// still be asked again.
+    pub fn leaving(&self) -> bool {
+        self.nodes.values().any(|n| {
+            n.steps.contains(&Step::Leave)
+                || n.in_flight.as_ref().is_some_and(|f| f.step == Step::Leave)
+        })
     }
 
     /// Moves the engine's "now" forward (never back).
@@ -803,6 +844,10 @@ impl Engine {
                 if f.tries >= retries {
                     let step = f.step.clone();
                     n.in_flight = None;
+                    if step == Step::Leave {
+                        // Not answered: the node stops by its own watchdog instead.
+                        return;
+                    }
                     if let Some(req) = user_request(&step) {
                         self.pending_user.remove(&req);
                         self.events.push_back(Event::ParamDone {

@@ -131,6 +131,11 @@ pub(crate) enum Step {
         req: u64,
     },
     Start,
+    /// The master leaves: FRAME_DEFINE index 0 (the plan's first frame again) takes a
+    /// RUNNING node back to PROVISIONED — data stopped at once, the master-lost watchdog
+    /// off — so a master that goes on purpose leaves no `master_lost` behind
+    /// (docs/protocol.md §5.4).
+    Leave,
 }
 
 impl std::fmt::Display for Step {
@@ -139,6 +144,7 @@ impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Step::FrameDefine(i) => write!(f, "FRAME_DEFINE of frame {i}"),
+            Step::Leave => f.write_str("FRAME_DEFINE of frame 0 (the master leaves)"),
             Step::ParamSet {
                 block,
                 param,

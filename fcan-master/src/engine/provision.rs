@@ -144,8 +144,12 @@ impl Engine {
         let mtu = rec.mode.mtu();
         let dest = NodeId::new(node).unwrap_or(NodeId::BROADCAST);
         match step {
-            Step::FrameDefine(k) => {
-                let Some(f) = rec.plan.as_ref().and_then(|p| p.frames.get(*k)).cloned() else {
+            Step::FrameDefine(_) | Step::Leave => {
+                let k = match step {
+                    Step::FrameDefine(k) => *k,
+                    _ => 0,
+                };
+                let Some(f) = rec.plan.as_ref().and_then(|p| p.frames.get(k)).cloned() else {
                     return;
                 };
                 let msg = ConfigMessage::FrameDefine(FrameDefine {
@@ -200,6 +204,8 @@ impl Engine {
             return;
         };
         match (step, r.code) {
+            // Answered either way: the node stopped (ACK) or will stop by its watchdog.
+            (Step::Leave, _) => return,
             (Step::Start, ResultCode::Ok) => {
                 rec.reacks = 0;
                 rec.phase = Phase::Running;
@@ -322,7 +328,7 @@ impl Engine {
 
 pub(super) fn step_opcode(step: &Step) -> Opcode {
     match step {
-        Step::FrameDefine(_) => Opcode::FrameDefine,
+        Step::FrameDefine(_) | Step::Leave => Opcode::FrameDefine,
         Step::ParamSet { .. } => Opcode::ParamSet,
         Step::ParamGet { .. } => Opcode::ParamGet,
         Step::Start => Opcode::Start,

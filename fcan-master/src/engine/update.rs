@@ -534,13 +534,30 @@ impl Engine {
         let Some(schema) = rec.schema.as_ref().map(|s| s.digest) else {
             return;
         };
-        let (restored, dropped) = rec.carried.take().unwrap_or_default();
+        // Carried to a new schema (`carry_params`), or, with the same schema, every
+        // parameter set so far, set again under its number as after any reboot (the
+        // report said "restored: none" when one was kept).
+        let same_schema = run.old_schema == Some(schema);
+        let (restored, dropped) = rec.carried.take().unwrap_or_else(|| {
+            let same = rec.schema.as_ref().filter(|_| same_schema);
+            let restored = same.map_or_else(Vec::new, |s| {
+                let name = s.schema.node_name(node);
+                rec.user_params
+                    .keys()
+                    .filter_map(|&(block, param)| {
+                        let (ns, p) = param_decl(s, block, param)?;
+                        Some(fcan_core::numbering::param_path(&name, &ns, &p.name))
+                    })
+                    .collect()
+            });
+            (restored, Vec::new())
+        });
         rec.firmware_version = Some(run.session.image().version().to_owned());
         rec.version_query = None;
         let report = UpdateReport {
             version: run.session.image().version().to_owned(),
             schema,
-            schema_changed: run.old_schema != Some(schema),
+            schema_changed: !same_schema,
             restored,
             dropped,
         };

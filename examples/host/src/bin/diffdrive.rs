@@ -69,7 +69,7 @@ struct Args {
     /// Seconds of driving before the node is pulled (and after recovery).
     #[arg(long, default_value_t = 3.0)]
     drive: f64,
-    /// Do not pull a node: drive, then deactivate.
+    /// Do not pull a node: drive, then stop and deactivate.
     #[arg(long)]
     no_pull: bool,
     /// What drives the right wheel: `board` (an fcan motor driver) or `robstride` (a
@@ -232,8 +232,10 @@ fn run(args: &Args, rt: &tokio::runtime::Runtime) -> Result<(), Box<dyn std::err
             }
             Err(e) => return Err(e),
         }
-        handle.block_on(cycle.deactivate())?;
-        println!("deactivated: wheels commanded to their safe values");
+        // Stop, then deactivate (`deactivate` alone would leave the wheels on their last
+        // command: it flushes the commands once and stops nothing).
+        handle.block_on(cycle.safe_stop())?;
+        println!("stopped and deactivated: wheels commanded to their safe values");
         print_stats(&cycle);
         Ok(())
     });
