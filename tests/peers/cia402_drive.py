@@ -210,7 +210,9 @@ class Drive:
                 self.hb_seen.clear()
                 self.hb_lost.clear()
                 emit(event="nmt", command=cmd, state="INITIALISING")
-                # NmtSlave sent the boot-up already; a CiA 301 node then enters pre-op.
+                # NmtSlave only took the state: the boot-up message, then pre-operational
+                # by itself (CiA 301), the heartbeat per 0x1017 as it is after the reset.
+                self.node.nmt.send_command(cmd)
                 self.node.nmt.send_command(0x80)
             elif cmd == 0x01:
                 self.start_pdos()
@@ -640,6 +642,14 @@ def self_check(args):
             beats = [f for f in frames if f[1] == 0x705 and t0 <= f[0]]
         check(8 <= len(beats) <= 12 and all(b[2] == bytes([0x7F]) for b in beats),
               "self-check: heartbeat every 100 ms (0x1017) in pre-operational", beats)
+        t_reset = time.monotonic()
+        node.nmt.send_command(0x81)
+        time.sleep(0.5)
+        with lock:
+            after = [f for f in frames if f[1] == 0x705 and f[0] > t_reset]
+        check(after and after[0][2] == b"\x00" and len(after) == 1 and node.sdo[0x1017].raw == 0,
+              "self-check: NMT reset node -> boot-up, 0x1017 back to the EDS's 0 (no heartbeat)", after)
+        node.sdo[0x1017].raw = 100
         node.nmt.state = "OPERATIONAL"
         check(node.nmt.wait_for_heartbeat(1) == "OPERATIONAL", "self-check: NMT start -> heartbeat 05")
         try:
