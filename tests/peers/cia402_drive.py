@@ -74,6 +74,7 @@ import signal
 import subprocess
 import tempfile
 import json
+import math
 import struct
 import sys
 import threading
@@ -99,6 +100,8 @@ STATUS_BITS = {
     FAULT: 0x0008,
 }
 CSP = 8
+ENCODER_INCREMENTS = 4096
+STATE_CODES = {NRTSO: 0, SOD: 1, RTSO: 2, SO: 3, OE: 4, QSA: 5, FRA: 6, FAULT: 7}  # the driver's status.state
 OPERATIONAL, PRE_OPERATIONAL, STOPPED = 5, 127, 4
 SYNC_DEFAULT = 0x80
 
@@ -138,6 +141,11 @@ class Drive:
         self.net.connect(interface="udp_multicast", channel=args.group, port=args.port, fd=True,
                          can_filters=[{"can_id": 0, "can_mask": 0, "extended": False}])
         self.net.add_node(self.node)
+        # What kind of frame each CANopen service came in: a CiA 301 drive speaks
+        # Classical CAN (an FD frame is an error frame to it). fcan's data plane
+        # (0x100-0x3FF) is fcan's own business.
+        self.fd_ids = set()
+        self.net.notifier.add_listener(self)
         self.node.add_write_callback(self.on_write)
         self.net.subscribe(0, self.on_nmt)  # after NmtSlave's own, which changes the state
         self.sync_cob = None
@@ -152,6 +160,17 @@ class Drive:
             if nid != self.id:
                 self.net.subscribe(0x700 + nid, self.on_heartbeat)
         self.reset_application()
+
+    def on_message_received(self, msg):  # a python-can Listener, beside canopen's
+        if msg.is_fd and not msg.is_extended_id and not 0x100 <= msg.arbitration_id <= 0x3FF:
+            if msg.arbitration_id not in self.fd_ids:
+                self.fd_ids.add(msg.arbitration_id)
+                emit(event="fd_frame", id=msg.arbitration_id, len=len(msg.data), brs=msg.bitrate_switch)
+
+    __call__ = on_message_received  # python-can's Notifier calls its listeners
+
+    def stop(self):
+        pass
 
     # -- object dictionary -------------------------------------------------------------
 
@@ -177,8 +196,12 @@ class Drive:
             self.put(0x6040, 0, 0)
             self.put(0x6064, 0, self.args.start_position)
             self.put(0x606C, 0, 0)
+            self.put(0x6077, 0, 0)  # torque actual, if the EDS has it
             self.put(0x6061, 0, self.get(0x6060) if self.has(0x6060) else 0)
             self.put(0x1001, 0, 0)
+            # The EDS gives the encoder resolution no value (it is the device's): ours.
+            if self.has(0x608F):
+                self.put(0x608F, 1, self.args.encoder_increments)
             self.state = NRTSO
             self.update_statusword()
             self.set_state(SOD, "transition 1 (automatic)")
@@ -488,7 +511,7 @@ class Drive:
                  statusword=self.get(0x6041), controlword=self.get(0x6040),
                  mode=self.get(0x6061), position=self.get(0x6064), target=self.get(0x607A),
                  velocity=self.get(0x606C), heartbeat_ms=self.get(0x1017),
-                 consumers=self.consumer_entries(), silent=self.net.silent)
+                 consumers=self.consumer_entries(), silent=self.net.silent, fd_ids=sorted(self.fd_ids))
 
     def go_silent(self):
         with self.lock:
@@ -765,12 +788,12 @@ def json_lines(text):
 class Serve:
     """`fcan serve` with its log (stderr and stdout) collected."""
 
-    def __init__(self, args, eds):
+    def __init__(self, args, eds, bus=None):
         spec = f"cia402:id=5,eds={eds},mode=csp"
         self.lines = []
         self.lock = threading.Lock()
         self.p = subprocess.Popen(
-            [args.fcan, "serve", "--bus", args.bus, "--device", spec, "--listen", args.endpoint, "--no-cache"],
+            [args.fcan, "serve", "--bus", bus or args.bus, "--device", spec, "--listen", args.endpoint, "--no-cache"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info")))
         threading.Thread(target=self._read, daemon=True).start()
@@ -826,18 +849,42 @@ def find_node(args, want, timeout):
     return False, row
 
 
+def status_samples(args, name, n, timeout=10):
+    r = fcan_cli(args, "--json", "topic", "echo", f"/{name}/cia402/status", "-n", str(n), "--timeout", str(timeout),
+                 timeout=timeout + 20)
+    return r, [x["value"] for x in json_lines(r.stdout) if "value" in x]
+
+
+def call(args, name, service):
+    r = fcan_cli(args, "--json", "service", "call", f"/{name}/cia402/{service}", "{}", timeout=30)
+    rows = json_lines(r.stdout)
+    ok = r.returncode == 0 and rows and (rows[0].get("response") or {}).get("success") is True
+    return ok, r.stdout + r.stderr
+
+
+def wait_running(args, drive, serve, since, what):
+    op = drive.wait(lambda e: e["event"] == "nmt" and e.get("state") == "OPERATIONAL", 30, since)
+    check(op is not None, f"fcan: {what}: the driver took the drive to NMT operational",
+          drive.tail() + "\n  serve: " + serve.log())
+    ok, row = find_node(args, lambda r: r.get("phase") == "running", 20)
+    check(ok and row.get("driver") == "cia402", f"fcan: {what}: `fcan nodes` lists node 5 running, driver cia402",
+          row)
+    return row
+
+
 def fcan_run(args):
     """fcan's bus owner drives the drive over the bus; the CLI says what it sees."""
     drive = DriveProcess(args.eds, args.port, args.group)
     serve = None
+    stopped = True
+    rad_per_inc = 2 * math.pi / ENCODER_INCREMENTS  # the driver's documented conversion, gear 1
     try:
         check(drive.wait(lambda e: e["event"] == "ready", 15) is not None, "fcan: the drive started", drive.tail())
         serve = Serve(args, args.eds)
-        # NMT operational.
-        op = drive.wait(lambda e: e["event"] == "nmt" and e.get("state") == "OPERATIONAL", 30)
-        check(op is not None, "fcan: the driver took the drive to NMT operational",
-              drive.tail() + "\n  serve: " + serve.log())
-        pdo = drive.wait(lambda e: e["event"] == "pdo", 1)
+        row = wait_running(args, drive, serve, 0, "first bus owner")
+        name = row.get("name")
+        check(name == "drive5", "fcan: the node is named drive5", name)
+        pdo = [e for e in drive.events if e["event"] == "pdo"][-1]
         mapped_r = {m[0] for r in pdo["rpdo"] if r["valid"] for m in r["map"]}
         mapped_t = {m[0] for t in pdo["tpdo"] if t["valid"] for m in t["map"]}
         check({0x6040, 0x607A} <= mapped_r and {0x6041, 0x6064} <= mapped_t,
@@ -845,43 +892,43 @@ def fcan_run(args):
               "0x6041, 0x6064 (TPDO)", json.dumps(pdo))
         cobs = [r["cob_id"] for r in pdo["rpdo"] + pdo["tpdo"] if r["valid"]]
         check(all(not 0x100 <= c <= 0x3FF for c in cobs),
-              "fcan: every valid PDO COB-ID is outside fcan's data plane 0x100-0x3FF", cobs)
+              "fcan: every valid PDO COB-ID is outside fcan's data plane 0x100-0x3FF", [hex(c) for c in cobs])
         sync_types = [t["type"] for t in pdo["tpdo"] if t["valid"] and {0x6041, 0x6064} & {m[0] for m in t["map"]}]
         check(sync_types and all(1 <= t <= 240 for t in sync_types),
               "fcan: the TPDOs carrying statusword/position are synchronous (type 1-240)", sync_types)
-        ok, row = find_node(args, lambda r: r.get("phase") == "running", 20)
-        check(ok and row.get("driver") == "cia402", "fcan: `fcan nodes` lists node 5 running, driver cia402", row)
-        name = row.get("name")
-        check(name == "drive5", "fcan: the node is named drive5", name)
-        # Enable -> Operation enabled.
-        r = fcan_cli(args, "--json", "service", "call", f"/{name}/cia402/enable", "{}", timeout=30)
-        check(r.returncode == 0, "fcan: service call enable answered", r.stdout + r.stderr)
         st = drive.dump()
-        check(st and st["state"] == OE and st["statusword"] & 0x6F == 0x27,
+        check(st["heartbeat_ms"] > 0 and st["consumers"] and st["consumers"][0][1] > 0,
+              "fcan: the driver set the drive's heartbeat producer (0x1017) and consumer (0x1016)", st)
+        # Enable -> Operation enabled.
+        ok, out = call(args, name, "enable")
+        check(ok, "fcan: service call enable answered success", out)
+        st = drive.dump()
+        check(st["state"] == OE and st["statusword"] & 0x6F == 0x27,
               "fcan: the drive is in Operation enabled (statusword xx1x 0111) after enable", st)
         check(st["mode"] == CSP, "fcan: the drive is in CSP (0x6061 = 8)", st)
-        r = fcan_cli(args, "--json", "topic", "echo", f"/{name}/cia402/status", "-n", "3", "--timeout", "10")
-        samples = [x["value"] for x in json_lines(r.stdout) if "value" in x]
-        check(r.returncode == 0 and len(samples) == 3, "fcan: /drive5/cia402/status has samples",
-              r.stdout + r.stderr)
-        check(all(s.get("statusword", 0) & 0x6F == 0x27 for s in samples),
-              "fcan: status samples carry the drive's statusword (Operation enabled)", samples)
+        r, samples = status_samples(args, name, 3)
+        check(r.returncode == 0 and len(samples) == 3, "fcan: /drive5/cia402/status has samples", r.stdout + r.stderr)
+        check(all(x.get("statusword", 0) & 0x6F == 0x27 and x.get("state") == STATE_CODES[OE] and x.get("mode") == CSP
+                  for x in samples),
+              "fcan: status samples say Operation enabled (statusword, state 4) in CSP (mode 8)", samples)
         start_pos = st["position"]
         # CSP target: position actual follows.
         target = float(args.target)
+        want_inc = target / rad_per_inc
         r = fcan_cli(args, "topic", "pub", f"/{name}/cia402/command",
                      json.dumps({"position": target, "velocity": 0, "torque": 0}))
         check(r.returncode == 0, "fcan: topic pub command accepted", r.stdout + r.stderr)
         time.sleep(1.5)
         st2 = drive.dump()
-        check(st2["position"] != start_pos and st2["position"] == st2["target"],
-              "fcan: the drive's position actual moved and settled on the target the driver wrote",
-              (st, st2))
-        r = fcan_cli(args, "--json", "topic", "echo", f"/{name}/cia402/status", "-n", "2", "--timeout", "10")
-        samples = [x["value"] for x in json_lines(r.stdout) if "value" in x]
-        check(samples and all(abs(s["position"] - target) <= 1e-3 * max(1.0, abs(target)) for s in samples),
-              f"fcan: /drive5/cia402/status position shows the target {target} (drive at {st2['position']} inc)",
-              samples)
+        check(st2["target"] != start_pos and abs(st2["target"] - want_inc) <= 1,
+              f"fcan: the driver wrote target position {target} rad as {st2['target']} increments "
+              f"(4096 increments/rev: {want_inc:.1f})", (st, st2))
+        check(st2["position"] == st2["target"], "fcan: the drive's position actual moved and settled on it", st2)
+        r, samples = status_samples(args, name, 2)
+        want_rad = st2["position"] * rad_per_inc
+        check(samples and all(abs(x["position"] - want_rad) <= 1e-6 for x in samples),
+              f"fcan: /drive5/cia402/status position is the drive's {st2['position']} increments in rad "
+              f"({want_rad:.6f})", samples)
         # Fault.
         echo = subprocess.Popen([args.fcan, "--connect", args.endpoint, "--json", "topic", "echo",
                                  f"/{name}/cia402/emcy", "-n", "1", "--timeout", "15"],
@@ -890,25 +937,49 @@ def fcan_run(args):
         drive.send("fault 2310")
         out, err = echo.communicate(timeout=30)
         emcys = [x["value"] for x in json_lines(out) if "value" in x]
-        check(echo.returncode == 0 and emcys and emcys[0].get("code") == 0x2310,
-              "fcan: the raised fault appears on /drive5/cia402/emcy with code 0x2310", out + err)
-        r = fcan_cli(args, "--json", "topic", "echo", f"/{name}/cia402/status", "-n", "1", "--timeout", "10")
-        samples = [x["value"] for x in json_lines(r.stdout) if "value" in x]
-        check(samples and samples[0].get("statusword", 0) & 0x4F == 0x08
-              and "fault" in str(samples[0].get("state", "")).lower()
+        check(echo.returncode == 0 and emcys and emcys[0].get("code") == 0x2310 and emcys[0].get("register") == 3,
+              "fcan: the raised fault appears on /drive5/cia402/emcy: code 0x2310, register 3", out + err)
+        time.sleep(0.3)
+        r, samples = status_samples(args, name, 1)
+        check(samples and samples[0].get("statusword", 0) & 0x4F == 0x08 and samples[0].get("state") == STATE_CODES[FAULT]
               and samples[0].get("error_code") == 0x2310,
-              "fcan: status says Fault with error_code 0x2310", samples)
-        ok, row = find_node(args, lambda r: "fault" in json.dumps(r).lower(), 10)
-        check(ok, "fcan: `fcan nodes` shows the node in fault", row)
-        r = fcan_cli(args, "--json", "service", "call", f"/{name}/cia402/fault_reset", "{}", timeout=30)
+              "fcan: status says Fault (statusword, state 7) with error_code 0x2310", samples)
+        r = fcan_cli(args, "--json", "nodes")
+        print("cia402_peer: `fcan nodes` in fault: " + r.stdout.strip(), flush=True)
+        ok, out = call(args, name, "enable")
+        check(not ok and drive.dump()["state"] == FAULT, "fcan: enable in Fault is refused", out)
+        ok, out = call(args, name, "fault_reset")
         st3 = drive.dump()
-        check(r.returncode == 0 and st3["state"] != FAULT, "fcan: fault_reset brings the drive out of Fault",
-              (r.stdout + r.stderr, st3))
+        check(ok and st3["state"] == SOD, "fcan: fault_reset takes the drive out of Fault (switch on disabled)",
+              (out, st3))
+        r, samples = status_samples(args, name, 1)
+        check(samples and samples[0].get("error_code") == 0, "fcan: error_code cleared after fault_reset", samples)
+        # The command watchdog: the bus owner dies, the drive's heartbeat consumer acts.
+        ok, out = call(args, name, "enable")
+        check(ok and drive.dump()["state"] == OE, "fcan: enabled again", out)
+        since = drive.mark()
+        serve.p.kill()
+        serve.p.wait()
+        lost = drive.wait(lambda e: e["event"] == "heartbeat_lost", 3, since)
+        check(lost is not None and lost["node_id"] == 127,
+              "fcan: bus owner killed -> the drive's heartbeat consumer misses node 127 (EMCY 0x8130)", drive.tail())
+        st4 = drive.dump()
+        check(st4["state"] == SOD, "fcan: ... and the drive disabled its voltage (switch on disabled)", st4)
+        print("cia402_peer: the killed fcan serve's log (last lines):\n  " + serve.log(40), flush=True)
+        # A new bus owner brings it up again.
+        since = drive.mark()
+        serve = Serve(args, args.eds)
+        wait_running(args, drive, serve, since, "second bus owner")
+        ok, out = call(args, name, "enable")
+        check(ok and drive.dump()["state"] == OE, "fcan: the second bus owner enables the drive", out)
         # Silence.
         drive.send("silent")
         ok, row = find_node(args, lambda r: r.get("phase") == "offline", 15)
         check(ok, "fcan: the silent drive is offline in `fcan nodes`", row)
         check(serve.p.poll() is None, "fcan: fcan serve still runs", serve.log())
+        fd = [e for e in drive.events if e["event"] == "fd_frame"]
+        check(not fd, "fcan: every CANopen frame the driver sent the drive (NMT, SYNC, SDO, RPDO, heartbeat) "
+              "was Classical CAN", fd)
     finally:
         if serve is not None:
             stopped = serve.stop()
@@ -936,15 +1007,40 @@ def missing_object_run(args):
         check(drive.wait(lambda e: e["event"] == "ready", 15) is not None, "missing: the drive started")
         t0 = time.monotonic()
         serve = Serve(args, args.eds)
-        line = serve.wait_line(lambda l: "60c2" in l.lower() and "object does not exist" in l.lower(), 15)
-        check(line is not None, "missing: fcan serve logs an error naming 0x60C2 and \"object does not exist\"",
+        line = serve.wait_line(lambda l: "60c2" in l.lower() and "object does not exist" in l.lower(), 10)
+        check(line is not None, "missing: within 10 s fcan serve logs a line naming 0x60C2 and \"object does not exist\"",
               serve.log())
         print(f"cia402_peer: after {time.monotonic() - t0:.1f} s: {line}", flush=True)
-        check("error" in line.lower(), "missing: ... logged as an error", line)
+        # 0x60C2 is optional to the driver (docs/drivers.md): the bring-up goes on.
+        ok, row = find_node(args, lambda r: r.get("phase") == "running", 20)
+        check(ok, "missing: fcan serve still answers and the bring-up went on without 0x60C2 (node 5 running)", row)
     finally:
         stopped = serve.stop() if serve is not None else True
         drive.stop()
     check(stopped, "missing: fcan serve exits on SIGINT afterwards (it never hangs)")
+
+
+def classic_run(args):
+    """CANopen is Classical CAN: the same drive on a Classical fcan link (`udp-multicast:classic`)."""
+    drive = DriveProcess(args.eds, args.port, args.group)
+    serve = None
+    try:
+        check(drive.wait(lambda e: e["event"] == "ready", 15) is not None, "classic: the drive started")
+        serve = Serve(args, args.eds, bus=args.classic_bus)
+        op = drive.wait(lambda e: e["event"] == "nmt" and e.get("state") == "OPERATIONAL", 30)
+        check(op is not None, f"classic: on {args.classic_bus} the driver took the drive to NMT operational",
+              serve.log())
+        ok, row = find_node(args, lambda r: r.get("phase") == "running", 20)
+        check(ok, f"classic: on {args.classic_bus} `fcan nodes` lists node 5 running", row)
+        ok, out = call(args, row.get("name"), "enable")
+        check(ok and drive.dump()["state"] == OE, f"classic: on {args.classic_bus} enable reaches Operation enabled",
+              out)
+    finally:
+        stopped = serve.stop() if serve is not None else True
+        if serve is not None:
+            print("cia402_peer: classic: fcan serve's log (last lines):\n  " + serve.log(30), flush=True)
+        drive.stop()
+    check(stopped, "classic: fcan serve exits on SIGINT")
 
 
 def run_test(args):
@@ -956,6 +1052,8 @@ def run_test(args):
         fcan_run(args)
     if "missing" in args.parts:
         missing_object_run(args)
+    if "classic" in args.parts:
+        classic_run(args)
     print(f"cia402_peer: {checks} checks passed", flush=True)
 
 
@@ -969,6 +1067,8 @@ def main():
     d.add_argument("--port", type=int, default=43113)
     d.add_argument("--lag", type=float, default=0.05, help="CSP following time constant, s")
     d.add_argument("--start-position", type=int, default=0)
+    d.add_argument("--encoder-increments", type=int, default=ENCODER_INCREMENTS,
+                   help="0x608F sub 1, increments per motor revolution (the EDS has no value)")
     d.add_argument("--abort-option", type=int, default=2,
                    help="0x6007 when the EDS lacks it: 0 none, 1 fault, 2 disable voltage, 3 quick stop")
     t = sub.add_parser("test", help="the test: self-check, then fcan serve drives the drive")
@@ -976,10 +1076,11 @@ def main():
     t.add_argument("--eds", required=True)
     t.add_argument("--group", default=UdpMulticastBus.DEFAULT_GROUP_IPv6)
     t.add_argument("--port", type=int, default=43113)
-    t.add_argument("--bus", default="udp-multicast:classic")
+    t.add_argument("--bus", default="udp-multicast", help="the fcan link of parts self/fcan/missing")
+    t.add_argument("--classic-bus", default="udp-multicast:classic", help="the fcan link of part classic")
     t.add_argument("--endpoint", default="tcp/127.0.0.1:7447")
     t.add_argument("--target", default="1.0", help="the CSP position commanded, in the driver's units")
-    t.add_argument("--parts", default="self,fcan,missing")
+    t.add_argument("--parts", default="self,fcan,missing,classic")
     args = ap.parse_args()
     if args.cmd == "drive":
         run_drive(args)
