@@ -555,12 +555,15 @@ def run_drive(args):
 checks = 0
 
 
+class CheckFailed(Exception):
+    pass
+
+
 def check(cond, what, detail=""):
     global checks
     if not cond:
-        print(f"cia402_peer: FAILED: {what}" + (f"\n  saw: {detail}" if detail else ""), file=sys.stderr,
-              flush=True)
-        raise SystemExit(1)
+        print(f"cia402_peer: FAILED: {what}" + (f"\n  saw: {detail}" if detail else ""), flush=True)
+        raise CheckFailed(what)
     checks += 1
     print(f"cia402_peer: ok: {what}", flush=True)
 
@@ -1046,14 +1049,24 @@ def classic_run(args):
 def run_test(args):
     print(f"cia402_peer: python-can {can.__version__}, canopen {canopen.__version__}, group {args.group}, "
           f"port {args.port}", flush=True)
-    if "self" in args.parts:
-        self_check(args)
-    if "fcan" in args.parts:
-        fcan_run(args)
-    if "missing" in args.parts:
-        missing_object_run(args)
-    if "classic" in args.parts:
-        classic_run(args)
+    # Each part runs even when one before failed (a failure ends its own part only), so
+    # one run says everything that is wrong; any failure fails the run.
+    failed = []
+    parts = {"self": self_check, "fcan": fcan_run, "missing": missing_object_run, "classic": classic_run}
+    for name, part in parts.items():
+        if name not in args.parts.split(","):
+            continue
+        try:
+            part(args)
+        except CheckFailed as e:
+            failed.append(f"{name} ({e})")
+        except Exception:
+            import traceback
+            traceback.print_exc(file=sys.stdout)
+            failed.append(f"{name} (an exception, above)")
+    if failed:
+        print(f"cia402_peer: {checks} checks passed, then FAILED in: " + "; ".join(failed), flush=True)
+        raise SystemExit(1)
     print(f"cia402_peer: {checks} checks passed", flush=True)
 
 
@@ -1085,15 +1098,7 @@ def main():
     if args.cmd == "drive":
         run_drive(args)
     else:
-        try:
-            run_test(args)
-        except SystemExit:
-            raise
-        except Exception:
-            import traceback
-            traceback.print_exc()
-            print("cia402_peer: FAILED: an exception (above)", file=sys.stderr)
-            raise SystemExit(1)
+        run_test(args)
 
 
 if __name__ == "__main__":
