@@ -152,6 +152,7 @@ class Drive:
         self.rpdo_cobs = []
         self.tpdos = []
         self.state = NRTSO
+        self.quick_stop_until = None
         self.last_cw = 0
         self.from_pdo = False
         self.hb_seen = {}       # node id -> monotonic time of its last heartbeat
@@ -410,9 +411,10 @@ class Drive:
         return self.get(0x605A) if self.has(0x605A) else 2
 
     def quick_stop(self, why):
+        """Transition 11; with option codes 0-4 the drive leaves by itself (transition 12)
+        once stopped: here after `--quick-stop-s` of ramp, position held."""
         self.set_state(QSA, why)
-        if self.quick_stop_code() <= 4:  # stopped at once here: then switch on disabled
-            self.set_state(SOD, "transition 12 (quick stop done)")
+        self.quick_stop_until = time.monotonic() + self.args.quick_stop_s
 
     def fault(self, code, register=0x03, why="fault"):
         self.put(0x1001, 0, register)
@@ -479,6 +481,10 @@ class Drive:
             if self.net.silent:
                 return
             actual = self.get(0x6064)
+            if self.state == QSA and self.quick_stop_until is not None and now >= self.quick_stop_until:
+                self.quick_stop_until = None
+                if self.quick_stop_code() <= 4:
+                    self.set_state(SOD, "transition 12 (quick stop done)")
             if self.state == OE and self.get(0x6061) == CSP:
                 diff = self.get(0x607A) - actual
                 step = diff if abs(diff) <= 1 else int(diff * min(1.0, dt / self.args.lag))
@@ -666,7 +672,7 @@ def self_check(args):
         time.sleep(1.0)
         with lock:
             beats = [f for f in frames if f[1] == 0x705 and t0 <= f[0]]
-        check(8 <= len(beats) <= 12 and all(b[2] == bytes([0x7F]) for b in beats),
+        check(7 <= len(beats) <= 13 and all(b[2] == bytes([0x7F]) for b in beats),
               "self-check: heartbeat every 100 ms (0x1017) in pre-operational", beats)
         t_reset = time.monotonic()
         node.nmt.send_command(0x81)
@@ -932,6 +938,25 @@ def fcan_run(args):
         check(samples and all(abs(x["position"] - want_rad) <= 1e-6 for x in samples),
               f"fcan: /drive5/cia402/status position is the drive's {st2['position']} increments in rad "
               f"({want_rad:.6f})", samples)
+        # Quick stop and disable (services), enable again.
+        ok, out = call(args, name, "quick_stop")
+        st_q = drive.dump()
+        qs = [e for e in drive.events if e["event"] == "state" and e["state"] == QSA]
+        check(ok and qs and st_q["state"] in (QSA, SOD),
+              "fcan: quick_stop answered success, the drive went through Quick stop active "
+              "(0x605A = 2: then Switch on disabled)", (out, st_q))
+        time.sleep(0.5)
+        ok, out = call(args, name, "enable")
+        check(ok and drive.dump()["state"] == OE, "fcan: enable after quick stop reaches Operation enabled", out)
+        ok, out = call(args, name, "disable")
+        st_d = drive.dump()
+        check(ok and st_d["state"] == SOD and st_d["statusword"] & 0x4F == 0x40,
+              "fcan: disable answered success, the drive is in Switch on disabled", (out, st_d))
+        r, samples = status_samples(args, name, 1)
+        check(samples and samples[0].get("state") == STATE_CODES[SOD], "fcan: status says Switch on disabled (1)",
+              samples)
+        ok, out = call(args, name, "enable")
+        check(ok and drive.dump()["state"] == OE, "fcan: enable again reaches Operation enabled", out)
         # Fault.
         echo = subprocess.Popen([args.fcan, "--connect", args.endpoint, "--json", "topic", "echo",
                                  f"/{name}/cia402/emcy", "-n", "1", "--timeout", "15"],
@@ -1080,6 +1105,7 @@ def main():
     d.add_argument("--port", type=int, default=43113)
     d.add_argument("--lag", type=float, default=0.05, help="CSP following time constant, s")
     d.add_argument("--start-position", type=int, default=0)
+    d.add_argument("--quick-stop-s", type=float, default=0.2, help="time in Quick stop active before 0x605A 0-4 leave it")
     d.add_argument("--encoder-increments", type=int, default=ENCODER_INCREMENTS,
                    help="0x608F sub 1, increments per motor revolution (the EDS has no value)")
     d.add_argument("--abort-option", type=int, default=2,
