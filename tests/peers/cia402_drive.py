@@ -992,7 +992,7 @@ def fcan_run(args):
         check(lost is not None and lost["node_id"] == 127,
               "fcan: bus owner killed -> the drive's heartbeat consumer misses node 127 (EMCY 0x8130)", drive.tail())
         st4 = drive.dump()
-        check(st4["state"] == SOD, "fcan: ... and the drive disabled its voltage (switch on disabled)", st4)
+        check(st4["state"] == SOD, "fcan: ... and applied its abort connection option (the EDS lacks 0x6007: the drive's own, disable voltage): switch on disabled", st4)
         print("cia402_peer: the killed fcan serve's log (last lines):\n  " + serve.log(40), flush=True)
         # A new bus owner brings it up again.
         since = drive.mark()
