@@ -920,6 +920,11 @@ def fcan_run(args):
         check(all(x.get("statusword", 0) & 0x6F == 0x27 and x.get("state") == STATE_CODES[OE] and x.get("mode") == CSP
                   for x in samples),
               "fcan: status samples say Operation enabled (statusword, state 4) in CSP (mode 8)", samples)
+        r = fcan_cli(args, "--json", "topic", "hz", f"/{name}/cia402/status", "--window", "2", timeout=30)
+        hz = json_lines(r.stdout)
+        check(hz and 50 <= hz[0].get("rate_hz", 0) <= 150,
+              "fcan: a status sample per SYNC: ~100 Hz (sync_ms 10; the drive's TPDOs answer each SYNC)",
+              r.stdout + r.stderr)
         start_pos = st["position"]
         # CSP target: position actual follows.
         target = float(args.target)
