@@ -13,6 +13,7 @@
 //! | [`registry`] | **the one place a driver is registered**: [`registry::DRIVERS`], which everything that knows drivers by name iterates |
 //! | [`robstride`] | RobStride RS00–RS06 (private protocol, 29-bit ids) |
 //! | [`mit`] | generic MIT-mode actuators (11-bit ids) |
+//! | [`cia402`] | CANopen CiA 402 drives (CiA 301 SDO/PDO/NMT, 11-bit ids) |
 //! | [`spec`] | `--device` specs and bus files |
 //! | [`sim`] | simulated devices |
 //!
@@ -20,6 +21,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cia402;
 pub mod decode;
 pub mod device;
 pub mod host;

@@ -72,7 +72,11 @@ impl std::fmt::Debug for Driver {
 }
 
 /// Every driver, in the order help lists them. **Register a driver here** (one line).
-pub const DRIVERS: &[Driver] = &[crate::robstride::DRIVER, crate::mit::DRIVER];
+pub const DRIVERS: &[Driver] = &[
+    crate::robstride::DRIVER,
+    crate::mit::DRIVER,
+    crate::cia402::DRIVER,
+];
 
 /// The driver called `name`.
 pub fn find(name: &str) -> Option<&'static Driver> {

@@ -483,15 +483,15 @@ mod tests {
         assert_eq!(
             e.0,
             "device `robstrid:id=1`: no driver `robstrid` (did you mean `robstride`?); \
-             drivers: robstride, mit"
+             drivers: robstride, mit, cia402"
         );
         let e = DeviceSpec::parse("stepper:id=1").unwrap_err();
         assert!(
-            e.0.ends_with("no driver `stepper`; drivers: robstride, mit"),
+            e.0.ends_with("no driver `stepper`; drivers: robstride, mit, cia402"),
             "{e}"
         );
         let e = DeviceSpec::parse("robstride").unwrap_err();
-        assert!(e.0.ends_with("drivers: robstride, mit"), "{e}");
+        assert!(e.0.ends_with("drivers: robstride, mit, cia402"), "{e}");
         let e = BusFile::parse("robot.yaml", "devices:\n  - [1, 2\n").unwrap_err();
         assert!(e.0.starts_with("robot.yaml:"), "a position: {e}");
         let e = BusFile::parse("robot.yaml", "device:\n  - { driver: mit, id: 1 }\n").unwrap_err();
