@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use fcan_master::master::MasterError;
+use fcan_master::MasterError;
 use zenoh::Session;
 
 use crate::CliError;

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fcan_master::master::MasterError;
 use fcan_master::text::Untrusted;
 use fcan_master::value::{Shape, Value};
+use fcan_master::MasterError;
 use fcan_master::{MasterApi, Phase};
 
 use crate::args::{Command, MonitorArgs, ParamCmd, SchemaCmd, ServiceCmd, StreamArgs, TopicCmd};
@@ -641,7 +641,7 @@ struct Watched<'a, M> {
     bus: Option<&'a str>,
     master: &'a M,
     events: tokio::sync::broadcast::Receiver<fcan_master::engine::Event>,
-    last: fcan_master::master::Status,
+    last: fcan_master::Status,
     last_t: tokio::time::Instant,
     /// The daemon's session, where a named bus's joints status is asked for.
     daemon: Option<&'a zenoh::Session>,

@@ -279,8 +279,8 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
         (false, _) => None,
     };
     // Opened first, so the nodes are built for the link's frame kind.
-    let first = fcan_master::transport::open(&cli.bus, sim)
-        .map_err(fcan_master::master::MasterError::from)?;
+    let first =
+        fcan_master::transport::open(&cli.bus, sim).map_err(fcan_master::MasterError::from)?;
     let fd = first.mtu() == Mtu::Fd;
     let nodes = nodes(&cli, fd)?;
     let mut running = Vec::new();
@@ -301,7 +301,7 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
         let t = match first.take() {
             Some(t) => t,
             None => fcan_master::transport::open(&cli.bus, sim)
-                .map_err(fcan_master::master::MasterError::from)?,
+                .map_err(fcan_master::MasterError::from)?,
         };
         Some(tokio::spawn(fcan_drivers::sim::run(t, sims)))
     };
@@ -317,7 +317,7 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
         let t = match first.take() {
             Some(t) => t,
             None => fcan_master::transport::open(&cli.bus, sim)
-                .map_err(fcan_master::master::MasterError::from)?,
+                .map_err(fcan_master::MasterError::from)?,
         };
         running.push(run_fake(t, n));
     }

@@ -44,8 +44,8 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use fcan_master::cache::{BlobStore, DiskStore, MemoryStore};
-use fcan_master::master::{Master, MasterError, MasterOptions};
 use fcan_master::transport::sim::SimBus;
+use fcan_master::{Master, MasterError, MasterOptions};
 use fcan_master::{MasterApi, Phase};
 
 /// Why a command failed.
@@ -66,8 +66,8 @@ pub enum CliError {
     /// says what a local master would (the node's reason, the bound).
     #[error("{}", fcan_master::text::Untrusted(.message))]
     Remote {
-        /// The key space's error kind (`unknown_name`, `bad_value`, `refused`…).
-        kind: String,
+        /// The error's kind, as a local master's error would have it.
+        kind: fcan_master::ErrorKind,
         /// The daemon's message.
         message: String,
     },
@@ -312,7 +312,7 @@ async fn on_daemon(
     let opts = fcan_remote::ClientOptions::default();
     let remote = |e: MasterError| match e {
         // The daemon's words, printed as a local master's would be.
-        MasterError::Remote { kind, message } if kind != "unreachable" => {
+        MasterError::Remote { kind, message } if kind != fcan_master::ErrorKind::Unreachable => {
             CliError::Remote { kind, message }
         }
         e => CliError::Master(e),

@@ -576,8 +576,8 @@ mod tests {
     use super::*;
     use fcan_core::hash::SchemaDigest;
     use fcan_core::msg::{BusMode, DataDirection, NodeState};
-    use fcan_master::master::SchemaSource;
     use fcan_master::Phase;
+    use fcan_master::SchemaSource;
 
     const HOSTILE: &str = "\x1b[2J\u{202e}x";
 

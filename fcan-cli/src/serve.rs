@@ -502,7 +502,7 @@ pub(crate) async fn serve_as(
         // without a seed get one drawn now, shown in the `serving` line below.
         if spec == "sim" || spec.starts_with("sim:") {
             fcan_master::transport::spec::SimSpec::parse(&spec)
-                .map_err(fcan_master::master::MasterError::from)?;
+                .map_err(fcan_master::MasterError::from)?;
         }
         buses.push((name, fcan_master::transport::spec::pin_seed(&spec)));
     }

@@ -12,9 +12,9 @@ use fcan_core::hash::SchemaDigest;
 use fcan_core::ir::Field;
 use fcan_core::msg::{BusMode, DataDirection, NodeState};
 use fcan_master::engine::Event;
-use fcan_master::master::{NodeInfo, SchemaSource};
 use fcan_master::value::Value;
 use fcan_master::Phase;
+use fcan_master::{NodeInfo, SchemaSource};
 use serde::{Serialize, Serializer};
 
 // The names of node states and bus modes are shared with the remote API: one mapping,

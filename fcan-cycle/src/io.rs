@@ -14,8 +14,8 @@ use super::store::{Shared, WriteMode};
 use super::Fault;
 use fcan_master::api::MasterApi;
 use fcan_master::engine::Event;
-use fcan_master::master::Sample;
 use fcan_master::value::Value;
+use fcan_master::Sample;
 
 /// Moves every sample of state topic `t` into its cell.
 pub(crate) async fn receive(

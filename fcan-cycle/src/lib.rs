@@ -90,7 +90,7 @@ pub use stats::{CycleStats, Spread};
 
 use fcan_master::api::MasterApi;
 use fcan_master::engine::Phase;
-use fcan_master::master::MasterError;
+use fcan_master::MasterError;
 use resolve::{command_range, Layout, Unresolved};
 use store::{Shared, WriteMode};
 

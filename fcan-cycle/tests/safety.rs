@@ -27,9 +27,9 @@ use fcan_cycle::{Condition, Cycle, CycleConfig, CycleError, Fault, FaultConfig, 
 use fcan_fake::run::{run_fake, Running};
 use fcan_fake::{FakeConfig, FakeNode, FakeSchema, Mirror};
 use fcan_master::api::MasterApi;
-use fcan_master::master::{BusFrame, MasterError, NodeInfo, Sample, Status};
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::value::Value;
+use fcan_master::{BusFrame, MasterError, NodeInfo, Sample, Status};
 use fcan_master::{Master, MasterOptions};
 use tokio::sync::{broadcast, mpsc};
 

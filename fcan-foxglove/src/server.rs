@@ -33,12 +33,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::{CallError, Event};
-use fcan_master::master::NodeInfo;
+use fcan_master::engine::Event;
 use fcan_master::registry::{ParamInfo, Registry};
 use fcan_master::serving::{lock, Face, ServedNode, Supervisor, Unserved};
 use fcan_master::text::Untrusted;
-use fcan_master::{MasterApi, MasterError};
+use fcan_master::NodeInfo;
+use fcan_master::{ErrorKind, MasterApi, MasterError};
 use foxglove::websocket::service::{Handler, Request, Responder, Service, ServiceSchema};
 use foxglove::websocket::{
     AnyClient, Capability, ChannelView, Client, ClientChannel, ClientId, ConnectionGraph,
@@ -381,16 +381,11 @@ enum Refusal {
     Busy,
 }
 
-/// Whether the master refused because commands already wait for the bus: an in-process
-/// master's [`CallError::Busy`], a remote one's kind `busy`.
-///
-/// [`CallError::Busy`]: fcan_master::engine::CallError::Busy
+/// Whether the master refused because commands already wait for the bus (or too many
+/// requests are in flight): the kind [`ErrorKind::Busy`], the same from an in-process
+/// master and a remote one.
 fn is_busy(e: &MasterError) -> bool {
-    match e {
-        MasterError::Call(CallError::Busy { .. }) => true,
-        MasterError::Remote { kind, .. } => kind == "busy",
-        _ => false,
-    }
+    e.kind() == ErrorKind::Busy
 }
 
 #[derive(Default)]

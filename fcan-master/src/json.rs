@@ -28,8 +28,8 @@ use fcan_core::msg::{BusMode, NodeState};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
+use crate::api::{NodeInfo, SchemaSource, Status};
 use crate::engine::{EngineStats, Event, Phase, UpdateStep};
-use crate::master::{NodeInfo, SchemaSource, Status};
 use crate::text::Untrusted;
 
 /// A node's reported state as `fcan` prints it: `unprovisioned`, `provisioned`,

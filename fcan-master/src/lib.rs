@@ -40,6 +40,7 @@ pub use fcan_value::{json_schema, text};
 
 pub mod api;
 pub mod cache;
+pub mod dispatch;
 pub mod engine;
 pub mod json;
 pub mod master;
@@ -48,11 +49,13 @@ pub mod planner;
 pub mod registry;
 pub mod serving;
 pub mod update;
-pub use api::MasterApi;
+
+// The front door: the trait and every type of its signatures, at the crate root.
+pub use api::{
+    BusFrame, ErrorKind, MasterApi, MasterError, NodeInfo, Sample, SchemaSource, Status,
+    FRAMES_BACKLOG,
+};
 pub use engine::Phase;
 /// How a driver arms a device's command watchdog (node info's `watchdog`).
 pub use fcan_transport::DeviceWatchdog;
-pub use master::{
-    BusFrame, Master, MasterError, MasterOptions, NodeInfo, Sample, SchemaSource, Status,
-};
-pub mod dispatch;
+pub use master::{Master, MasterOptions};

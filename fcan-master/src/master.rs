@@ -16,22 +16,25 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fcan_core::frame::Frame;
-use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::api::MasterApi;
+use crate::api::{
+    BusFrame, MasterApi, MasterError, NodeInfo, Sample, SchemaSource, Status, FRAMES_BACKLOG,
+};
 use crate::cache::{BlobStore, MemoryStore, Offloaded};
-pub use crate::dispatch::{Sample, SubscriberSink};
-use crate::engine::{CallError, Engine, EngineConfig, EngineStats, Event, Phase};
-use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
+use crate::dispatch::SubscriberSink;
+use crate::engine::{CallError, Engine, EngineConfig, Event, NodeSchema, Phase};
+use crate::planner::Plan;
+use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo};
 use crate::transport::sim::BitRates;
 use crate::transport::{Transport, TransportError};
-use crate::value::{pack_message, pack_param, unpack_message, unpack_param, Value, ValueError};
+use crate::value::{pack_message, pack_param, unpack_message, unpack_param, Value};
 
 /// A change to the engine settings, applied before the master starts.
 pub type Tune = Box<dyn FnOnce(&mut EngineConfig) + Send>;
@@ -59,167 +62,6 @@ impl Default for MasterOptions {
             rates: BitRates::default(),
         }
     }
-}
-
-/// Why a master could not start or a request failed.
-///
-/// Non-exhaustive (new features bring new failures): a match outside this crate keeps a
-/// catch-all arm. One that lists every variant does not compile:
-///
-/// ```compile_fail,E0004
-/// use fcan_master::MasterError;
-/// fn retry(e: &MasterError) -> bool {
-///     match e {
-///         MasterError::OtherMaster { .. } => false,
-///         MasterError::Transport(_) => true,
-///         MasterError::Unknown(_) => false,
-///         MasterError::Value(_) => false,
-///         MasterError::Call(_) => true,
-///         MasterError::NotEnoughNodes { .. } => true,
-///         MasterError::Stopped => false,
-///         MasterError::Remote { .. } => true,
-///     }
-/// }
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MasterError {
-    /// Another master owns this bus.
-    #[error("another fcan master (session {session:#010x}) is already running on this bus; two masters would fight over the nodes — stop the other one first")]
-    OtherMaster {
-        /// Its session id.
-        session: u32,
-    },
-    /// The transport failed.
-    #[error(transparent)]
-    Transport(#[from] TransportError),
-    /// No such name.
-    #[error(transparent)]
-    Unknown(#[from] UnknownName),
-    /// A value does not fit.
-    #[error("bad value: {0}")]
-    Value(#[from] ValueError),
-    /// The request failed.
-    #[error(transparent)]
-    Call(#[from] CallError),
-    /// A firmware update did not start or did not finish.
-    #[error(transparent)]
-    Update(#[from] crate::engine::UpdateError),
-    /// Nodes did not show up in time.
-    #[error("only {found} of {wanted} node(s) online after {waited:?}")]
-    NotEnoughNodes {
-        /// Online.
-        found: usize,
-        /// Wanted.
-        wanted: usize,
-        /// How long we waited.
-        waited: Duration,
-    },
-    /// The master task stopped.
-    #[error("the master has stopped")]
-    Stopped,
-    /// A remote master (the bus-owner daemon, reached by `fcan-remote`) or the network
-    /// to it failed the request. `kind` is the remote API's error kind (`unknown_name`,
-    /// `bad_value`, `not_running`, `timeout`, `refused`, `busy`, `internal`, or
-    /// `unreachable` when no daemon answered).
-    #[error("{kind}: {}", crate::text::Untrusted(.message))]
-    Remote {
-        /// The error kind.
-        kind: String,
-        /// The message for people (from the daemon: untrusted text).
-        message: String,
-    },
-}
-
-/// A node as the user sees it.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct NodeInfo {
-    /// Node id.
-    pub id: NodeId,
-    /// Name (`md3`).
-    pub name: String,
-    /// Where the master is with the node (its `Display` is what the CLI prints:
-    /// `running`, `provisioning`, `offline`, `failed: …`).
-    pub phase: Phase,
-    /// State the node reported.
-    pub state: fcan_core::msg::NodeState,
-    /// Boot id.
-    pub boot_id: u32,
-    /// The SHA-256 of the node's schema blob, once known (`Display`: 64 hex digits).
-    pub digest: Option<SchemaDigest>,
-    /// Where this master got the schema; `None` while unknown.
-    pub schema_source: Option<SchemaSource>,
-    /// Error summary from its heartbeat.
-    pub errors: u16,
-    /// Bus mode.
-    pub mode: fcan_core::msg::BusMode,
-    /// Data frames planned.
-    pub frames: usize,
-    /// The device driver that presents this node (`robstride`), for an off-the-shelf
-    /// device on the bus; `None` for an fcan board.
-    pub driver: Option<String>,
-    /// The device's own command watchdog as its driver arms it (`200 ms`, `off`,
-    /// `none`), for an off-the-shelf device; `None` for an fcan board (whose watchdog is
-    /// the protocol's master-lost timeout, always armed).
-    pub watchdog: Option<fcan_transport::DeviceWatchdog>,
-    /// The version string of the firmware it runs, for a node that takes firmware
-    /// updates; `None` while unknown or for a node that does not.
-    pub firmware: Option<String>,
-    /// The boot id of a second board heard claiming this node id within the offline
-    /// timeout (docs/protocol.md §5.3): two boards with one id; `None` normally.
-    pub collision: Option<u32>,
-}
-
-/// Where a master got a node's schema blob.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SchemaSource {
-    /// Downloaded from the node (SCHEMA_READ).
-    Downloaded,
-    /// Found in the blob cache by digest: a warm start, no schema transfer.
-    Cache,
-}
-
-impl SchemaSource {
-    /// `"downloaded"` or `"cache"`, as the CLI prints it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SchemaSource::Downloaded => "downloaded",
-            SchemaSource::Cache => "cache",
-        }
-    }
-}
-
-impl std::fmt::Display for SchemaSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A snapshot for monitors. Non-exhaustive: a user reads it, only the master builds it
-/// (so fields can be added):
-///
-/// ```compile_fail,E0639
-/// let s = fcan_master::Status {
-///     nodes: Vec::new(),
-///     samples: Default::default(),
-///     stats: Default::default(),
-///     bus_busy: std::time::Duration::ZERO,
-/// };
-/// ```
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Status {
-    /// Nodes.
-    pub nodes: Vec<NodeInfo>,
-    /// Samples received per topic name since start.
-    pub samples: BTreeMap<String, u64>,
-    /// Engine counters.
-    pub stats: EngineStats,
-    /// Wire time of every frame seen or sent since start, at [`MasterOptions::rates`]:
-    /// its growth over an interval divided by the interval is the bus load.
-    pub bus_busy: Duration,
 }
 
 enum Command {
@@ -268,30 +110,6 @@ pub struct Master {
     events: broadcast::Sender<Event>,
     frames: broadcast::Sender<BusFrame>,
 }
-
-/// A frame that passed on the bus as the master saw it: received, or sent by the master.
-/// What `candump` on the interface would log, for recorders ([`Master::frames`]).
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct BusFrame {
-    /// The frame.
-    pub frame: Frame,
-    /// When it was received or sent.
-    pub at: Instant,
-    /// `true`: the master sent it.
-    pub sent: bool,
-}
-
-impl BusFrame {
-    /// A frame seen at `at` (for a master implementation outside this crate).
-    pub fn new(frame: Frame, at: Instant, sent: bool) -> BusFrame {
-        BusFrame { frame, at, sent }
-    }
-}
-
-/// Frames a [`Master::frames`] receiver may fall behind by before it loses the oldest
-/// (and learns how many, as `RecvError::Lagged`): about a second of a busy FD bus.
-pub const FRAMES_BACKLOG: usize = 8192;
 
 impl Master {
     /// Starts a master on `transport`: listens for another master first (and refuses to
@@ -780,6 +598,27 @@ impl<T: Transport> Task<T> {
         }
     }
 
+    /// An unknown name whose node the master knows but has offline is
+    /// [`CallError::NodeNotOnline`] (kind `NotRunning`: asked again once the node is
+    /// back, it may succeed), not "no such name": the registry holds only the running
+    /// nodes' names, and the remote API answers the same. Other errors pass unchanged.
+    fn name_error(&self, e: MasterError) -> MasterError {
+        let MasterError::Unknown(u) = &e else {
+            return e;
+        };
+        // `/node/ns/topic` or `node.block.param`: the node's name comes first.
+        let path = u.name.strip_prefix('/').unwrap_or(&u.name);
+        let node = path.split(['/', '.']).next().unwrap_or("");
+        match self
+            .engine
+            .nodes()
+            .find(|n| n.phase == Phase::Offline && n.name() == node)
+        {
+            Some(n) => MasterError::Call(CallError::NodeNotOnline(n.id)),
+            None => e,
+        }
+    }
+
     fn registry(&mut self) -> &Registry {
         if self.registry_dirty {
             self.registry = Registry::of(&self.engine);
@@ -857,7 +696,7 @@ impl<T: Transport> Task<T> {
                     self.sink
                         .subscribe((t.node, t.block, t.topic), &t.name, &t.fields, sub);
                 });
-                let _ = tx.send(r.map_err(MasterError::from));
+                let _ = tx.send(r.map_err(|e| self.name_error(e.into())));
             }
             Command::Publish(items, tx) => {
                 // Check everything first, so a batch is published whole or not at all.
@@ -885,7 +724,7 @@ impl<T: Transport> Task<T> {
                     }
                     Ok(())
                 })();
-                let _ = tx.send(r);
+                let _ = tx.send(r.map_err(|e| self.name_error(e)));
             }
             Command::Call(name, value, tx) => {
                 let r = (|| -> Result<(u64, Vec<fcan_core::ir::Field>), MasterError> {
@@ -902,7 +741,7 @@ impl<T: Transport> Task<T> {
                         self.waiting.insert(id, Waiting::Call(fields, tx));
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(e));
+                        let _ = tx.send(Err(self.name_error(e)));
                     }
                 }
             }
@@ -917,7 +756,7 @@ impl<T: Transport> Task<T> {
                             .insert(id, Waiting::ParamGet(p.decl.ty, p.decl.len, tx));
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(e));
+                        let _ = tx.send(Err(self.name_error(e)));
                     }
                 }
             }
@@ -949,7 +788,7 @@ impl<T: Transport> Task<T> {
                         );
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(e));
+                        let _ = tx.send(Err(self.name_error(e)));
                     }
                 }
             }
@@ -982,5 +821,98 @@ fn node_info(
         watchdog: origin.map(|o| o.watchdog),
         firmware: n.firmware_version.clone(),
         collision: n.collision(),
+    }
+}
+
+impl MasterApi for Master {
+    fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
+        Master::nodes(self)
+    }
+    fn registry(&self) -> impl Future<Output = Result<Registry, MasterError>> + Send {
+        Master::registry(self)
+    }
+    fn status(&self) -> impl Future<Output = Result<Status, MasterError>> + Send {
+        Master::status(self)
+    }
+    fn schema(
+        &self,
+        node: NodeId,
+    ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send {
+        Master::schema(self, node)
+    }
+    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
+        Master::plan(self, node)
+    }
+    fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::reprovision(self, node)
+    }
+    fn update(
+        &self,
+        node: NodeId,
+        image: crate::update::UpdateImage,
+        cfg: crate::update::UpdateConfig,
+    ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send {
+        Master::update(self, node, image, cfg)
+    }
+    fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::abort_update(self, node)
+    }
+    fn events(&self) -> broadcast::Receiver<Event> {
+        Master::events(self)
+    }
+    fn frames(
+        &self,
+    ) -> impl Future<Output = Result<broadcast::Receiver<BusFrame>, MasterError>> + Send {
+        std::future::ready(Ok(Master::frames(self)))
+    }
+    fn subscribe(
+        &self,
+        topic: &str,
+    ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send {
+        Master::subscribe(self, topic)
+    }
+    fn subscribe_into(
+        &self,
+        topic: &str,
+        tx: mpsc::UnboundedSender<Sample>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::subscribe_into(self, topic, tx)
+    }
+    fn publish(
+        &self,
+        topic: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::publish(self, topic, value)
+    }
+    fn publish_many(
+        &self,
+        items: Vec<(String, Value)>,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::publish_many(self, items)
+    }
+    fn call(
+        &self,
+        service: &str,
+        request: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        Master::call(self, service, request)
+    }
+    fn param_get(&self, param: &str) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        Master::param_get(self, param)
+    }
+    fn param_set(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<(), MasterError>> + Send {
+        Master::param_set(self, param, value)
+    }
+    fn param_set_read_back(
+        &self,
+        param: &str,
+        value: Value,
+    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
+        Master::param_set_read_back(self, param, value)
     }
 }

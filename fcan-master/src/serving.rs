@@ -12,7 +12,7 @@
 //! # async fn demo(master: fcan_master::Master) {
 //! use std::sync::{Arc, Mutex};
 //! use std::time::Duration;
-//! use fcan_master::master::NodeInfo;
+//! use fcan_master::NodeInfo;
 //! use fcan_master::registry::Registry;
 //! use fcan_master::serving::{Face, NodeKey, Supervisor, Unserved};
 //!
@@ -49,8 +49,8 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use crate::api::MasterApi;
+use crate::api::NodeInfo;
 use crate::engine::{Event, Phase};
-use crate::master::NodeInfo;
 use crate::registry::Registry;
 
 /// Locks a mutex, poisoned or not: a face's state stays consistent between statements

@@ -57,7 +57,8 @@ use tokio::sync::{broadcast, mpsc};
 use zenoh::Session;
 
 use crate::keys;
-use crate::wire::{batch_json, kind, registry_blocks, Attachment, ErrorReply};
+use crate::wire::{batch_json, registry_blocks, Attachment, ErrorReply};
+use fcan_master::ErrorKind;
 
 /// How a client runs.
 #[derive(Clone, Debug)]
@@ -103,14 +104,14 @@ pub struct RemoteMaster {
 
 fn unreachable(what: impl std::fmt::Display) -> MasterError {
     MasterError::Remote {
-        kind: kind::UNREACHABLE.into(),
+        kind: ErrorKind::Unreachable,
         message: what.to_string(),
     }
 }
 
 fn internal(what: impl std::fmt::Display) -> MasterError {
     MasterError::Remote {
-        kind: kind::INTERNAL.into(),
+        kind: ErrorKind::Internal,
         message: what.to_string(),
     }
 }
@@ -221,7 +222,7 @@ impl RemoteMaster {
                 Err(match serde_json::from_slice::<ErrorReply>(&bytes) {
                     Ok(r) => r.into_error(),
                     Err(_) => MasterError::Remote {
-                        kind: kind::INTERNAL.into(),
+                        kind: ErrorKind::Internal,
                         message: String::from_utf8_lossy(&bytes).into_owned(),
                     },
                 })
@@ -246,7 +247,7 @@ impl RemoteMaster {
 
     fn key(&self, k: Option<String>, name: &str) -> Result<String, MasterError> {
         k.ok_or_else(|| MasterError::Remote {
-            kind: kind::UNKNOWN_NAME.into(),
+            kind: ErrorKind::UnknownName,
             message: format!(
                 "`{}` is not a name of the remote API",
                 fcan_master::text::Untrusted(name)
@@ -347,7 +348,7 @@ impl RemoteMaster {
         let t = self.topic_info(topic).await?;
         if t.dir != DataDirection::M2s {
             return Err(MasterError::Remote {
-                kind: kind::BAD_VALUE.into(),
+                kind: ErrorKind::BadValue,
                 message: format!(
                     "topic {} is published by the node (s2m), not by a master",
                     fcan_master::text::Untrusted(topic)
@@ -543,7 +544,7 @@ impl MasterApi for RemoteMaster {
         async move {
             let key = keys::frames(&self.inner.bus).expect("bus name checked");
             self.status().await?; // anchors the clock mapping
-            let (tx, rx) = broadcast::channel(fcan_master::master::FRAMES_BACKLOG);
+            let (tx, rx) = broadcast::channel(fcan_master::FRAMES_BACKLOG);
             let clock = self.inner.clock.clone();
             let cb_tx = tx.clone();
             let sub = self

@@ -5,11 +5,10 @@
 
 use fcan_core::ir::Field;
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::CallError;
 use fcan_master::registry::Registry;
 use fcan_master::update::UpdateImage;
 use fcan_master::value::{Shape, Value};
-use fcan_master::MasterError;
+use fcan_master::{ErrorKind, MasterError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
@@ -31,31 +30,14 @@ pub struct Attachment {
     pub digest: String,
 }
 
-/// An error kind of the remote API.
-pub mod kind {
-    /// No such topic, service, parameter, node or schema.
-    pub const UNKNOWN_NAME: &str = "unknown_name";
-    /// The value does not fit (type, range, JSON).
-    pub const BAD_VALUE: &str = "bad_value";
-    /// The node is not RUNNING.
-    pub const NOT_RUNNING: &str = "not_running";
-    /// No answer in time.
-    pub const TIMEOUT: &str = "timeout";
-    /// The node refused (NAK).
-    pub const REFUSED: &str = "refused";
-    /// Too many requests in flight, or commands already wait for the bus: asked again
-    /// later it may succeed.
-    pub const BUSY: &str = "busy";
-    /// Anything else.
-    pub const INTERNAL: &str = "internal";
-    /// (client side only) no daemon answered.
-    pub const UNREACHABLE: &str = "unreachable";
-}
-
-/// The payload of an error reply: `{"error": KIND, "message": TEXT}`.
+/// The payload of an error reply: `{"error": KIND, "message": TEXT}`, `KIND` an
+/// [`ErrorKind`] as [`ErrorKind::as_str`] spells it. The kinds are classified in
+/// `fcan_master` ([`MasterError::kind`]), once for in-process and remote code; this
+/// module only spells them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorReply {
-    /// One of [`kind`].
+    /// The kind as the wire spells it (kept as text: a newer daemon may spell a kind
+    /// this version does not know).
     pub error: String,
     /// For people.
     pub message: String,
@@ -63,59 +45,39 @@ pub struct ErrorReply {
 
 impl ErrorReply {
     /// An error reply.
-    pub fn new(kind: &str, message: impl Into<String>) -> ErrorReply {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ErrorReply {
         ErrorReply {
-            error: kind.to_string(),
+            error: kind.as_str().to_string(),
             message: message.into(),
         }
     }
 
-    /// The reply for a master error.
+    /// The reply for a master error: its [`kind`](MasterError::kind), and its message
+    /// (a remote error relayed keeps the daemon's words).
     pub fn of(e: &MasterError) -> ErrorReply {
-        let k = match e {
-            MasterError::Unknown(_) => kind::UNKNOWN_NAME,
-            MasterError::Value(_) => kind::BAD_VALUE,
-            MasterError::Call(c) => match c {
-                CallError::NodeNotOnline(_) | CallError::NodeLost(_) | CallError::WrongPhase(_) => {
-                    kind::NOT_RUNNING
-                }
-                CallError::BadTarget(_) => kind::UNKNOWN_NAME,
-                CallError::BadValue(_) => kind::BAD_VALUE,
-                CallError::Refused(_) | CallError::Status(_) => kind::REFUSED,
-                CallError::Timeout(_) => kind::TIMEOUT,
-                CallError::TooManyRequests { .. } | CallError::Busy { .. } => kind::BUSY,
-                _ => kind::INTERNAL,
-            },
-            MasterError::Remote { kind, .. } => kind.as_str(),
-            MasterError::Update(u) => {
-                use fcan_master::engine::UpdateError as U;
-                match u {
-                    U::NodeNotOnline(_) => kind::NOT_RUNNING,
-                    U::Busy(_) => kind::BUSY,
-                    U::BadImage(_) => kind::BAD_VALUE,
-                    U::Silent(_) | U::NotBack(_) => kind::TIMEOUT,
-                    U::NotSupported(_)
-                    | U::WrongBoard { .. }
-                    | U::Refused { .. }
-                    | U::Aborted(_) => kind::REFUSED,
-                    _ => kind::INTERNAL,
-                }
-            }
-            _ => kind::INTERNAL,
-        };
         let message = match e {
             MasterError::Remote { message, .. } => message.clone(),
             e => e.to_string(),
         };
-        ErrorReply::new(k, message)
+        ErrorReply::new(e.kind(), message)
     }
 
-    /// The error a client returns for this reply.
+    /// The kind the reply names ([`ErrorKind::Unrecognized`] for a spelling this
+    /// version does not know).
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::from_wire(&self.error)
+    }
+
+    /// The error a client returns for this reply. A kind this version does not know
+    /// keeps its spelling in the message, so nothing the daemon said is lost.
     pub fn into_error(self) -> MasterError {
-        MasterError::Remote {
-            kind: self.error,
-            message: self.message,
-        }
+        let kind = self.kind();
+        let message = if kind == ErrorKind::Unrecognized {
+            format!("{}: {}", self.error, self.message)
+        } else {
+            self.message
+        };
+        MasterError::Remote { kind, message }
     }
 
     /// The JSON bytes.
@@ -295,7 +257,10 @@ pub fn abort_payload() -> Vec<u8> {
 /// Reads [`update_payload`] or [`abort_payload`] back (untrusted input).
 pub fn parse_update_ask(p: &[u8]) -> Result<UpdateAsk, ErrorReply> {
     let (len, rest) = p.split_first_chunk::<4>().ok_or_else(|| {
-        ErrorReply::new(kind::BAD_VALUE, "an update needs the image as its payload")
+        ErrorReply::new(
+            ErrorKind::BadValue,
+            "an update needs the image as its payload",
+        )
     })?;
     let len = u32::from_le_bytes(*len) as usize;
     let opts: Option<Json> = rest.get(..len).and_then(|o| serde_json::from_slice(o).ok());
@@ -307,7 +272,7 @@ pub fn parse_update_ask(p: &[u8]) -> Result<UpdateAsk, ErrorReply> {
     {
         if rest.len() != len {
             return Err(ErrorReply::new(
-                kind::BAD_VALUE,
+                ErrorKind::BadValue,
                 "an abort carries no image",
             ));
         }
@@ -320,7 +285,7 @@ pub fn parse_update_ask(p: &[u8]) -> Result<UpdateAsk, ErrorReply> {
 /// Reads [`update_payload`] back (untrusted input): the image and the bus share, in
 /// (0, 1].
 pub fn parse_update_payload(p: &[u8]) -> Result<(UpdateImage, f64), ErrorReply> {
-    let bad = |m: String| ErrorReply::new(kind::BAD_VALUE, m);
+    let bad = |m: String| ErrorReply::new(ErrorKind::BadValue, m);
     let (len, rest) = p
         .split_first_chunk::<4>()
         .ok_or_else(|| bad("an update needs the image as its payload".into()))?;
@@ -345,27 +310,44 @@ mod tests {
 
     #[test]
     fn a_command_refused_for_the_backlog_is_busy() {
-        let e = MasterError::Call(CallError::Busy {
+        let e = MasterError::Call(fcan_master::engine::CallError::Busy {
             node: fcan_core::id::NodeId::new(3).unwrap(),
             waiting_us: 21_000,
             limit_us: 20_000,
         });
         let r = ErrorReply::of(&e);
-        assert_eq!(r.error, kind::BUSY);
+        assert_eq!(r.kind(), ErrorKind::Busy);
+        assert_eq!(r.error, "busy");
         assert!(r.message.contains("node 3"), "{}", r.message);
     }
 
     #[test]
     fn error_reply_shape() {
-        let e = ErrorReply::new(kind::BUSY, "too many");
+        let e = ErrorReply::new(ErrorKind::Busy, "too many");
         let j: Json = serde_json::from_slice(&e.to_bytes()).unwrap();
         assert_eq!(j, json!({"error": "busy", "message": "too many"}));
         let m = e.into_error();
         assert!(
-            matches!(&m, MasterError::Remote { kind, .. } if kind == "busy"),
+            matches!(
+                &m,
+                MasterError::Remote {
+                    kind: ErrorKind::Busy,
+                    ..
+                }
+            ),
             "{m}"
         );
         assert_eq!(ErrorReply::of(&m).error, "busy");
+    }
+
+    #[test]
+    fn a_kind_from_a_newer_daemon_is_kept_not_lost() {
+        let r: ErrorReply =
+            serde_json::from_str(r#"{"error":"on_fire","message":"the bus is hot"}"#).unwrap();
+        assert_eq!(r.kind(), ErrorKind::Unrecognized);
+        let m = r.into_error();
+        assert_eq!(m.kind(), ErrorKind::Unrecognized);
+        assert!(m.to_string().contains("on_fire: the bus is hot"), "{m}");
     }
 
     #[test]

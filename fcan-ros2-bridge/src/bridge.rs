@@ -20,11 +20,11 @@ use std::time::Duration;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::api::MasterApi;
-use fcan_master::engine::{CallError, Event};
-use fcan_master::master::NodeInfo;
+use fcan_master::engine::Event;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{lock, Face, NodeKey, ServedNode, Supervisor, Unserved};
-use fcan_master::MasterError;
+use fcan_master::NodeInfo;
+use fcan_master::{ErrorKind, MasterError};
 use fcan_ros2::dynamic::{self, RosValue};
 use fcan_ros2::{cdr, rihs, Interfaces};
 use futures_util::StreamExt;
@@ -196,14 +196,11 @@ fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// Whether the master refused because commands already wait for the bus: an in-process
-/// master's [`CallError::Busy`], a remote one's kind `busy`.
+/// Whether the master refused because commands already wait for the bus (or too many
+/// requests are in flight): the kind [`ErrorKind::Busy`], the same from an in-process
+/// master and a remote one.
 fn is_busy(e: &MasterError) -> bool {
-    match e {
-        MasterError::Call(CallError::Busy { .. }) => true,
-        MasterError::Remote { kind, .. } => kind == "busy",
-        _ => false,
-    }
+    e.kind() == ErrorKind::Busy
 }
 
 /// The first field of `v` that holds NaN or an infinity (`setpoint`, `positions[2]`),

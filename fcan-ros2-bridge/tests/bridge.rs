@@ -792,13 +792,13 @@ struct Refusing {
 }
 
 impl fcan_master::api::MasterApi for Refusing {
-    async fn nodes(&self) -> Result<Vec<fcan_master::master::NodeInfo>, fcan_master::MasterError> {
+    async fn nodes(&self) -> Result<Vec<fcan_master::NodeInfo>, fcan_master::MasterError> {
         self.inner.nodes().await
     }
     async fn registry(&self) -> Result<fcan_master::registry::Registry, fcan_master::MasterError> {
         fcan_master::api::MasterApi::registry(&self.inner).await
     }
-    async fn status(&self) -> Result<fcan_master::master::Status, fcan_master::MasterError> {
+    async fn status(&self) -> Result<fcan_master::Status, fcan_master::MasterError> {
         fcan_master::api::MasterApi::status(&self.inner).await
     }
     async fn schema(
@@ -818,17 +818,14 @@ impl fcan_master::api::MasterApi for Refusing {
     }
     async fn frames(
         &self,
-    ) -> Result<
-        tokio::sync::broadcast::Receiver<fcan_master::master::BusFrame>,
-        fcan_master::MasterError,
-    > {
+    ) -> Result<tokio::sync::broadcast::Receiver<fcan_master::BusFrame>, fcan_master::MasterError>
+    {
         fcan_master::api::MasterApi::frames(&self.inner).await
     }
     async fn subscribe(
         &self,
         topic: &str,
-    ) -> Result<mpsc::UnboundedReceiver<fcan_master::master::Sample>, fcan_master::MasterError>
-    {
+    ) -> Result<mpsc::UnboundedReceiver<fcan_master::Sample>, fcan_master::MasterError> {
         fcan_master::api::MasterApi::subscribe(&self.inner, topic).await
     }
     async fn publish(

@@ -138,9 +138,10 @@ async fn recv_sample(
         .expect("subscription open")
 }
 
-fn remote_kind(e: &MasterError) -> &str {
+/// The wire spelling of a remote error's kind (`"not remote"` for a local error).
+fn remote_kind(e: &MasterError) -> &'static str {
     match e {
-        MasterError::Remote { kind, .. } => kind,
+        MasterError::Remote { kind, .. } => kind.as_str(),
         _ => "not remote",
     }
 }

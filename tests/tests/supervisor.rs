@@ -12,9 +12,9 @@ use std::time::Duration;
 use fcan_core::frame::Mtu;
 use fcan_e2e::{eventually, World, IO3, MD1, MD2};
 use fcan_master::engine::{Event, Phase};
-use fcan_master::master::NodeInfo;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{Face, NodeKey, ServedNode, Supervisor, Unserved};
+use fcan_master::NodeInfo;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Call {

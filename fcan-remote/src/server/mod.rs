@@ -66,8 +66,9 @@ use zenoh::sample::Locality;
 use zenoh::Session;
 
 use crate::keys::{self};
-use crate::wire::{kind, Attachment, ErrorReply};
+use crate::wire::{Attachment, ErrorReply};
 use crate::RemoteError;
+use fcan_master::ErrorKind;
 
 /// How long [`Server::start`] waits for another server of the same bus name to answer.
 const BUS_PROBE: Duration = Duration::from_secs(2);
@@ -423,7 +424,7 @@ impl<M: MasterApi> Shared<M> {
         this.counters.queries.fetch_add(1, Ordering::Relaxed);
         let Ok(permit) = this.inflight.clone().try_acquire_owned() else {
             this.counters.busy.fetch_add(1, Ordering::Relaxed);
-            let e = ErrorReply::new(kind::BUSY, "too many requests in flight; retry later");
+            let e = ErrorReply::new(ErrorKind::Busy, "too many requests in flight; retry later");
             this.rt.spawn(async move {
                 let _ = q.reply_err(e.to_bytes()).await;
             });
@@ -449,7 +450,7 @@ impl<M: MasterApi> Shared<M> {
             let answer = match tokio::time::timeout(timeout, answer).await {
                 Ok(a) => a,
                 Err(_) => Err(ErrorReply::new(
-                    kind::TIMEOUT,
+                    ErrorKind::Timeout,
                     format!("no answer within {timeout:?}"),
                 )),
             };

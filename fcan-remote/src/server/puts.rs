@@ -14,7 +14,8 @@ use serde_json::Value as Json;
 
 use super::Shared;
 use crate::keys::{self, Entity};
-use crate::wire::{batch_from_json_as, kind, ErrorReply};
+use crate::wire::batch_from_json_as;
+use fcan_master::ErrorKind;
 
 /// A put waiting to be published. Single puts and batches share one queue, so they are
 /// published in the order they arrived.
@@ -173,7 +174,7 @@ impl<M: MasterApi> Shared<M> {
     /// Counts a put refused because commands already wait for the bus: the client
     /// outran it (`busy_puts`; docs/remote.md).
     fn count_busy(&self, e: &MasterError) {
-        if ErrorReply::of(e).error == kind::BUSY {
+        if e.kind() == ErrorKind::Busy {
             self.counters.busy_puts.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -16,7 +16,8 @@ use serde_json::{json, Value as Json};
 use zenoh::key_expr::KeyExpr;
 
 use crate::keys::{self, Entity};
-use crate::wire::{kind, param_reply, registry_json, ErrorReply};
+use crate::wire::{param_reply, registry_json, ErrorReply};
+use fcan_master::ErrorKind;
 
 use super::forward::is_wild;
 use super::Shared;
@@ -98,7 +99,7 @@ impl Request {
     ) -> Result<Request, ErrorReply> {
         if payload.len() > max_payload {
             return Err(ErrorReply::new(
-                kind::BAD_VALUE,
+                ErrorKind::BadValue,
                 format!(
                     "payload of {} bytes exceeds the limit of {max_payload}",
                     payload.len()
@@ -129,11 +130,16 @@ impl Request {
             },
             QKind::Plan => match entity {
                 Some(Entity::Plan(node)) => Request::Plan { key: own, node },
-                _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a plan key")),
+                _ => return Err(ErrorReply::new(ErrorKind::UnknownName, "not a plan key")),
             },
             QKind::Reprovision => match entity {
                 Some(Entity::Reprovision(node)) => Request::Reprovision { key: own, node },
-                _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a reprovision key")),
+                _ => {
+                    return Err(ErrorReply::new(
+                        ErrorKind::UnknownName,
+                        "not a reprovision key",
+                    ))
+                }
             },
             QKind::Update => match entity {
                 Some(Entity::Update(node)) => Request::Update {
@@ -141,14 +147,15 @@ impl Request {
                     node,
                     ask: crate::wire::parse_update_ask(payload),
                 },
-                _ => return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not an update key")),
+                _ => return Err(ErrorReply::new(ErrorKind::UnknownName, "not an update key")),
             },
             QKind::Schema => {
                 let Some(Entity::Schema(hex)) = entity else {
-                    return Err(ErrorReply::new(kind::UNKNOWN_NAME, "not a schema key"));
+                    return Err(ErrorReply::new(ErrorKind::UnknownName, "not a schema key"));
                 };
-                let digest = SchemaDigest::from_hex(&hex)
-                    .ok_or_else(|| ErrorReply::new(kind::UNKNOWN_NAME, "not a SHA-256 in hex"))?;
+                let digest = SchemaDigest::from_hex(&hex).ok_or_else(|| {
+                    ErrorReply::new(ErrorKind::UnknownName, "not a SHA-256 in hex")
+                })?;
                 Request::Schema {
                     key: own,
                     hex,
@@ -168,7 +175,7 @@ impl Request {
                 },
                 _ => {
                     return Err(ErrorReply::new(
-                        kind::UNKNOWN_NAME,
+                        ErrorKind::UnknownName,
                         format!("not a service or param key: {key}"),
                     ))
                 }
@@ -184,7 +191,7 @@ fn body(payload: &[u8]) -> Body {
     }
     serde_json::from_slice(payload)
         .map(Some)
-        .map_err(|e| ErrorReply::new(kind::BAD_VALUE, format!("payload is not JSON: {e}")))
+        .map_err(|e| ErrorReply::new(ErrorKind::BadValue, format!("payload is not JSON: {e}")))
 }
 
 /// What a payload is for: a service's request or a parameter, by name.
@@ -221,7 +228,10 @@ async fn value_for<M: MasterApi>(master: &M, j: &Json, what: For<'_>) -> Result<
         Some(Err(typed)) => typed,
         _ => e,
     };
-    Err(ErrorReply::new(kind::BAD_VALUE, e.within(name).to_string()))
+    Err(ErrorReply::new(
+        ErrorKind::BadValue,
+        e.within(name).to_string(),
+    ))
 }
 
 /// What answering needs of the server besides its master.
@@ -262,11 +272,11 @@ pub(super) async fn not_running<M: MasterApi>(
     let nodes = master.nodes().await.map_err(|e| ErrorReply::of(&e))?;
     Err(match nodes.iter().find(|n| n.name == node) {
         Some(n) => ErrorReply::new(
-            kind::NOT_RUNNING,
+            ErrorKind::NotRunning,
             format!("node {} is not running ({})", n.name, n.phase),
         ),
         None => ErrorReply::new(
-            kind::UNKNOWN_NAME,
+            ErrorKind::UnknownName,
             format!(
                 "no node named `{}` on bus {}",
                 fcan_master::text::Untrusted(node),
@@ -315,7 +325,7 @@ pub(super) async fn answer<M: MasterApi>(
             }
             if out.is_empty() && !is_wild(&pattern) {
                 return Err(ErrorReply::new(
-                    kind::UNKNOWN_NAME,
+                    ErrorKind::UnknownName,
                     format!("no node at {pattern}"),
                 ));
             }
@@ -357,7 +367,7 @@ pub(super) async fn answer<M: MasterApi>(
                 }
             }
             Err(ErrorReply::new(
-                kind::UNKNOWN_NAME,
+                ErrorKind::UnknownName,
                 format!("no schema {hex} on this bus"),
             ))
         }
@@ -369,7 +379,7 @@ pub(super) async fn answer<M: MasterApi>(
             not_running(master, server, &service).await?;
             let Some(request) = request? else {
                 return Err(ErrorReply::new(
-                    kind::BAD_VALUE,
+                    ErrorKind::BadValue,
                     "a service call needs a JSON request payload",
                 ));
             };
@@ -403,7 +413,12 @@ async fn node_named<M: MasterApi>(
         .iter()
         .find(|n| n.name == name)
         .map(|n| n.id)
-        .ok_or_else(|| ErrorReply::new(kind::UNKNOWN_NAME, format!("no node {name} on this bus")))
+        .ok_or_else(|| {
+            ErrorReply::new(
+                ErrorKind::UnknownName,
+                format!("no node {name} on this bus"),
+            )
+        })
 }
 
 /// The running server as the answers see it.
@@ -610,9 +625,9 @@ mod tests {
     }
 
     /// The error reply's kind and message, failing on replies.
-    fn error(r: Result<Vec<Reply>, ErrorReply>) -> (String, String) {
+    fn error(r: Result<Vec<Reply>, ErrorReply>) -> (ErrorKind, String) {
         let e = r.unwrap_err();
-        (e.error, e.message)
+        (e.kind(), e.message)
     }
 
     #[tokio::test]
@@ -624,7 +639,7 @@ mod tests {
         ] {
             let (master, r) = ask(k, key, &big).await;
             let (kind, message) = error(r);
-            assert_eq!(kind, kind::BAD_VALUE, "{key}");
+            assert_eq!(kind, ErrorKind::BadValue, "{key}");
             assert!(message.contains("exceeds the limit of 64"), "{message}");
             assert_eq!(master.asked(), Vec::<String>::new());
         }
@@ -662,7 +677,7 @@ mod tests {
             ),
         ] {
             let (kind, message) = error(ask(k, key, "").await.1);
-            assert_eq!(kind, kind::UNKNOWN_NAME, "{key}");
+            assert_eq!(kind, ErrorKind::UnknownName, "{key}");
             assert!(message.contains(says), "{key}: {message}");
         }
     }
@@ -670,7 +685,7 @@ mod tests {
     #[tokio::test]
     async fn a_schema_key_that_is_not_a_sha256_is_an_unknown_name() {
         let (kind, message) = error(ask(QKind::Schema, "fcan/can0/schema/abc", "").await.1);
-        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(kind, ErrorKind::UnknownName);
         assert_eq!(message, "not a SHA-256 in hex");
     }
 
@@ -678,7 +693,7 @@ mod tests {
     async fn a_schema_no_node_has_is_an_unknown_name() {
         let key = format!("fcan/can0/schema/{DIGEST}");
         let (kind, message) = error(ask(QKind::Schema, &key, "").await.1);
-        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(kind, ErrorKind::UnknownName);
         assert_eq!(message, format!("no schema {DIGEST} on this bus"));
     }
 
@@ -727,7 +742,7 @@ mod tests {
     #[tokio::test]
     async fn a_node_key_that_matches_no_node_is_an_unknown_name() {
         let (kind, message) = error(ask(QKind::Node, "fcan/can0/node/md9", "").await.1);
-        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(kind, ErrorKind::UnknownName);
         assert_eq!(message, "no node at fcan/can0/node/md9");
     }
 
@@ -746,7 +761,7 @@ mod tests {
     async fn a_service_call_without_a_request_is_bad_value_and_not_sent() {
         let (master, r) = ask(QKind::Service, "fcan/can0/service/md1/out0/set", "").await;
         let (kind, message) = error(r);
-        assert_eq!(kind, kind::BAD_VALUE);
+        assert_eq!(kind, ErrorKind::BadValue);
         assert_eq!(message, "a service call needs a JSON request payload");
         assert_eq!(master.asked(), Vec::<String>::new());
     }
@@ -757,7 +772,7 @@ mod tests {
             let key = "fcan/can0/param/md1/motor0/gain";
             let (master, r) = ask(QKind::Param, key, payload).await;
             let (kind, _) = error(r);
-            assert_eq!(kind, kind::BAD_VALUE, "{payload}");
+            assert_eq!(kind, ErrorKind::BadValue, "{payload}");
             assert_eq!(master.asked(), Vec::<String>::new());
         }
     }
@@ -800,7 +815,7 @@ mod tests {
         let key = "fcan/can0/param/md1/motor0/gain";
         let (master, r) = ask(QKind::Param, key, r#""x""#).await;
         let (kind, message) = error(r);
-        assert_eq!(kind, kind::BAD_VALUE);
+        assert_eq!(kind, ErrorKind::BadValue);
         assert!(
             message.starts_with(r#"md1.motor0.gain: got the string "x""#),
             "{message}"
@@ -813,7 +828,7 @@ mod tests {
         let key = "fcan/can0/param/md1/motor0/gain";
         let (master, r) = ask(QKind::Param, key, "200.0").await;
         let (kind, message) = error(r);
-        assert_eq!(kind, kind::BAD_VALUE);
+        assert_eq!(kind, ErrorKind::BadValue);
         assert!(message.contains("max 10"), "{message}");
         assert_eq!(master.asked(), Vec::<String>::new());
         let (kind, message) = error(
@@ -821,7 +836,7 @@ mod tests {
                 .await
                 .1,
         );
-        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(kind, ErrorKind::UnknownName);
         assert!(message.contains("md1.motor0.kq"), "{message}");
     }
 
@@ -831,7 +846,7 @@ mod tests {
             let key = "fcan/can0/param/md2/motor0/gain";
             let (master, r) = ask(QKind::Param, key, payload).await;
             let (kind, message) = error(r);
-            assert_eq!(kind, kind::NOT_RUNNING, "{payload:?}");
+            assert_eq!(kind, ErrorKind::NotRunning, "{payload:?}");
             assert_eq!(message, "node md2 is not running (offline)");
             assert_eq!(master.asked(), Vec::<String>::new());
         }
@@ -840,7 +855,7 @@ mod tests {
                 .await
                 .1,
         );
-        assert_eq!(kind, kind::NOT_RUNNING);
+        assert_eq!(kind, ErrorKind::NotRunning);
     }
 
     #[tokio::test]
@@ -850,7 +865,7 @@ mod tests {
                 .await
                 .1,
         );
-        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(kind, ErrorKind::UnknownName);
         assert_eq!(message, "no node named `md7` on bus can0");
     }
 
@@ -864,7 +879,7 @@ mod tests {
         let r = json_replies(ask(QKind::Plan, "fcan/can0/plan/md2", "").await.1);
         assert_eq!(r, [("fcan/can0/plan/md2".to_string(), Json::Null)]);
         let (kind, message) = error(ask(QKind::Plan, "fcan/can0/plan/md7", "").await.1);
-        assert_eq!(kind, kind::UNKNOWN_NAME);
+        assert_eq!(kind, ErrorKind::UnknownName);
         assert_eq!(message, "no node md7 on this bus");
     }
 
@@ -875,7 +890,7 @@ mod tests {
         assert_eq!(json_replies(r), [(key.to_string(), Json::Null)]);
         assert_eq!(master.asked(), ["reprovision 2"]);
         let (master, r) = ask(QKind::Reprovision, "fcan/can0/reprovision/md7", "").await;
-        assert_eq!(error(r).0, kind::UNKNOWN_NAME);
+        assert_eq!(error(r).0, ErrorKind::UnknownName);
         assert_eq!(master.asked(), Vec::<String>::new());
     }
 
@@ -901,17 +916,17 @@ mod tests {
         let image = fcan_master::update::UpdateImage::new(vec![1; 10], [0; 32], "md{i}", "2.0.0");
         // The fake master refuses every update (no capability): the kind says so.
         let r = ask(crate::wire::update_payload(&image, 0.5)).await;
-        assert_eq!(error(r).0, kind::REFUSED);
+        assert_eq!(error(r).0, ErrorKind::Refused);
         assert_eq!(
             master.asked(),
             ["abort_update 2", "update 2 2.0.0 10 bytes share 0.5"]
         );
         for bad in [Vec::new(), b"\x02\0\0\0{}".to_vec(), vec![0xFF; 40]] {
-            assert_eq!(error(ask(bad).await).0, kind::BAD_VALUE);
+            assert_eq!(error(ask(bad).await).0, ErrorKind::BadValue);
         }
         let mut extra = crate::wire::abort_payload();
         extra.extend_from_slice(&image.to_file());
-        assert_eq!(error(ask(extra).await).0, kind::BAD_VALUE);
+        assert_eq!(error(ask(extra).await).0, ErrorKind::BadValue);
         assert_eq!(master.asked().len(), 2, "nothing more asked");
     }
 }

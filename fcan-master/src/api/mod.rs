@@ -1,5 +1,5 @@
 //! [`MasterApi`]: what an application does with a master, whether the master runs in
-//! this process ([`Master`]) or in a bus-owner daemon reached over the network (the
+//! this process ([`Master`](crate::Master)) or in a bus-owner daemon reached over the network (the
 //! remote client of `fcan-remote`). Application code written against the trait runs
 //! unchanged on either.
 
@@ -7,17 +7,29 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::engine::{Event, NodeSchema, Phase};
-use crate::master::{BusFrame, Master, MasterError, NodeInfo, Sample, Status};
-use crate::planner::Plan;
-use crate::registry::Registry;
-use crate::value::Value;
+mod error;
+mod types;
+
+pub use error::{ErrorKind, MasterError};
+pub use types::{BusFrame, NodeInfo, SchemaSource, Status, FRAMES_BACKLOG};
+
+// The rest of the vocabulary of the trait's signatures, defined where the work is done
+// and named here so an application finds it in one place.
+pub use crate::dispatch::Sample;
+pub use crate::engine::{
+    CallError, EngineStats, Event, NodeSchema, Phase, UpdateError, UpdateReport, UpdateStep,
+};
+pub use crate::planner::Plan;
+pub use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
+pub use crate::update::{Progress, UpdateConfig, UpdateImage};
+pub use crate::value::{Value, ValueError};
+pub use fcan_core::id::NodeId;
+pub use fcan_transport::DeviceWatchdog;
 
 /// The operations of a master that an application uses: nodes, topics, services,
-/// parameters, events. See [`Master`] for what each does; a remote implementation
+/// parameters, events. See [`Master`](crate::Master) for what each does; a remote implementation
 /// documents its own timing.
 ///
 /// Every method takes `&self` and the futures are `Send`, so a handle can be cloned into
@@ -44,7 +56,7 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
     /// Master events (nodes announced, running, rebooted, offline, failed …), from now on.
     fn events(&self) -> broadcast::Receiver<Event>;
 
-    /// Every frame on the bus from now on, received and sent (see [`Master::frames`];
+    /// Every frame on the bus from now on, received and sent (see [`Master::frames`](crate::Master::frames);
     /// a remote implementation documents its own timing and backlog).
     fn frames(
         &self,
@@ -126,22 +138,22 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
         }
     }
 
-    /// Provisions a running (or failed) node again (see [`Master::reprovision`]).
+    /// Provisions a running (or failed) node again (see [`Master::reprovision`](crate::Master::reprovision)).
     fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send;
 
     /// Writes a firmware image into a node over the bus and returns once it runs it,
-    /// provisioned again (see [`Master::update`]); progress comes as
-    /// [`Event::UpdateProgress`](crate::engine::Event::UpdateProgress) on
+    /// provisioned again (see [`Master::update`](crate::Master::update)); progress comes as
+    /// [`Event::UpdateProgress`] on
     /// [`events`](Self::events).
     fn update(
         &self,
         node: NodeId,
-        image: crate::update::UpdateImage,
-        cfg: crate::update::UpdateConfig,
-    ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send;
+        image: UpdateImage,
+        cfg: UpdateConfig,
+    ) -> impl Future<Output = Result<UpdateReport, MasterError>> + Send;
 
     /// Drops the node's update transfer and ends an update of it (see
-    /// [`Master::abort_update`]).
+    /// [`Master::abort_update`](crate::Master::abort_update)).
     fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send;
 
     /// Waits until at least `n` nodes are running, polling [`nodes`](Self::nodes).
@@ -172,102 +184,10 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
     }
 }
 
-impl MasterApi for Master {
-    fn nodes(&self) -> impl Future<Output = Result<Vec<NodeInfo>, MasterError>> + Send {
-        Master::nodes(self)
-    }
-    fn registry(&self) -> impl Future<Output = Result<Registry, MasterError>> + Send {
-        Master::registry(self)
-    }
-    fn status(&self) -> impl Future<Output = Result<Status, MasterError>> + Send {
-        Master::status(self)
-    }
-    fn schema(
-        &self,
-        node: NodeId,
-    ) -> impl Future<Output = Result<Option<Arc<NodeSchema>>, MasterError>> + Send {
-        Master::schema(self, node)
-    }
-    fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send {
-        Master::plan(self, node)
-    }
-    fn reprovision(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
-        Master::reprovision(self, node)
-    }
-    fn update(
-        &self,
-        node: NodeId,
-        image: crate::update::UpdateImage,
-        cfg: crate::update::UpdateConfig,
-    ) -> impl Future<Output = Result<crate::engine::UpdateReport, MasterError>> + Send {
-        Master::update(self, node, image, cfg)
-    }
-    fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
-        Master::abort_update(self, node)
-    }
-    fn events(&self) -> broadcast::Receiver<Event> {
-        Master::events(self)
-    }
-    fn frames(
-        &self,
-    ) -> impl Future<Output = Result<broadcast::Receiver<BusFrame>, MasterError>> + Send {
-        std::future::ready(Ok(Master::frames(self)))
-    }
-    fn subscribe(
-        &self,
-        topic: &str,
-    ) -> impl Future<Output = Result<mpsc::UnboundedReceiver<Sample>, MasterError>> + Send {
-        Master::subscribe(self, topic)
-    }
-    fn subscribe_into(
-        &self,
-        topic: &str,
-        tx: mpsc::UnboundedSender<Sample>,
-    ) -> impl Future<Output = Result<(), MasterError>> + Send {
-        Master::subscribe_into(self, topic, tx)
-    }
-    fn publish(
-        &self,
-        topic: &str,
-        value: Value,
-    ) -> impl Future<Output = Result<(), MasterError>> + Send {
-        Master::publish(self, topic, value)
-    }
-    fn publish_many(
-        &self,
-        items: Vec<(String, Value)>,
-    ) -> impl Future<Output = Result<(), MasterError>> + Send {
-        Master::publish_many(self, items)
-    }
-    fn call(
-        &self,
-        service: &str,
-        request: Value,
-    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
-        Master::call(self, service, request)
-    }
-    fn param_get(&self, param: &str) -> impl Future<Output = Result<Value, MasterError>> + Send {
-        Master::param_get(self, param)
-    }
-    fn param_set(
-        &self,
-        param: &str,
-        value: Value,
-    ) -> impl Future<Output = Result<(), MasterError>> + Send {
-        Master::param_set(self, param, value)
-    }
-    fn param_set_read_back(
-        &self,
-        param: &str,
-        value: Value,
-    ) -> impl Future<Output = Result<Value, MasterError>> + Send {
-        Master::param_set_read_back(self, param, value)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Master;
 
     /// Generic application code: compiles against the trait only.
     async fn running_names<M: MasterApi>(m: &M) -> Result<Vec<String>, MasterError> {
