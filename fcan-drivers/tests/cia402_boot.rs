@@ -234,3 +234,69 @@ fn the_watchdog_stops_the_drive_when_the_master_is_lost() {
     assert_eq!(l.sim.state(), State::SwitchOnDisabled);
     assert_eq!(l.drv.error_code(), 0x8130);
 }
+
+/// A drive that booted before the driver listened (its boot-up missed) and produces no
+/// heartbeat: after a second of silence the driver sends NMT reset communication
+/// (`000 82 05`), the drive says boot-up, and the bring-up runs.
+#[test]
+fn a_silent_drive_is_reset_and_brought_up() {
+    let mut sim = SimCia402::new(5);
+    let mut missed = Vec::new();
+    sim.poll(0, &mut missed);
+    assert_eq!(missed.len(), 1, "the boot-up nobody heard");
+    let mut l = Loop::new("cia402:id=5,counts=1000", sim);
+    l.run_until(900_000);
+    assert_eq!(l.drv.boot_step(), BootStep::WaitForDrive);
+    assert!(
+        l.wire.is_empty(),
+        "nothing sent before a second: {:?}",
+        l.wire
+    );
+    l.run_until(1_100_000);
+    assert!(l.wire.iter().any(|(t, f)| *t == 1_000_000
+        && f.id() == fcan_core::frame::CanId::Standard(0)
+        && f.data() == [0x82, 0x05]));
+    assert!(l.drv.present(), "{:?}", l.warnings());
+}
+
+/// With an EDS, an optional object the drive lacks (0x60C2 here) is never written: the
+/// step is skipped with a note, and the bring-up goes on.
+#[test]
+fn an_eds_without_an_optional_object_skips_it() {
+    let mut eds = fcan_drivers::cia402::eds::Eds::default_dictionary();
+    eds.objects.retain(|(i, _), _| *i != 0x60C2);
+    let mut text = String::new();
+    for ((i, s), e) in &eds.objects {
+        text += &format!(
+            "[{i:04X}sub{s:X}]\nParameterName={}\nDataType=0x{:04X}\nAccessType={}\nDefaultValue={}\nPDOMapping={}\n\n",
+            e.name,
+            e.data_type,
+            e.access,
+            e.default.clone().unwrap_or_default(),
+            u8::from(e.pdo_mappable)
+        );
+    }
+    let path = std::env::temp_dir().join(format!("cia402-{}.eds", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let sim = SimCia402::with_eds(5, &eds);
+    let mut l = Loop::new(
+        &format!("cia402:id=5,counts=1000,eds={}", path.display()),
+        sim,
+    );
+    l.run_until(200_000);
+    let _ = std::fs::remove_file(&path);
+    assert!(l.drv.present(), "{:?}", l.warnings());
+    assert!(
+        l.warnings()
+            .iter()
+            .any(|w| w.contains("interpolation time period (0x60C2) skipped")),
+        "{:?}",
+        l.warnings()
+    );
+    // Not one SDO to 0x60C2 on the wire.
+    assert!(!l
+        .wire
+        .iter()
+        .any(|(_, f)| f.id() == fcan_core::frame::CanId::Standard(0x605)
+            && f.data().get(1..3) == Some(&[0xC2, 0x60][..])));
+}

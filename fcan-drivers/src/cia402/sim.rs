@@ -317,7 +317,7 @@ impl SimCia402 {
         for (n, data) in std::mem::take(&mut self.rpdo) {
             let mut at = 0usize;
             for (i, s, bits) in self.od.mapping(0x1600 + n) {
-                let len = usize::from(bits / 8);
+                let len = usize::from(bits / 8).min(8);
                 let Some(b) = data.get(at..at + len) else {
                     break;
                 };
