@@ -1176,7 +1176,7 @@ impl Device for Cia402 {
         let k = self.increments_per_rad();
         // `as` saturates: a target beyond i32 is the largest one, never a wrap.
         self.target_position = (p * k).round() as i32;
-        self.target_velocity = (f64::from(v as f32) * k).round() as i32;
+        self.target_velocity = (v * k).round() as i32;
         self.target_torque = t.round() as i16;
         self.new_setpoint = true;
     }

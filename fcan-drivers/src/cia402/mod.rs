@@ -21,7 +21,10 @@
 //! SI unit factors 0x60A8/0x60A9 (velocity is increments/s); homing and interpolated
 //! position modes; more than one SYNC per TPDO (transmission types 2–240 are written as
 //! 1); the drive's own 0x603F read over SDO (the error code comes from EMCY); reading the
-//! drive's parameters into fcan params (the schema has none).
+//! drive's parameters into fcan params (the schema has none); one SYNC producer per bus: each
+//! cia402 device sends its own SYNC, so several drives on one bus each see every
+//! driver's SYNC (their TPDOs come that many times per period) — a bus-wide SYNC
+//! producer needs state shared between devices, which the host does not have yet.
 mod driver;
 pub mod eds;
 pub mod sdo;
