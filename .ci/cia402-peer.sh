@@ -7,8 +7,9 @@
 # consumer, the fault and silence hooks); then `fcan serve --device cia402:…` drives it
 # and the `fcan` CLI must see it: NMT operational, the PDO mapping in the drive's OD,
 # Operation enabled after `enable`, a CSP target followed, a fault on the emcy topic, a
-# silent drive offline; last, a drive whose EDS lacks 0x60C2 makes `fcan serve` name the
-# object and "object does not exist".
+# silent drive offline, the drive's own watchdog when the bus owner dies; a drive whose
+# EDS lacks 0x60C2 makes `fcan serve` name the object and "object does not exist"; last,
+# the same drive on a Classical fcan link (`udp-multicast:classic`).
 #
 # Multicast: everything runs inside a network namespace this script creates with only
 # `lo` up, so no packet leaves the machine. Needs root (ip netns). The namespace is

@@ -63,9 +63,14 @@ all passed: `self` (canopen's own master, `RemoteNode`, judges the drive above: 
 heartbeat, SDO, NMT, the state table, CSP, RPDO/TPDO on SYNC, heartbeat consumer, the
 fault and silence hooks), `fcan` (`fcan serve --device cia402:id=5,eds=EDS,mode=csp`
 drives the drive; the `fcan` CLI must see NMT operational, the PDO mapping in the drive's
-OD, Operation enabled after `enable`, a CSP target followed, the fault on
-`/drive5/cia402/emcy`, the silent drive offline) and `missing` (the drive's EDS lacks
-0x60C2: `fcan serve` must log an error naming it and "object does not exist").
+OD, Operation enabled after `enable`, a status sample per SYNC, a CSP target followed in
+the driver's units (rad, 4096 increments a revolution from 0x608F), quick_stop, disable,
+the fault on `/drive5/cia402/emcy` and in status, fault_reset, the drive's own watchdog
+when the bus owner is killed, a second bus owner, the silent drive offline, Classical
+frames only), `missing` (the drive's EDS lacks 0x60C2: `fcan serve` must log a line
+naming it and "object does not exist" within 10 s, and go on) and `classic` (the same on a
+Classical fcan link, `udp-multicast:classic`, as a CANopen bus is). Every part runs even
+when one before failed; the last line then names the parts that failed.
 """
 
 import argparse
