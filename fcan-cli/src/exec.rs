@@ -640,7 +640,7 @@ async fn monitor<M: MasterApi>(
 struct Watched<'a, M> {
     bus: Option<&'a str>,
     master: &'a M,
-    events: tokio::sync::broadcast::Receiver<fcan_master::engine::Event>,
+    events: tokio::sync::broadcast::Receiver<fcan_master::MasterEvent>,
     last: fcan_master::Status,
     last_t: tokio::time::Instant,
     /// The daemon's session, where a named bus's joints status is asked for.

@@ -10,7 +10,7 @@ use std::io::BufWriter;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fcan_core::id::NodeId;
-use fcan_master::engine::Event;
+use fcan_master::MasterEvent;
 use fcan_master::{MasterApi, Phase, Sample};
 use tokio::sync::{broadcast, mpsc};
 
@@ -112,7 +112,7 @@ pub(crate) async fn record<M: MasterApi>(
                 Err(broadcast::error::RecvError::Closed) => frames = None,
             },
             e = events.recv() => match e {
-                Ok(Event::Online { .. } | Event::Rebooted { .. })
+                Ok(MasterEvent::Online { .. } | MasterEvent::Rebooted { .. })
                 | Err(broadcast::error::RecvError::Lagged(_)) => {
                     let added =
                         add_nodes(master, &mut rec, &clock, &mut recorded, &mut subscribed, &tx).await;

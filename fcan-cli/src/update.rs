@@ -3,9 +3,10 @@
 //! builds the image from the files given and reports.
 
 use fcan_core::hash::SchemaDigest;
-use fcan_master::engine::{Event, UpdateReport};
+use fcan_master::engine::UpdateReport;
 use fcan_master::text::Untrusted;
 use fcan_master::update::{UpdateConfig, UpdateImage, IMAGE_MAGIC};
+use fcan_master::MasterEvent;
 use fcan_master::{MasterApi, NodeInfo};
 
 use crate::args::UpdateArgs;
@@ -122,7 +123,7 @@ async fn one<M: MasterApi>(
         tokio::select! {
             r = &mut done => return r.map_err(|e| CliError::Usage(format!("{} (node {}): {e}", Untrusted(&n.name), n.id))),
             e = events.recv() => {
-                if let Ok(Event::UpdateProgress { node, step, progress: p, .. }) = e {
+                if let Ok(MasterEvent::UpdateProgress { node, step, progress: p, .. }) = e {
                     if node == n.id {
                         sink.emit(Report::UpdateProgress(UpdateProgressView {
                             event: "progress",

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use fcan_core::hash::SchemaDigest;
 use fcan_core::ir::Field;
 use fcan_core::msg::{BusMode, DataDirection, NodeState};
-use fcan_master::engine::Event;
 use fcan_master::value::Value;
+use fcan_master::MasterEvent;
 use fcan_master::Phase;
 use fcan_master::{NodeInfo, SchemaSource};
 use serde::{Serialize, Serializer};
@@ -537,7 +537,7 @@ pub struct EventView {
 impl EventView {
     /// The view of an engine event, or `None` for the chatty ones (request completions)
     /// the monitor does not show.
-    pub fn of(e: &Event) -> Option<EventView> {
+    pub fn of(e: &MasterEvent) -> Option<EventView> {
         // The same kind names the remote API uses (`fcan_master::json`).
         let (kind, node) = fcan_master::json::event_kind(e)?;
         Some(EventView {

@@ -13,8 +13,8 @@ use super::resolve::{command_range, command_value, field_value, set_field, state
 use super::store::{Shared, WriteMode};
 use super::Fault;
 use fcan_master::api::MasterApi;
-use fcan_master::engine::Event;
 use fcan_master::value::Value;
+use fcan_master::MasterEvent;
 use fcan_master::Sample;
 
 /// Moves every sample of state topic `t` into its cell.
@@ -52,7 +52,7 @@ pub(crate) async fn receive(
 /// Raises [`Fault::NodeLost`] when a mapped node goes offline, reboots or fails while
 /// the loop is active.
 pub(crate) async fn watch_nodes(
-    mut events: broadcast::Receiver<Event>,
+    mut events: broadcast::Receiver<MasterEvent>,
     shared: Arc<Shared>,
     layout: Arc<Layout>,
 ) {
@@ -65,9 +65,9 @@ pub(crate) async fn watch_nodes(
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let (node, what): (_, Arc<str>) = match &event {
-            Event::Offline { node } => (*node, "went offline".into()),
-            Event::Rebooted { node, .. } => (*node, "rebooted".into()),
-            Event::Failed { node, reason } => (*node, format!("failed: {reason}").into()),
+            MasterEvent::Offline { node } => (*node, "went offline".into()),
+            MasterEvent::Rebooted { node, .. } => (*node, "rebooted".into()),
+            MasterEvent::Failed { node, reason } => (*node, format!("failed: {reason}").into()),
             _ => continue,
         };
         if shared.mode() != WriteMode::Normal {

@@ -410,7 +410,7 @@ impl MasterApi for Lossy {
     {
         self.inner.plan(node)
     }
-    fn events(&self) -> broadcast::Receiver<fcan_master::engine::Event> {
+    fn events(&self) -> broadcast::Receiver<fcan_master::MasterEvent> {
         MasterApi::events(&self.inner)
     }
     fn frames(

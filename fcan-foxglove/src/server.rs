@@ -33,10 +33,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::Event;
 use fcan_master::registry::{ParamInfo, Registry};
 use fcan_master::serving::{lock, Face, ServedNode, Supervisor, Unserved};
 use fcan_master::text::Untrusted;
+use fcan_master::MasterEvent;
 use fcan_master::NodeInfo;
 use fcan_master::{ErrorKind, MasterApi, MasterError};
 use foxglove::websocket::service::{Handler, Request, Responder, Service, ServiceSchema};
@@ -296,8 +296,8 @@ impl<M: MasterApi> Face for Shared<M> {
     /// this server): clients subscribed to the parameter hear the new value. (A write made
     /// here is also published after its answer, with the value read back; the same value
     /// twice changes nothing in the app.)
-    async fn on_event(&self, e: &Event, name: Option<&str>) {
-        if let Event::Collision { node, .. } = e {
+    async fn on_event(&self, e: &MasterEvent, name: Option<&str>) {
+        if let MasterEvent::Collision { node, .. } = e {
             // Two boards answer to one id (docs/protocol.md §5.3): an error the user must
             // fix on the boards; the app shows it until this node's status changes.
             if let Some(text) = fcan_master::json::describe_event(e) {
@@ -308,7 +308,7 @@ impl<M: MasterApi> Face for Shared<M> {
             }
             return;
         }
-        let Event::ParamChanged { name, value, .. } = e else {
+        let MasterEvent::ParamChanged { name, value, .. } = e else {
             return;
         };
         let Some(ty) = lock(&self.state).params.get(name).map(|p| p.decl.ty) else {

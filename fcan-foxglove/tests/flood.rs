@@ -32,8 +32,8 @@ use fcan_e2e::val;
 use fcan_e2e::{World, IO3, MD1, MD2};
 use fcan_foxglove::{FoxgloveCounters, FoxgloveOptions, FoxgloveServer};
 use fcan_master::engine::CallError;
-use fcan_master::engine::Event;
 use fcan_master::MasterError;
+use fcan_master::MasterEvent;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value as Json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -357,11 +357,11 @@ async fn flood(
             Ok(e) => assert!(
                 !matches!(
                     e,
-                    Event::Announced { .. }
-                        | Event::Rebooted { .. }
-                        | Event::Offline { .. }
-                        | Event::Failed { .. }
-                        | Event::Online { .. }
+                    MasterEvent::Announced { .. }
+                        | MasterEvent::Rebooted { .. }
+                        | MasterEvent::Offline { .. }
+                        | MasterEvent::Failed { .. }
+                        | MasterEvent::Online { .. }
                 ),
                 "a node noticed the flood: {e:?}"
             ),

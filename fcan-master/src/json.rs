@@ -28,8 +28,9 @@ use fcan_core::msg::{BusMode, NodeState};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
+use crate::api::MasterEvent;
 use crate::api::{NodeInfo, SchemaSource, Status};
-use crate::engine::{EngineStats, Event, Phase, UpdateStep};
+use crate::engine::{EngineStats, Phase, UpdateStep};
 use crate::text::Untrusted;
 
 /// A node's reported state as `fcan` prints it: `unprovisioned`, `provisioned`,
@@ -196,12 +197,12 @@ impl NodeInfo {
 
 /// One line for people about an engine event, or `None` for the chatty ones (request
 /// completions). Text from nodes in it is escaped.
-pub fn describe_event(e: &Event) -> Option<String> {
+pub fn describe_event(e: &MasterEvent) -> Option<String> {
     Some(match e {
-        Event::Announced { node, boot_id } => {
+        MasterEvent::Announced { node, boot_id } => {
             format!("node {node} announced (boot {boot_id:#010x})")
         }
-        Event::SchemaReady {
+        MasterEvent::SchemaReady {
             node,
             digest,
             cached,
@@ -216,23 +217,25 @@ pub fn describe_event(e: &Event) -> Option<String> {
                 }
             )
         }
-        Event::Online { node } => format!("node {node} running"),
-        Event::Rebooted { node, .. } => {
+        MasterEvent::Online { node } => format!("node {node} running"),
+        MasterEvent::Rebooted { node, .. } => {
             format!("node {node} rebooted: re-provisioning, restoring parameters")
         }
-        Event::Offline { node } => format!("node {node} offline"),
-        Event::Failed { node, reason } => format!("node {node} failed: {}", Untrusted(reason)),
-        Event::Collision { node, boot_ids } => format!(
+        MasterEvent::Offline { node } => format!("node {node} offline"),
+        MasterEvent::Failed { node, reason } => {
+            format!("node {node} failed: {}", Untrusted(reason))
+        }
+        MasterEvent::Collision { node, boot_ids } => format!(
             "node id {node} is used by two nodes (boot ids {:#010x}, {:#010x})",
             boot_ids.0, boot_ids.1
         ),
-        Event::OtherMaster { session } => {
+        MasterEvent::OtherMaster { session } => {
             format!("another master (session {session:#010x}) is on this bus")
         }
-        Event::ClassicNodeOnFdLink { node } => {
+        MasterEvent::ClassicNodeOnFdLink { node } => {
             format!("node {node} cannot do CAN FD: using Classical CAN frames with it")
         }
-        Event::ParamsCarried {
+        MasterEvent::ParamsCarried {
             node,
             restored,
             dropped,
@@ -250,12 +253,12 @@ pub fn describe_event(e: &Event) -> Option<String> {
                 list(dropped)
             )
         }
-        Event::ParamChanged { node, name, value } => format!(
+        MasterEvent::ParamChanged { node, name, value } => format!(
             "node {node}: {} = {}",
             Untrusted(name),
             Untrusted(&value.to_string())
         ),
-        Event::UpdateProgress {
+        MasterEvent::UpdateProgress {
             node,
             step,
             progress: p,
@@ -280,20 +283,20 @@ pub fn describe_event(e: &Event) -> Option<String> {
 /// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`,
 /// `params_carried`, `param_changed`, `update_progress`) and the
 /// node it is about; `None` for request completions.
-pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
+pub fn event_kind(e: &MasterEvent) -> Option<(&'static str, Option<u8>)> {
     Some(match e {
-        Event::Announced { node, .. } => ("announced", Some(node.get())),
-        Event::SchemaReady { node, .. } => ("schema_ready", Some(node.get())),
-        Event::Online { node } => ("online", Some(node.get())),
-        Event::Rebooted { node, .. } => ("rebooted", Some(node.get())),
-        Event::Offline { node } => ("offline", Some(node.get())),
-        Event::Failed { node, .. } => ("failed", Some(node.get())),
-        Event::Collision { node, .. } => ("collision", Some(node.get())),
-        Event::OtherMaster { .. } => ("other_master", None),
-        Event::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
-        Event::ParamsCarried { node, .. } => ("params_carried", Some(node.get())),
-        Event::ParamChanged { node, .. } => ("param_changed", Some(node.get())),
-        Event::UpdateProgress { node, .. } => ("update_progress", Some(node.get())),
+        MasterEvent::Announced { node, .. } => ("announced", Some(node.get())),
+        MasterEvent::SchemaReady { node, .. } => ("schema_ready", Some(node.get())),
+        MasterEvent::Online { node } => ("online", Some(node.get())),
+        MasterEvent::Rebooted { node, .. } => ("rebooted", Some(node.get())),
+        MasterEvent::Offline { node } => ("offline", Some(node.get())),
+        MasterEvent::Failed { node, .. } => ("failed", Some(node.get())),
+        MasterEvent::Collision { node, .. } => ("collision", Some(node.get())),
+        MasterEvent::OtherMaster { .. } => ("other_master", None),
+        MasterEvent::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
+        MasterEvent::ParamsCarried { node, .. } => ("params_carried", Some(node.get())),
+        MasterEvent::ParamChanged { node, .. } => ("param_changed", Some(node.get())),
+        MasterEvent::UpdateProgress { node, .. } => ("update_progress", Some(node.get())),
         _ => return None,
     })
 }
@@ -303,44 +306,44 @@ pub fn event_kind(e: &Event) -> Option<(&'static str, Option<u8>)> {
 /// `boot_ids`; `session`; `restored`, `dropped`; `name`, `value`; `id`, `step`, `acked`,
 /// `size`, `rate`, `eta_s`, `resent`), so a reader can rebuild it ([`event_from_json`]). `None` for
 /// request completions.
-pub fn event_to_json(e: &Event) -> Option<Json> {
+pub fn event_to_json(e: &MasterEvent) -> Option<Json> {
     let (kind, node) = event_kind(e)?;
     let mut m = Map::new();
     m.insert("kind".into(), kind.into());
     m.insert("node".into(), node.into());
     m.insert("text".into(), describe_event(e)?.into());
     match e {
-        Event::Announced { boot_id, .. } => {
+        MasterEvent::Announced { boot_id, .. } => {
             m.insert("boot_id".into(), (*boot_id).into());
         }
-        Event::SchemaReady { digest, cached, .. } => {
+        MasterEvent::SchemaReady { digest, cached, .. } => {
             m.insert("digest".into(), digest.to_string().into());
             m.insert("cached".into(), (*cached).into());
         }
-        Event::Rebooted { old, new, .. } => {
+        MasterEvent::Rebooted { old, new, .. } => {
             m.insert("old".into(), (*old).into());
             m.insert("new".into(), (*new).into());
         }
-        Event::Failed { reason, .. } => {
+        MasterEvent::Failed { reason, .. } => {
             m.insert("reason".into(), reason.clone().into());
         }
-        Event::Collision { boot_ids, .. } => {
+        MasterEvent::Collision { boot_ids, .. } => {
             m.insert("boot_ids".into(), json!([boot_ids.0, boot_ids.1]));
         }
-        Event::OtherMaster { session } => {
+        MasterEvent::OtherMaster { session } => {
             m.insert("session".into(), (*session).into());
         }
-        Event::ParamsCarried {
+        MasterEvent::ParamsCarried {
             restored, dropped, ..
         } => {
             m.insert("restored".into(), json!(restored));
             m.insert("dropped".into(), json!(dropped));
         }
-        Event::ParamChanged { name, value, .. } => {
+        MasterEvent::ParamChanged { name, value, .. } => {
             m.insert("name".into(), name.clone().into());
             m.insert("value".into(), value.to_json());
         }
-        Event::UpdateProgress {
+        MasterEvent::UpdateProgress {
             id, step, progress, ..
         } => {
             m.insert("id".into(), (*id).into());
@@ -357,28 +360,28 @@ pub fn event_to_json(e: &Event) -> Option<Json> {
 }
 
 /// Parses [`event_to_json`]'s shape back into the event (untrusted input: checked).
-pub fn event_from_json(v: &Json) -> Result<Event, String> {
+pub fn event_from_json(v: &Json) -> Result<MasterEvent, String> {
     let kind = string(v, "kind")?;
     let node = || node_id(uint(v, "node")?);
     let u32_of = |name: &str| u32::try_from(uint(v, name)?).map_err(|e| e.to_string());
     Ok(match kind {
-        "announced" => Event::Announced {
+        "announced" => MasterEvent::Announced {
             node: node()?,
             boot_id: u32_of("boot_id")?,
         },
-        "schema_ready" => Event::SchemaReady {
+        "schema_ready" => MasterEvent::SchemaReady {
             node: node()?,
             digest: SchemaDigest::from_hex(string(v, "digest")?).ok_or("bad `digest`")?,
             cached: field(v, "cached")?.as_bool().ok_or("bad `cached`")?,
         },
-        "online" => Event::Online { node: node()? },
-        "rebooted" => Event::Rebooted {
+        "online" => MasterEvent::Online { node: node()? },
+        "rebooted" => MasterEvent::Rebooted {
             node: node()?,
             old: u32_of("old")?,
             new: u32_of("new")?,
         },
-        "offline" => Event::Offline { node: node()? },
-        "failed" => Event::Failed {
+        "offline" => MasterEvent::Offline { node: node()? },
+        "failed" => MasterEvent::Failed {
             node: node()?,
             reason: string(v, "reason")?.to_string(),
         },
@@ -392,16 +395,16 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
                     .and_then(|x| u32::try_from(x).ok())
                     .ok_or("bad `boot_ids`")
             };
-            Event::Collision {
+            MasterEvent::Collision {
                 node: node()?,
                 boot_ids: (id(&ids[0])?, id(&ids[1])?),
             }
         }
-        "other_master" => Event::OtherMaster {
+        "other_master" => MasterEvent::OtherMaster {
             session: u32_of("session")?,
         },
-        "classic_node_on_fd_link" => Event::ClassicNodeOnFdLink { node: node()? },
-        "param_changed" => Event::ParamChanged {
+        "classic_node_on_fd_link" => MasterEvent::ClassicNodeOnFdLink { node: node()? },
+        "param_changed" => MasterEvent::ParamChanged {
             node: node()?,
             name: string(v, "name")?.to_string(),
             // JSON has no types: a float with no fraction comes back as an integer, as
@@ -409,7 +412,7 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
             value: crate::value::Value::from_json(field(v, "value")?)
                 .map_err(|e| format!("bad `value`: {e}"))?,
         },
-        "update_progress" => Event::UpdateProgress {
+        "update_progress" => MasterEvent::UpdateProgress {
             id: uint(v, "id")?,
             node: node()?,
             step: match string(v, "step")? {
@@ -434,7 +437,7 @@ pub fn event_from_json(v: &Json) -> Result<Event, String> {
                     .and_then(|a| a.iter().map(|j| j.as_str().map(str::to_owned)).collect())
                     .ok_or_else(|| format!("bad `{name}`"))
             };
-            Event::ParamsCarried {
+            MasterEvent::ParamsCarried {
                 node: node()?,
                 restored: list("restored")?,
                 dropped: list("dropped")?,
@@ -727,38 +730,38 @@ mod tests {
     fn events_round_trip() {
         let n = NodeId::new(3).unwrap();
         let events = [
-            Event::Announced {
+            MasterEvent::Announced {
                 node: n,
                 boot_id: 7,
             },
-            Event::SchemaReady {
+            MasterEvent::SchemaReady {
                 node: n,
                 digest: SchemaDigest::of(b"x"),
                 cached: true,
             },
-            Event::Online { node: n },
-            Event::Rebooted {
+            MasterEvent::Online { node: n },
+            MasterEvent::Rebooted {
                 node: n,
                 old: 1,
                 new: 2,
             },
-            Event::Offline { node: n },
-            Event::Failed {
+            MasterEvent::Offline { node: n },
+            MasterEvent::Failed {
                 node: n,
                 reason: "why\u{1b}".into(),
             },
-            Event::Collision {
+            MasterEvent::Collision {
                 node: n,
                 boot_ids: (4, 5),
             },
-            Event::OtherMaster { session: 9 },
-            Event::ClassicNodeOnFdLink { node: n },
-            Event::ParamChanged {
+            MasterEvent::OtherMaster { session: 9 },
+            MasterEvent::ClassicNodeOnFdLink { node: n },
+            MasterEvent::ParamChanged {
                 node: n,
                 name: "io_board3.out1.min_on_ms".into(),
                 value: crate::value::Value::UInt(250),
             },
-            Event::ParamChanged {
+            MasterEvent::ParamChanged {
                 node: n,
                 name: "motor_driver2.motor1.velocity.kp".into(),
                 value: crate::value::Value::Float(2.5),

@@ -4,11 +4,16 @@
 //! and provisions their frames and then serves their topics, services and parameters, all
 //! built at run time from the blobs (see `docs/protocol.md` and the design brief).
 //!
+//! Start at the front door, [`api`]: the [`MasterApi`] trait and every type of its
+//! signatures (also re-exported here), the one error model ([`MasterError`],
+//! [`ErrorKind`]) and [`MasterEvent`], with a runnable example. The same application
+//! code runs on an in-process [`Master`] and on the remote client of `fcan-remote`.
+//!
 //! What it holds:
 //!
-//! * [`Master`] ([`master`]): the async, in-process API (one task owns the bus; handles
-//!   are cheap); [`MasterApi`] ([`api`]): what an application does with a master, the
-//!   trait the remote client implements too.
+//! * [`api`]: what an application does with a master ([`MasterApi`]) and the types it
+//!   speaks; [`Master`] ([`master`]): the async, in-process master (one task owns the
+//!   bus; handles are cheap), which implements it.
 //! * [`engine`]: the same master sans I/O (frames and time in, frames and events out),
 //!   with [`registry`] (names → targets), [`planner`] (frame plans), [`cache`] (schema
 //!   blobs) and [`dispatch`] (samples to subscribers).
@@ -23,9 +28,9 @@
 //! Control loops on top of any [`MasterApi`] are the `fcan-cycle` crate.
 //!
 //! API conventions: every error is a `std::error::Error + Send + Sync + 'static`; the
-//! enums that grow ([`engine::Event`], [`MasterError`], …) and the structs a user only
-//! reads ([`Status`], [`NodeInfo`], [`Sample`], …) are `#[non_exhaustive]`; nodes are
-//! named by [`fcan_core::id::NodeId`].
+//! enums that grow ([`MasterEvent`], [`MasterError`], [`ErrorKind`], …) and the structs
+//! a user only reads ([`Status`], [`NodeInfo`], [`Sample`], …) are `#[non_exhaustive]`;
+//! nodes are named by [`fcan_core::id::NodeId`].
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -52,8 +57,8 @@ pub mod update;
 
 // The front door: the trait and every type of its signatures, at the crate root.
 pub use api::{
-    BusFrame, ErrorKind, MasterApi, MasterError, NodeInfo, Sample, SchemaSource, Status,
-    FRAMES_BACKLOG,
+    BusFrame, ErrorKind, MasterApi, MasterError, MasterEvent, NodeInfo, Sample, SchemaSource,
+    Status, FRAMES_BACKLOG,
 };
 pub use engine::Phase;
 /// How a driver arms a device's command watchdog (node info's `watchdog`).

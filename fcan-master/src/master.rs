@@ -25,7 +25,8 @@ use fcan_core::id::NodeId;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::api::{
-    BusFrame, MasterApi, MasterError, NodeInfo, Sample, SchemaSource, Status, FRAMES_BACKLOG,
+    BusFrame, MasterApi, MasterError, MasterEvent, NodeInfo, Sample, SchemaSource, Status,
+    FRAMES_BACKLOG,
 };
 use crate::cache::{BlobStore, MemoryStore, Offloaded};
 use crate::dispatch::SubscriberSink;
@@ -107,7 +108,7 @@ enum Command {
 #[derive(Clone)]
 pub struct Master {
     cmd: mpsc::Sender<Command>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<MasterEvent>,
     frames: broadcast::Sender<BusFrame>,
 }
 
@@ -201,8 +202,9 @@ impl Master {
         rx.await.map_err(|_| MasterError::Stopped)
     }
 
-    /// Engine events (node online/offline/rebooted, collisions, …) from now on.
-    pub fn events(&self) -> broadcast::Receiver<Event> {
+    /// Master events (node online/offline/rebooted, collisions, updates, parameter
+    /// changes …) from now on; the engine's request completions are not among them.
+    pub fn events(&self) -> broadcast::Receiver<MasterEvent> {
         self.events.subscribe()
     }
 
@@ -328,7 +330,7 @@ impl Master {
     /// Provisions a running (or failed) node again: a new plan, its FRAME_DEFINEs, the
     /// parameters set so far, START (the ancestor's `ReprovisionNode`). Returns once it
     /// has begun; the node's phase is `provisioning` until it runs again (an
-    /// [`Event::Online`] follows).
+    /// [`MasterEvent::Online`] follows).
     pub async fn reprovision(&self, node: NodeId) -> Result<(), MasterError> {
         self.ask(|r| Command::Reprovision(node, r)).await?
     }
@@ -336,7 +338,7 @@ impl Master {
     /// Writes a firmware image into `node` over the bus (`docs/protocol.md` §3.14) and
     /// returns once the node runs it and is provisioned again: the report says which of
     /// the parameters set so far the new schema still has (restored) and which it does
-    /// not (dropped). [`Event::UpdateProgress`] on [`Master::events`] tells how far it
+    /// not (dropped). [`MasterEvent::UpdateProgress`] on [`Master::events`] tells how far it
     /// is. Checked before anything is sent: the node takes updates, the image is for its
     /// schema name, no other update of it runs.
     pub async fn update(
@@ -414,7 +416,7 @@ struct Task<T> {
     transport: T,
     base: tokio::time::Instant,
     cmd_rx: mpsc::Receiver<Command>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<MasterEvent>,
     frames: broadcast::Sender<BusFrame>,
     sink: SubscriberSink,
     waiting: BTreeMap<u64, Waiting>,
@@ -594,7 +596,11 @@ impl<T: Transport> Task<T> {
                 }
                 _ => {}
             }
-            let _ = self.events.send(e);
+            // Users see every event but the request completions, which went to the
+            // request that asked, above.
+            if let Some(e) = MasterEvent::from_engine(e) {
+                let _ = self.events.send(e);
+            }
         }
     }
 
@@ -857,7 +863,7 @@ impl MasterApi for Master {
     fn abort_update(&self, node: NodeId) -> impl Future<Output = Result<(), MasterError>> + Send {
         Master::abort_update(self, node)
     }
-    fn events(&self) -> broadcast::Receiver<Event> {
+    fn events(&self) -> broadcast::Receiver<MasterEvent> {
         Master::events(self)
     }
     fn frames(

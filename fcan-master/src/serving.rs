@@ -49,8 +49,9 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use crate::api::MasterApi;
+use crate::api::MasterEvent;
 use crate::api::NodeInfo;
-use crate::engine::{Event, Phase};
+use crate::engine::Phase;
 use crate::registry::Registry;
 
 /// Locks a mutex, poisoned or not: a face's state stays consistent between statements
@@ -192,7 +193,7 @@ pub trait Face: Send + Sync + 'static {
 
     /// A master event, as it comes, before the resync it may cause; `name` is the node's
     /// while it is served.
-    fn on_event(&self, e: &Event, name: Option<&str>) -> impl Future<Output = ()> + Send {
+    fn on_event(&self, e: &MasterEvent, name: Option<&str>) -> impl Future<Output = ()> + Send {
         let _ = (e, name);
         async {}
     }
@@ -267,7 +268,7 @@ impl<M: MasterApi, F: Face> Supervisor<M, F> {
                         self.face.on_event(&e, name.as_deref()).await;
                         if matches!(
                             e,
-                            Event::Online { .. } | Event::Offline { .. } | Event::Rebooted { .. } | Event::Failed { .. }
+                            MasterEvent::Online { .. } | MasterEvent::Offline { .. } | MasterEvent::Rebooted { .. } | MasterEvent::Failed { .. }
                         ) {
                             self.resync().await;
                         }

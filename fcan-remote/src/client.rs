@@ -45,12 +45,13 @@ use std::time::{Duration, Instant};
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::{Event, NodeSchema};
+use fcan_master::engine::NodeSchema;
 use fcan_master::json::event_from_json;
 use fcan_master::planner::Plan;
 use fcan_master::registry::Registry;
 use fcan_master::transport::candump::{self, LogEntry};
 use fcan_master::value::{pack_message, Value};
+use fcan_master::MasterEvent;
 use fcan_master::{BusFrame, MasterApi, MasterError, NodeInfo, Sample, Status};
 use serde_json::Value as Json;
 use tokio::sync::{broadcast, mpsc};
@@ -87,7 +88,7 @@ struct Inner {
     session: Session,
     bus: String,
     opts: ClientOptions,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<MasterEvent>,
     _events_sub: zenoh::pubsub::Subscriber<()>,
     schemas: Mutex<BTreeMap<SchemaDigest, Arc<NodeSchema>>>,
     /// The registry as last fetched, for checking puts; cleared on every event.
@@ -530,7 +531,7 @@ impl MasterApi for RemoteMaster {
         }
     }
 
-    fn events(&self) -> broadcast::Receiver<Event> {
+    fn events(&self) -> broadcast::Receiver<MasterEvent> {
         self.inner.events.subscribe()
     }
 

@@ -20,9 +20,9 @@ use std::time::Duration;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::api::MasterApi;
-use fcan_master::engine::Event;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{lock, Face, NodeKey, ServedNode, Supervisor, Unserved};
+use fcan_master::MasterEvent;
 use fcan_master::NodeInfo;
 use fcan_master::{ErrorKind, MasterError};
 use fcan_ros2::dynamic::{self, RosValue};
@@ -181,7 +181,7 @@ struct Shared<M, D: Dds> {
     served: Mutex<BTreeMap<u8, Served>>,
     /// Parameter writes this bridge made (fcan name, when), oldest first. It announces
     /// those itself, grouped per request as rcl does, so the master's
-    /// [`Event::ParamChanged`] for each is taken off here instead of announced twice.
+    /// [`MasterEvent::ParamChanged`] for each is taken off here instead of announced twice.
     own_writes: Mutex<std::collections::VecDeque<(String, std::time::Instant)>>,
     counters: Arc<Counters>,
     /// What the command topics' writers sent that did not reach the bus, by topic (kept
@@ -285,7 +285,7 @@ fn master_of<M: MasterApi, D: Dds>(s: &Shared<M, D>) -> M {
     s.master.clone()
 }
 
-/// How long a parameter write of this bridge's waits for its [`Event::ParamChanged`]
+/// How long a parameter write of this bridge's waits for its [`MasterEvent::ParamChanged`]
 /// before it is forgotten (the event comes within one bus round trip; a receiver that
 /// lagged behind the event channel lost it).
 const OWN_WRITE_TTL: Duration = Duration::from_secs(10);
@@ -315,8 +315,8 @@ impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
         }
     }
 
-    async fn on_event(&self, e: &Event, name: Option<&str>) {
-        if let Event::ParamChanged { node, name, value } = e {
+    async fn on_event(&self, e: &MasterEvent, name: Option<&str>) {
+        if let MasterEvent::ParamChanged { node, name, value } = e {
             self.0.param_changed(*node, name, value);
         }
         self.0.log_event(e, name).await;
@@ -546,7 +546,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
 
     /// The `/rosout` line of a master event, if it deserves one; `served` names the
     /// node while it is served (a node that went is named by its served entry).
-    async fn log_event(&self, e: &Event, served: Option<&str>) {
+    async fn log_event(&self, e: &MasterEvent, served: Option<&str>) {
         let name = match (served, e.node()) {
             (Some(n), _) => n.to_string(),
             (None, Some(id)) => self.name_of(id).await,
@@ -617,7 +617,7 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         r
     }
 
-    /// The master's [`Event::ParamChanged`]: a write made elsewhere (the CLI, Zenoh,
+    /// The master's [`MasterEvent::ParamChanged`]: a write made elsewhere (the CLI, Zenoh,
     /// Foxglove, a cycle) is announced on `/parameter_events` as the served node's; one
     /// of this bridge's own is taken off `own_writes` (by name, oldest first: each
     /// acknowledged write has one event). Entries older than [`OWN_WRITE_TTL`] are

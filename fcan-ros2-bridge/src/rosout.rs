@@ -10,7 +10,7 @@
 use std::time::SystemTime;
 
 use fcan_core::id::NodeId;
-use fcan_master::engine::Event;
+use fcan_master::MasterEvent;
 use fcan_ros2::dynamic::{ros_time, RosValue};
 
 use crate::dds::Qos;
@@ -60,16 +60,16 @@ pub struct Line {
 ///
 /// ```
 /// use fcan_core::id::NodeId;
-/// use fcan_master::engine::Event;
+/// use fcan_master::MasterEvent;
 /// use fcan_ros2_bridge::rosout::{of_event, Level};
 ///
 /// let id = NodeId::new(2).unwrap();
-/// let line = of_event(&Event::Offline { node: id }, |_| "motor_driver2".into(), "fcan_bridge").unwrap();
+/// let line = of_event(&MasterEvent::Offline { node: id }, |_| "motor_driver2".into(), "fcan_bridge").unwrap();
 /// assert_eq!((line.level, line.logger.as_str()), (Level::Warn, "motor_driver2"));
 /// // Progress inside provisioning is not worth a console line.
-/// assert!(of_event(&Event::Announced { node: id, boot_id: 1 }, |_| String::new(), "b").is_none());
+/// assert!(of_event(&MasterEvent::Announced { node: id, boot_id: 1 }, |_| String::new(), "b").is_none());
 /// ```
-pub fn of_event(e: &Event, name_of: impl Fn(NodeId) -> String, bridge: &str) -> Option<Line> {
+pub fn of_event(e: &MasterEvent, name_of: impl Fn(NodeId) -> String, bridge: &str) -> Option<Line> {
     let about = |node: &NodeId, level: Level, msg: String| {
         Some(Line {
             level,
@@ -78,26 +78,26 @@ pub fn of_event(e: &Event, name_of: impl Fn(NodeId) -> String, bridge: &str) -> 
         })
     };
     match e {
-        Event::Online { node } => about(node, Level::Info, "online: its topics flow".into()),
-        Event::Rebooted { node, old, new } => about(
+        MasterEvent::Online { node } => about(node, Level::Info, "online: its topics flow".into()),
+        MasterEvent::Rebooted { node, old, new } => about(
             node,
             Level::Warn,
             format!("rebooted (boot id {old} → {new}); the master provisions it again"),
         ),
-        Event::Offline { node } => about(
+        MasterEvent::Offline { node } => about(
             node,
             Level::Warn,
             "offline: it fell silent; its topics and services are gone until it comes back"
                 .into(),
         ),
-        Event::Failed { node, reason } => about(
+        MasterEvent::Failed { node, reason } => about(
             node,
             Level::Error,
             format!(
                 "could not be provisioned: {reason} (retried when it announces itself again)"
             ),
         ),
-        Event::Collision { node, boot_ids } => about(
+        MasterEvent::Collision { node, boot_ids } => about(
             node,
             Level::Error,
             format!(
@@ -107,12 +107,12 @@ pub fn of_event(e: &Event, name_of: impl Fn(NodeId) -> String, bridge: &str) -> 
                 boot_ids.1
             ),
         ),
-        Event::ClassicNodeOnFdLink { node } => about(
+        MasterEvent::ClassicNodeOnFdLink { node } => about(
             node,
             Level::Warn,
             "cannot do CAN FD: it is run on Classical CAN frames".into(),
         ),
-        Event::OtherMaster { session } => Some(Line {
+        MasterEvent::OtherMaster { session } => Some(Line {
             level: Level::Error,
             logger: bridge.to_string(),
             msg: format!(
@@ -148,16 +148,16 @@ mod tests {
     #[test]
     fn faults_are_errors_losses_are_warnings_and_comings_are_info() {
         let name = |n: NodeId| format!("node{}", n.get());
-        let level = |e: Event| of_event(&e, name, "bridge").map(|l| (l.level, l.logger));
+        let level = |e: MasterEvent| of_event(&e, name, "bridge").map(|l| (l.level, l.logger));
         assert_eq!(
-            level(Event::Failed {
+            level(MasterEvent::Failed {
                 node: id(3),
                 reason: "x".into()
             }),
             Some((Level::Error, "node3".into()))
         );
         assert_eq!(
-            level(Event::Rebooted {
+            level(MasterEvent::Rebooted {
                 node: id(3),
                 old: 1,
                 new: 2
@@ -165,22 +165,22 @@ mod tests {
             Some((Level::Warn, "node3".into()))
         );
         assert_eq!(
-            level(Event::Online { node: id(4) }),
+            level(MasterEvent::Online { node: id(4) }),
             Some((Level::Info, "node4".into()))
         );
         assert_eq!(
-            level(Event::Collision {
+            level(MasterEvent::Collision {
                 node: id(5),
                 boot_ids: (1, 2)
             }),
             Some((Level::Error, "node5".into()))
         );
         assert_eq!(
-            level(Event::OtherMaster { session: 7 }),
+            level(MasterEvent::OtherMaster { session: 7 }),
             Some((Level::Error, "bridge".into()))
         );
         assert_eq!(
-            level(Event::Announced {
+            level(MasterEvent::Announced {
                 node: id(3),
                 boot_id: 9
             }),

@@ -813,7 +813,7 @@ impl fcan_master::api::MasterApi for Refusing {
     ) -> Result<Option<fcan_master::planner::Plan>, fcan_master::MasterError> {
         fcan_master::api::MasterApi::plan(&self.inner, node).await
     }
-    fn events(&self) -> tokio::sync::broadcast::Receiver<fcan_master::engine::Event> {
+    fn events(&self) -> tokio::sync::broadcast::Receiver<fcan_master::MasterEvent> {
         self.inner.events()
     }
     async fn frames(

@@ -21,7 +21,7 @@ use fcan_core::id::{ConfigId, Direction, Opcode};
 use fcan_core::msg::NodeState;
 use fcan_e2e::capture::Capture;
 use fcan_e2e::{both_links, World, IO3, MD1, MD2};
-use fcan_master::engine::Event;
+use fcan_master::MasterEvent;
 use fcan_ros2_bridge::dds::{Gid, Received};
 use fcan_ros2_bridge::drops::gid_text;
 use fcan_ros2_bridge::rpc::{Framing, SampleId};
@@ -264,11 +264,11 @@ async fn writers_that_outrun_the_bus_are_counted_per_writer_and_no_node_notices(
             Ok(e) => assert!(
                 !matches!(
                     e,
-                    Event::Announced { .. }
-                        | Event::Rebooted { .. }
-                        | Event::Offline { .. }
-                        | Event::Failed { .. }
-                        | Event::Online { .. }
+                    MasterEvent::Announced { .. }
+                        | MasterEvent::Rebooted { .. }
+                        | MasterEvent::Offline { .. }
+                        | MasterEvent::Failed { .. }
+                        | MasterEvent::Online { .. }
                 ),
                 "a node noticed the flood: {e:?}"
             ),

@@ -9,9 +9,10 @@ use fcan_core::frame::{Frame, Mtu};
 use fcan_core::id::{ConfigId, Direction, NodeId, Opcode};
 use fcan_core::msg::{ConfigMessage, FaultCode, NodeHeartbeat, NodeState};
 use fcan_e2e::*;
-use fcan_master::engine::{CallError, Event};
+use fcan_master::engine::CallError;
 use fcan_master::transport::fault::{FaultConfig, FaultInjector};
 use fcan_master::transport::Transport;
+use fcan_master::MasterEvent;
 use fcan_master::{MasterError, Phase};
 
 fn duty(w: &World, node: u8, motor: usize) -> f32 {
@@ -19,10 +20,13 @@ fn duty(w: &World, node: u8, motor: usize) -> f32 {
 }
 
 /// The collisions reported so far for `node`, as (known, other) boot ids.
-fn collisions(events: &mut tokio::sync::broadcast::Receiver<Event>, node: u8) -> Vec<(u32, u32)> {
+fn collisions(
+    events: &mut tokio::sync::broadcast::Receiver<MasterEvent>,
+    node: u8,
+) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if let Event::Collision { node: n, boot_ids } = e {
+        if let MasterEvent::Collision { node: n, boot_ids } = e {
             if n.get() == node {
                 out.push(boot_ids);
             }
@@ -83,10 +87,12 @@ async fn a_slow_holder_keeps_its_id(mtu: Mtu) {
     let mut reported = Vec::new();
     while let Ok(e) = events.try_recv() {
         match e {
-            Event::Announced { node, boot_id } if node.get() == MD2 => {
+            MasterEvent::Announced { node, boot_id } if node.get() == MD2 => {
                 announced |= boot_id == second_boot;
             }
-            Event::Collision { node, boot_ids } if node.get() == MD2 => reported.push(boot_ids),
+            MasterEvent::Collision { node, boot_ids } if node.get() == MD2 => {
+                reported.push(boot_ids)
+            }
             _ => {}
         }
     }

@@ -282,7 +282,7 @@ async fn robstride_params_reach_the_motor_and_come_back_after_it_reboots() {
     let mut rebooted = false;
     while let Ok(e) = events.try_recv() {
         rebooted |=
-            matches!(e, fcan_master::engine::Event::Rebooted { node, .. } if node.get() == RS);
+            matches!(e, fcan_master::MasterEvent::Rebooted { node, .. } if node.get() == RS);
     }
     assert!(rebooted, "the master saw the motor's node reboot");
 }

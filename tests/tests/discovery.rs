@@ -7,8 +7,8 @@ use fcan_core::frame::Mtu;
 use fcan_core::id::{ConfigId, Opcode};
 use fcan_core::msg::{BusMode, NodeState};
 use fcan_e2e::*;
-use fcan_master::engine::Event;
 use fcan_master::transport::sim::SimBus;
+use fcan_master::MasterEvent;
 
 /// Frames with configuration opcode `op` on the bus since `since`.
 fn count_opcode(bus: &SimBus, op: Opcode, since: Duration) -> usize {
@@ -31,7 +31,7 @@ async fn cold_then_warm(mtu: Mtu) {
     let cold = wait_running(&master, &[MD1, MD2, IO3], Duration::from_secs(3)).await;
     let mut downloaded = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if let Event::SchemaReady { node, cached, .. } = e {
+        if let MasterEvent::SchemaReady { node, cached, .. } = e {
             downloaded.push((node.get(), cached));
         }
     }
@@ -110,7 +110,7 @@ async fn cold_then_warm(mtu: Mtu) {
     let warm = wait_running(&master, &[MD1, MD2, IO3], Duration::from_secs(3)).await;
     let mut ready = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if let Event::SchemaReady { node, cached, .. } = e {
+        if let MasterEvent::SchemaReady { node, cached, .. } = e {
             ready.push((node.get(), cached));
         }
     }

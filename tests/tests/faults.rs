@@ -8,10 +8,10 @@ use fcan_core::frame::{Frame, Mtu};
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::{ConfigId, Direction, Opcode};
 use fcan_e2e::*;
-use fcan_master::engine::Event;
 use fcan_master::transport::fault::{FaultConfig, FaultInjector};
 use fcan_master::transport::{Received, Transport, TransportError};
 use fcan_master::value::Value;
+use fcan_master::MasterEvent;
 
 /// Configuration frames on the bus from master start until all three nodes run, and the master's
 /// retry count, for a world whose every endpoint drops `drop` of what it receives.
@@ -135,7 +135,7 @@ async fn bad_blob_is_reread_not_trusted(mtu: Mtu) {
     wait_running(&m, &[IO3], Duration::from_secs(3)).await;
     let mut ready = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if let Event::SchemaReady {
+        if let MasterEvent::SchemaReady {
             node,
             digest,
             cached,

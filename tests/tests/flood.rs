@@ -17,8 +17,9 @@ use fcan_core::frame::Mtu;
 use fcan_core::id::{ConfigId, Direction, Opcode};
 use fcan_core::msg::NodeState;
 use fcan_e2e::*;
-use fcan_master::engine::{CallError, Event};
+use fcan_master::engine::CallError;
 use fcan_master::transport::sim::TxRecord;
+use fcan_master::MasterEvent;
 use fcan_master::{Master, MasterError};
 use tokio::time::Instant;
 
@@ -129,11 +130,11 @@ async fn a_command_flood_keeps_every_node_running(mtu: Mtu) {
         assert!(
             !matches!(
                 e,
-                Event::Announced { .. }
-                    | Event::Rebooted { .. }
-                    | Event::Offline { .. }
-                    | Event::Failed { .. }
-                    | Event::Online { .. }
+                MasterEvent::Announced { .. }
+                    | MasterEvent::Rebooted { .. }
+                    | MasterEvent::Offline { .. }
+                    | MasterEvent::Failed { .. }
+                    | MasterEvent::Online { .. }
             ),
             "a node noticed the flood: {e:?}"
         );
@@ -246,7 +247,7 @@ fn bus_figures(w: &World, window: std::ops::Range<Duration>) -> BusFigures {
 
 /// How many of the boards' watchdogs fired, and how many node events the master saw
 /// (announced, rebooted, offline, failed, online).
-fn noticed(w: &World, events: &mut tokio::sync::broadcast::Receiver<Event>) -> (u32, usize) {
+fn noticed(w: &World, events: &mut tokio::sync::broadcast::Receiver<MasterEvent>) -> (u32, usize) {
     let mut lost = 0;
     for id in [MD1, MD2] {
         lost += w.motor(id).with(|f| f.node.counters().master_lost);
@@ -256,11 +257,11 @@ fn noticed(w: &World, events: &mut tokio::sync::broadcast::Receiver<Event>) -> (
     while let Ok(e) = events.try_recv() {
         if matches!(
             e,
-            Event::Announced { .. }
-                | Event::Rebooted { .. }
-                | Event::Offline { .. }
-                | Event::Failed { .. }
-                | Event::Online { .. }
+            MasterEvent::Announced { .. }
+                | MasterEvent::Rebooted { .. }
+                | MasterEvent::Offline { .. }
+                | MasterEvent::Failed { .. }
+                | MasterEvent::Online { .. }
         ) {
             n += 1;
         }

@@ -24,11 +24,11 @@ use fcan_core::ir::Ros;
 use fcan_core::msg::*;
 use fcan_core::segment::{ReassemblyPool, Segmenter};
 use fcan_e2e::*;
-use fcan_master::engine::Event;
 use fcan_master::text::is_unsafe;
 use fcan_master::transport::sim::SimEndpoint;
 use fcan_master::transport::Transport;
 use fcan_master::Master;
+use fcan_master::MasterEvent;
 
 const HOSTILE: &str = "\x1b[2J\r\u{202E}gnp.exe\u{2066}\u{7f}\u{9b}";
 const BAD_NODE: u8 = 20;
@@ -275,7 +275,7 @@ async fn node_strings_reach_the_terminal_escaped(mtu: Mtu) {
     .await
     .unwrap();
     assert_inert("monitor --json", &mon);
-    let line = describe_event(&Event::Failed {
+    let line = describe_event(&MasterEvent::Failed {
         node: fcan_core::id::NodeId::new(BAD_NODE).unwrap(),
         reason: phase.clone(),
     })

@@ -7,8 +7,8 @@ use std::time::Duration;
 use fcan_core::frame::Mtu;
 use fcan_core::msg::NodeState;
 use fcan_e2e::*;
-use fcan_master::engine::Event;
 use fcan_master::value::Value;
+use fcan_master::MasterEvent;
 
 async fn node_reboot_restores_params(mtu: Mtu) {
     let (mut w, m) = World::standard(mtu).await;
@@ -42,7 +42,7 @@ async fn node_reboot_restores_params(mtu: Mtu) {
     assert!(took >= Duration::from_millis(300), "{took:?}");
     let mut rebooted = None;
     while let Ok(e) = events.try_recv() {
-        if let Event::Rebooted {
+        if let MasterEvent::Rebooted {
             node,
             old: o,
             new: n,
@@ -167,8 +167,8 @@ async fn reprovision_keeps_the_boot_and_the_params(mtu: Mtu) {
     .await;
     let mut online = false;
     while let Ok(e) = events.try_recv() {
-        online |= matches!(e, Event::Online { node } if node == id);
-        assert!(!matches!(e, Event::Rebooted { .. }), "{e:?}");
+        online |= matches!(e, MasterEvent::Online { node } if node == id);
+        assert!(!matches!(e, MasterEvent::Rebooted { .. }), "{e:?}");
     }
     assert!(online, "an Online event for the node");
     assert_eq!(node_info(&m, MD1).await.unwrap().boot_id, boot);

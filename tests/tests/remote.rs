@@ -617,7 +617,7 @@ async fn concurrent_publisher_and_subscriber_and_a_node_reboot() {
         let e = events.try_recv().ok();
         async move {
             match e {
-                Some(fcan_master::engine::Event::Rebooted { old, new, .. }) => Some((old, new)),
+                Some(fcan_master::MasterEvent::Rebooted { old, new, .. }) => Some((old, new)),
                 _ => None,
             }
         }
@@ -839,35 +839,35 @@ async fn a_vanished_client_stops_nothing_the_nodes_command_timeout_acts() {
 fn remote_events_are_the_monitor_events() {
     use fcan_core::hash::SchemaDigest;
     use fcan_core::id::NodeId;
-    use fcan_master::engine::Event;
+    use fcan_master::MasterEvent;
     let n = NodeId::new(3).unwrap();
     let events = [
-        Event::Announced {
+        MasterEvent::Announced {
             node: n,
             boot_id: 7,
         },
-        Event::SchemaReady {
+        MasterEvent::SchemaReady {
             node: n,
             digest: SchemaDigest::of(b"x"),
             cached: false,
         },
-        Event::Online { node: n },
-        Event::Rebooted {
+        MasterEvent::Online { node: n },
+        MasterEvent::Rebooted {
             node: n,
             old: 1,
             new: 2,
         },
-        Event::Offline { node: n },
-        Event::Failed {
+        MasterEvent::Offline { node: n },
+        MasterEvent::Failed {
             node: n,
             reason: "bad \u{1b}[31m blob".into(),
         },
-        Event::Collision {
+        MasterEvent::Collision {
             node: n,
             boot_ids: (4, 5),
         },
-        Event::OtherMaster { session: 9 },
-        Event::ClassicNodeOnFdLink { node: n },
+        MasterEvent::OtherMaster { session: 9 },
+        MasterEvent::ClassicNodeOnFdLink { node: n },
     ];
     for e in events {
         let view = serde_json::to_value(fcan_cli::views::EventView::of(&e).unwrap()).unwrap();
@@ -1573,9 +1573,9 @@ async fn a_flood_of_puts_is_refused_busy_and_no_node_notices() {
         assert!(
             !matches!(
                 e,
-                fcan_master::engine::Event::Announced { .. }
-                    | fcan_master::engine::Event::Rebooted { .. }
-                    | fcan_master::engine::Event::Offline { .. }
+                fcan_master::MasterEvent::Announced { .. }
+                    | fcan_master::MasterEvent::Rebooted { .. }
+                    | fcan_master::MasterEvent::Offline { .. }
             ),
             "a node noticed the flood: {e:?}"
         );

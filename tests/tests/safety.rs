@@ -7,9 +7,9 @@ use std::time::Duration;
 use fcan_core::frame::Mtu;
 use fcan_core::msg::{FaultCode, NodeState};
 use fcan_e2e::*;
-use fcan_master::engine::Event;
 use fcan_master::transport::fault::{FaultConfig, FaultInjector};
 use fcan_master::value::Value;
+use fcan_master::MasterEvent;
 use fcan_master::{Master, MasterError, MasterOptions};
 use tokio::time::Instant;
 
@@ -116,7 +116,7 @@ async fn node_id_collision(mtu: Mtu) {
         || {
             let mut found = None;
             while let Ok(e) = events.try_recv() {
-                if let Event::Collision { node, boot_ids } = e {
+                if let MasterEvent::Collision { node, boot_ids } = e {
                     if node.get() != MD2 {
                         continue;
                     }
@@ -205,9 +205,9 @@ async fn silent_node_offline_and_back(mtu: Mtu) {
     let mut seen = Vec::new();
     while let Ok(e) = events.try_recv() {
         match e {
-            Event::Offline { node } => seen.push(("offline", node.get())),
-            Event::Online { node } => seen.push(("online", node.get())),
-            Event::Rebooted { node, .. } => seen.push(("rebooted", node.get())),
+            MasterEvent::Offline { node } => seen.push(("offline", node.get())),
+            MasterEvent::Online { node } => seen.push(("online", node.get())),
+            MasterEvent::Rebooted { node, .. } => seen.push(("rebooted", node.get())),
             _ => {}
         }
     }

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use fcan_core::frame::Mtu;
 use fcan_e2e::{eventually, World, IO3, MD1, MD2};
-use fcan_master::engine::{Event, Phase};
+use fcan_master::engine::Phase;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{Face, NodeKey, ServedNode, Supervisor, Unserved};
+use fcan_master::MasterEvent;
 use fcan_master::NodeInfo;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,8 +58,11 @@ impl Face for Recorder {
             .push(Call::Unserve(key.id, key.boot_id, why.clone()));
     }
 
-    async fn on_event(&self, e: &Event, name: Option<&str>) {
-        if matches!(e, Event::Offline { .. } | Event::Rebooted { .. }) {
+    async fn on_event(&self, e: &MasterEvent, name: Option<&str>) {
+        if matches!(
+            e,
+            MasterEvent::Offline { .. } | MasterEvent::Rebooted { .. }
+        ) {
             self.calls.lock().unwrap().push(Call::Event(
                 e.node().map(|n| n.get()),
                 name.map(str::to_string),

@@ -7,9 +7,10 @@ use std::time::Duration;
 use fcan_core::frame::Mtu;
 use fcan_core::msg::{ConfigMessage, ParamSet, ResultCode};
 use fcan_e2e::*;
-use fcan_master::engine::{CallError, Event};
+use fcan_master::engine::CallError;
 use fcan_master::value::Value;
 use fcan_master::MasterError;
+use fcan_master::MasterEvent;
 use tokio::time::Instant;
 
 async fn topics_both_ways(mtu: Mtu) {
@@ -364,7 +365,7 @@ async fn params(mtu: Mtu) {
     );
 }
 
-/// Every write the node acknowledged is an `Event::ParamChanged` with its name and value
+/// Every write the node acknowledged is an `MasterEvent::ParamChanged` with its name and value
 /// (what faces that announce parameter changes listen to, whoever wrote it); a refused
 /// write is none, and neither are the restores after a reboot.
 async fn acknowledged_writes_are_announced(mtu: Mtu) {
@@ -376,10 +377,10 @@ async fn acknowledged_writes_are_announced(mtu: Mtu) {
     m.param_set("io_board3.out2.active_low", Value::Bool(true))
         .await
         .unwrap();
-    let changed = |events: &mut tokio::sync::broadcast::Receiver<Event>| {
+    let changed = |events: &mut tokio::sync::broadcast::Receiver<MasterEvent>| {
         let mut v = Vec::new();
         while let Ok(e) = events.try_recv() {
-            if let Event::ParamChanged { node, name, value } = e {
+            if let MasterEvent::ParamChanged { node, name, value } = e {
                 v.push((node.get(), name, value));
             }
         }

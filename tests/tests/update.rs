@@ -17,9 +17,10 @@ use fcan_core::id::{ConfigId, NodeId, Opcode};
 use fcan_e2e::*;
 use fcan_fake::run::{run_fake, Running};
 use fcan_fake::{FakeConfig, FakeNode, FakeSchema, Mirror};
-use fcan_master::engine::{Event, UpdateError, UpdateStep};
+use fcan_master::engine::{UpdateError, UpdateStep};
 use fcan_master::update::{UpdateConfig, UpdateImage};
 use fcan_master::value::Value;
+use fcan_master::MasterEvent;
 use fcan_master::{Master, MasterError};
 
 /// The fake board's node id.
@@ -192,12 +193,12 @@ async fn updated_to_a_build_with_one_more_parameter(mtu: Mtu) {
     let mut done = false;
     while let Ok(e) = events.try_recv() {
         match e {
-            Event::UpdateProgress { step, progress, .. } => {
+            MasterEvent::UpdateProgress { step, progress, .. } => {
                 steps.push(step);
                 acked.push(progress.acked);
                 assert_eq!(progress.size, v2.len() as u64);
             }
-            Event::UpdateDone { result, .. } => done = result.is_ok(),
+            MasterEvent::UpdateDone { result, .. } => done = result.is_ok(),
             _ => {}
         }
     }
@@ -253,7 +254,7 @@ async fn a_parameter_the_new_build_lacks_is_reported(mtu: Mtu) {
     // The engine said so as an event too (what `fcan monitor` shows).
     let mut carried = None;
     while let Ok(e) = events.try_recv() {
-        if let Event::ParamsCarried {
+        if let MasterEvent::ParamsCarried {
             restored, dropped, ..
         } = e
         {
@@ -350,7 +351,7 @@ async fn losses_and_repeats_are_recovered(mtu: Mtu) {
     assert_eq!(report.schema, SchemaDigest::of(&v2));
     let mut resent = 0;
     while let Ok(e) = events.try_recv() {
-        if let Event::UpdateProgress { progress, .. } = e {
+        if let MasterEvent::UpdateProgress { progress, .. } = e {
             resent = resent.max(progress.resent);
         }
     }
@@ -384,7 +385,9 @@ async fn a_new_master_resumes_where_the_lost_one_stopped(mtu: Mtu) {
     // Wait for some bytes to be stored, then pull the master's plug.
     let stored = loop {
         match events.recv().await.unwrap() {
-            Event::UpdateProgress { progress, .. } if progress.acked > 0 => break progress.acked,
+            MasterEvent::UpdateProgress { progress, .. } if progress.acked > 0 => {
+                break progress.acked
+            }
             _ => {}
         }
     };
@@ -410,7 +413,7 @@ async fn a_new_master_resumes_where_the_lost_one_stopped(mtu: Mtu) {
     // what the node had, not from zero.
     let mut first_acked = None;
     while let Ok(e) = events.try_recv() {
-        if let Event::UpdateProgress {
+        if let MasterEvent::UpdateProgress {
             step: UpdateStep::Sending,
             progress,
             ..
@@ -500,7 +503,9 @@ async fn an_abort_ends_the_update_and_the_node_starts_over(mtu: Mtu) {
     };
     let stored = loop {
         match events.recv().await.unwrap() {
-            Event::UpdateProgress { progress, .. } if progress.acked > 0 => break progress.acked,
+            MasterEvent::UpdateProgress { progress, .. } if progress.acked > 0 => {
+                break progress.acked
+            }
             _ => {}
         }
     };
@@ -524,7 +529,7 @@ async fn an_abort_ends_the_update_and_the_node_starts_over(mtu: Mtu) {
     assert_eq!(report.schema, SchemaDigest::of(&v2));
     let mut first_sending = None;
     while let Ok(e) = events.try_recv() {
-        if let Event::UpdateProgress {
+        if let MasterEvent::UpdateProgress {
             step: UpdateStep::Sending,
             progress,
             ..
@@ -558,7 +563,7 @@ async fn a_board_gone_offline_ends_its_update(mtu: Mtu) {
     };
     loop {
         match events.recv().await.unwrap() {
-            Event::UpdateProgress { progress, .. } if progress.acked > 0 => break,
+            MasterEvent::UpdateProgress { progress, .. } if progress.acked > 0 => break,
             _ => {}
         }
     }

@@ -1,7 +1,107 @@
-//! [`MasterApi`]: what an application does with a master, whether the master runs in
-//! this process ([`Master`](crate::Master)) or in a bus-owner daemon reached over the network (the
-//! remote client of `fcan-remote`). Application code written against the trait runs
-//! unchanged on either.
+//! The front door: what an application does with a master, whether the master runs in
+//! this process ([`Master`](crate::Master)) or in a bus-owner daemon reached over the
+//! network (`fcan_remote::RemoteMaster`). Everything here is also at the crate root.
+//!
+//! * [`MasterApi`]: the trait. Nodes ([`NodeInfo`], [`Phase`]), the [`Registry`] of names,
+//!   [`Status`], schemas ([`NodeSchema`]) and frame plans ([`Plan`]); topics
+//!   ([`subscribe`](MasterApi::subscribe) → [`Sample`], [`publish`](MasterApi::publish)),
+//!   services ([`call`](MasterApi::call)), parameters
+//!   ([`param_get`](MasterApi::param_get), [`param_set`](MasterApi::param_set)), firmware
+//!   updates, every frame on the bus ([`BusFrame`]) and [`MasterEvent`]s. Values are
+//!   dynamic ([`Value`]), shaped by the nodes' schemas, known only at run time.
+//! * One error model: every method fails with a [`MasterError`], and
+//!   [`MasterError::kind`] says what kind of failure it is ([`ErrorKind`]: unknown name,
+//!   bad value, not running, timeout, refused, busy, …). The kinds are the same in
+//!   process and remote, so match the kind to decide what to do; match the variants
+//!   (a [`CallError`], an [`UpdateError`]) for the details a local master has.
+//!
+//! Write application code against the trait, generic over `M: MasterApi`:
+//!
+//! ```
+//! use std::time::Duration;
+//! use fcan_master::value::Value;
+//! use fcan_master::{ErrorKind, MasterApi, MasterError, MasterEvent};
+//!
+//! /// Switches output 0 of io_board3 on, after checking its configuration: the same
+//! /// code for a master in this process and one behind the remote API.
+//! async fn switch_on<M: MasterApi>(m: &M) -> Result<Value, MasterError> {
+//!     let mut events = m.events();
+//!     m.wait_for_nodes(1, Duration::from_secs(3)).await?;
+//!     // The node came online before we were done waiting: its event is there.
+//!     let mut online = false;
+//!     while let Ok(e) = events.try_recv() {
+//!         online |= matches!(e, MasterEvent::Online { .. });
+//!     }
+//!     assert!(online);
+//!
+//!     // Parameters by name, checked against the node's schema first.
+//!     m.param_set("io_board3.out0.min_on_ms", Value::UInt(20)).await?;
+//!     assert_eq!(m.param_get("io_board3.out0.min_on_ms").await?, Value::UInt(20));
+//!
+//!     // Failures by kind: the same kinds whichever master answers.
+//!     match m.param_get("io_board3.out0.no_such_param").await {
+//!         Err(e) if e.kind() == ErrorKind::UnknownName => {} // a typo: say so
+//!         Err(e) if e.kind() == ErrorKind::Busy => {}        // try again later
+//!         other => panic!("{other:?}"),
+//!     }
+//!
+//!     // A service call: a request value in, the response value out.
+//!     let on = Value::from_json_str(r#"{"on": true}"#).expect("a value");
+//!     m.call("/io_board3/out0/set", on).await
+//! }
+//!
+//! // In process: a master on the simulated bus, with a fake io board (the example
+//! // firmware's schema, run by the node runtime) as node 3.
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // The paused clock: the master's waits take no real time in a doctest.
+//! # let rt = tokio::runtime::Builder::new_current_thread()
+//! #     .enable_all()
+//! #     .start_paused(true)
+//! #     .build()?;
+//! # rt.block_on(async {
+//! use fcan_core::frame::Mtu;
+//! use fcan_fake::{FakeConfig, FakeNode, FakeSchema, Mirror};
+//! use fcan_master::transport::sim::SimBus;
+//!
+//! let bus = SimBus::new(Default::default());
+//! let schema = FakeSchema::from_blob(fcan_example_io_board::gen::DESC.blob)?;
+//! let node = FakeNode::new(
+//!     schema,
+//!     FakeConfig {
+//!         node_id: fcan_core::id::NodeId::new(3).unwrap(),
+//!         boot_id: 7,
+//!         counts: None,
+//!         fd_capable: true,
+//!         mirror: Mirror::new(),
+//!     },
+//! )?;
+//! let _node = fcan_fake::run::run_fake(bus.endpoint(Mtu::Fd), node);
+//!
+//! let master = fcan_master::Master::start(bus.endpoint(Mtu::Fd), Default::default()).await?;
+//! let response = switch_on(&master).await?;
+//! println!("io_board3 answered {response}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
+//!
+//! Remote: the same function runs over `fcan_remote::RemoteMaster`, the `MasterApi` of
+//! a daemon (`fcan serve`) that owns the bus, reached over Zenoh (`docs/remote.md`):
+//!
+//! ```ignore
+//! let session = fcan_remote::session::SessionConfig::client().open().await?.session;
+//! let remote = fcan_remote::RemoteMaster::connect(&session, "can0", Default::default()).await?;
+//! let response = switch_on(&remote).await?;
+//! ```
+//!
+//! (`ignore`d here: `fcan-remote` depends on this crate. `tests/tests/error_kinds.rs` runs
+//! one client function over both and checks they fail with the same kinds.) A remote
+//! error is a [`MasterError::Remote`] carrying the kind the daemon's master classified;
+//! a match on [`MasterError::kind`] reads it the same as a local error.
+//!
+//! [`Event`](crate::engine::Event), the engine's own, is for sans-IO users of
+//! [`engine`](crate::engine): it also carries the request completions, which a master
+//! routes back to the request that asked instead of showing them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,16 +110,18 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
 mod error;
+mod event;
 mod types;
 
 pub use error::{ErrorKind, MasterError};
+pub use event::MasterEvent;
 pub use types::{BusFrame, NodeInfo, SchemaSource, Status, FRAMES_BACKLOG};
 
 // The rest of the vocabulary of the trait's signatures, defined where the work is done
 // and named here so an application finds it in one place.
 pub use crate::dispatch::Sample;
 pub use crate::engine::{
-    CallError, EngineStats, Event, NodeSchema, Phase, UpdateError, UpdateReport, UpdateStep,
+    CallError, EngineStats, NodeSchema, Phase, UpdateError, UpdateReport, UpdateStep,
 };
 pub use crate::planner::Plan;
 pub use crate::registry::{ParamInfo, Registry, ServiceInfo, TopicInfo, UnknownName};
@@ -29,8 +131,8 @@ pub use fcan_core::id::NodeId;
 pub use fcan_transport::DeviceWatchdog;
 
 /// The operations of a master that an application uses: nodes, topics, services,
-/// parameters, events. See [`Master`](crate::Master) for what each does; a remote implementation
-/// documents its own timing.
+/// parameters, events. See [`Master`](crate::Master) for what each does; a remote
+/// implementation documents its own timing.
 ///
 /// Every method takes `&self` and the futures are `Send`, so a handle can be cloned into
 /// as many tasks as the application likes.
@@ -54,7 +156,7 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
     fn plan(&self, node: NodeId) -> impl Future<Output = Result<Option<Plan>, MasterError>> + Send;
 
     /// Master events (nodes announced, running, rebooted, offline, failed …), from now on.
-    fn events(&self) -> broadcast::Receiver<Event>;
+    fn events(&self) -> broadcast::Receiver<MasterEvent>;
 
     /// Every frame on the bus from now on, received and sent (see [`Master::frames`](crate::Master::frames);
     /// a remote implementation documents its own timing and backlog).
@@ -143,7 +245,7 @@ pub trait MasterApi: Clone + Send + Sync + 'static {
 
     /// Writes a firmware image into a node over the bus and returns once it runs it,
     /// provisioned again (see [`Master::update`](crate::Master::update)); progress comes as
-    /// [`Event::UpdateProgress`] on
+    /// [`MasterEvent::UpdateProgress`] on
     /// [`events`](Self::events).
     fn update(
         &self,

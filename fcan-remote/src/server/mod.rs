@@ -53,10 +53,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
-use fcan_master::engine::Event;
 use fcan_master::json::event_to_json;
 use fcan_master::registry::Registry;
 use fcan_master::serving::{lock, Face, NodeKey, Supervisor, Unserved};
+use fcan_master::MasterEvent;
 use fcan_master::{Master, MasterApi, NodeInfo};
 use serde_json::Value as Json;
 use tokio::sync::Semaphore;
@@ -495,7 +495,7 @@ impl<M: MasterApi> Shared<M> {
     }
 
     /// Puts a master event on `fcan/<bus>/events`.
-    async fn put_event(&self, e: &Event) {
+    async fn put_event(&self, e: &MasterEvent) {
         // The master marks its registry stale before sending the event.
         self.forget_registry();
         if let Some(j) = event_to_json(e) {
@@ -593,7 +593,7 @@ impl<M: MasterApi> Face for RemoteFace<M> {
         }
     }
 
-    async fn on_event(&self, e: &Event, _name: Option<&str>) {
+    async fn on_event(&self, e: &MasterEvent, _name: Option<&str>) {
         self.0.put_event(e).await;
     }
 }

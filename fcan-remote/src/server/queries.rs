@@ -457,9 +457,10 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use fcan_core::id::NodeId;
-    use fcan_master::engine::{CallError, Event, NodeSchema};
+    use fcan_master::engine::{CallError, NodeSchema};
     use fcan_master::planner::Plan;
     use fcan_master::registry::Registry;
+    use fcan_master::MasterEvent;
     use fcan_master::{BusFrame, NodeInfo, Sample, Status};
     use tokio::sync::{broadcast, mpsc};
 
@@ -523,7 +524,7 @@ mod tests {
         async fn plan(&self, node: NodeId) -> Result<Option<Plan>, MasterError> {
             Ok((node.get() == 1).then(|| Plan::from_json(&json!({"frames": []})).unwrap()))
         }
-        fn events(&self) -> broadcast::Receiver<Event> {
+        fn events(&self) -> broadcast::Receiver<MasterEvent> {
             broadcast::channel(1).1
         }
         async fn frames(&self) -> Result<broadcast::Receiver<BusFrame>, MasterError> {

@@ -172,7 +172,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     while online < expected && started.elapsed() < Duration::from_secs(10) {
         match tokio::time::timeout(Duration::from_millis(200), events.recv()).await {
             Ok(Ok(e)) => {
-                if matches!(e, fcan_master::engine::Event::Online { .. }) {
+                if matches!(e, fcan_master::MasterEvent::Online { .. }) {
                     online += 1;
                 }
                 if let Some(line) = describe_event(&e) {
