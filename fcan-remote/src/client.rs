@@ -4,9 +4,9 @@
 //! Timing and differences from the in-process [`Master`](fcan_master::Master):
 //!
 //! * every request is a Zenoh query, bounded by [`ClientOptions::timeout`]; a daemon
-//!   error comes back as [`MasterError::Remote`] with the key space's error kind
-//!   (`unknown_name`, `bad_value`, `not_running`, `timeout`, `refused`, `busy`,
-//!   `internal`; `unreachable` when no daemon answered);
+//!   error comes back as [`MasterError::Remote`] with the daemon's [`ErrorKind`], the
+//!   kind a local master's error has ([`ErrorKind::Unreachable`] when no daemon
+//!   answered), so a `match` on [`MasterError::kind`] works the same on either;
 //! * [`publish`](MasterApi::publish) is a Zenoh put, which has no reply: the client
 //!   checks the topic and the value against the registry first (the same checks as the
 //!   master), the daemon checks again and counts what it refuses;
