@@ -16,10 +16,15 @@
 //!
 //! **Running**: the driver is the SYNC producer (`sync_ms`); after each SYNC it sends
 //! RPDO A (controlword and the mode's target); the drive's TPDOs (one per SYNC each)
-//! become the `status` topic. The driver's own heartbeat (on `0x700 + master`) feeds the
-//! drive's consumer, which is its command watchdog: when the bus owner dies the drive
-//! applies 0x6007 (2 disable voltage, or 3 quick stop). On `MasterLost` the driver stops
-//! sending (SYNC, RPDO, heartbeat) so the drive's own watchdog acts.
+//! become the `status` topic. Several drives on one bus take one producer: the others
+//! get `sync=off` (no SYNC; RPDO A still every `sync_ms`, their TPDOs on the producer's
+//! SYNC). Once started (its drive's first bring-up, or the master starting the node), a
+//! producer sends SYNC in every phase of its own drive (offline, bring-up, failed,
+//! running), since the other drives depend on it. The
+//! driver's own heartbeat (on `0x700 + master`) feeds the drive's consumer, which is its
+//! command watchdog: when the bus owner dies the drive applies 0x6007 (2 disable voltage,
+//! or 3 quick stop). On `MasterLost` the driver stops sending (SYNC, RPDO, heartbeat) so
+//! the drive's own watchdog acts.
 //!
 //! **Presence**: the node runs from NMT start while the drive's heartbeat comes; silent
 //! for 3 × `heartbeat_ms` it is gone (its node goes offline), and any heartbeat after
@@ -59,6 +64,7 @@ pub const DRIVER: crate::registry::Driver = crate::registry::Driver {
         "node",
         "name",
         "sync_ms",
+        "sync",
         "heartbeat_ms",
         "master",
         "watchdog_ms",
@@ -71,7 +77,7 @@ pub const DRIVER: crate::registry::Driver = crate::registry::Driver {
     blob: BLOB,
     examples: &[
         "cia402:id=5,mode=csp",
-        "cia402:id=6,mode=csv,watchdog=off,counts=65536,gear=10",
+        "cia402:id=6,mode=csv,watchdog=off,sync=off,counts=65536,gear=10",
         "cia402:id=7,mode=cst,master=126,sync_ms=5,heartbeat_ms=50,watchdog_ms=100",
     ],
     decode_any: |frame| {
@@ -335,6 +341,8 @@ struct Config {
     eds: Option<(String, Eds)>,
     mode: Mode,
     sync_ms: u32,
+    /// It produces SYNC (`sync=off`: another producer on the bus does).
+    producer: bool,
     heartbeat_ms: u32,
     master: u8,
     watchdog: Watchdog,
@@ -354,6 +362,11 @@ pub struct Cia402 {
     eds: Eds,
     eds_given: bool,
     sync_us: u64,
+    /// It sends SYNC every `sync_us` (else another producer on the bus does).
+    producer: bool,
+    /// The producer's SYNC has started (its drive first ran, or the master started the
+    /// node): from then on it runs in every phase, until `MasterLost`.
+    sync_started: bool,
     heartbeat_ms: u32,
     watchdog: Watchdog,
     counts: Option<f64>,
@@ -369,6 +382,7 @@ pub struct Cia402 {
     last_hb: Option<u64>,
     /// It fell silent since it was last brought up.
     gone: bool,
+    /// The next cycle: SYNC (a producer's, whatever the drive does) and RPDO A (running).
     next_sync: u64,
     next_own_hb: u64,
     master_lost: bool,
@@ -413,6 +427,21 @@ impl Cia402 {
         if sync_ms == 0 {
             return Err(keys.error("sync_ms", "must be 1–1000"));
         }
+        // Off only by name, as `watchdog=off`: a device that produces no SYNC leaves its
+        // drive's TPDOs to another producer, so that must be meant.
+        let producer = match keys.string("sync")? {
+            None => true,
+            Some(v) if v.eq_ignore_ascii_case("off") => false,
+            Some(v) => {
+                return Err(keys.error(
+                    "sync",
+                    &format!(
+                        "= {v}: only `sync=off` is taken (no SYNC from this device: another \
+                         producer on the bus sends it every `sync_ms`)"
+                    ),
+                ))
+            }
+        };
         let heartbeat_ms = keys.uint("heartbeat_ms", 65_535)?.unwrap_or(100);
         if heartbeat_ms == 0 {
             return Err(keys.error(
@@ -437,6 +466,7 @@ impl Cia402 {
                 eds,
                 mode,
                 sync_ms,
+                producer,
                 heartbeat_ms,
                 master,
                 watchdog,
@@ -448,7 +478,7 @@ impl Cia402 {
     }
 
     /// From `cia402:id=N[,eds=PATH][,mode=pp|pv|csp|csv|cst][,node=N][,name=NAME]
-    /// [,sync_ms=10][,heartbeat_ms=100][,master=127][,watchdog_ms=200|,watchdog=off]
+    /// [,sync_ms=10][,sync=off][,heartbeat_ms=100][,master=127][,watchdog_ms=200|,watchdog=off]
     /// [,counts=N][,gear=R]` (docs/drivers.md).
     pub fn from_spec(spec: &DeviceSpec) -> Result<Cia402, SpecError> {
         let (c, mut keys) = Self::config(spec)?;
@@ -478,6 +508,8 @@ impl Cia402 {
             eds,
             eds_given,
             sync_us: u64::from(c.sync_ms) * 1000,
+            producer: c.producer,
+            sync_started: false,
             heartbeat_ms: c.heartbeat_ms,
             watchdog: c.watchdog,
             counts: c.counts,
@@ -803,7 +835,11 @@ impl Cia402 {
         self.phase = Phase::Running;
         self.gone = false;
         self.last_hb = Some(now);
-        self.next_sync = now;
+        if !(self.producer && self.sync_started) {
+            // The cycle's clock starts now; a producer's running SYNC keeps its phase.
+            self.next_sync = now;
+        }
+        self.sync_started = true;
         self.next_own_hb = now;
         self.cw = 0;
         self.last_failure = None;
@@ -1009,6 +1045,17 @@ impl Cia402 {
                 .map(|h| h + 3 * u64::from(self.heartbeat_ms) * 1000),
             _ => None,
         }
+    }
+
+    /// Whether the cycle clock runs: RPDO A while the drive runs, and a producer's SYNC
+    /// in every phase once started. Other drives on the bus take their TPDOs from this
+    /// SYNC (they were given `sync=off`), so it must not stop because this device's own
+    /// drive went offline, failed a bring-up or is rebooting (before this, SYNC went with
+    /// the drive's `Running` phase and stopped with it, stalling the other drives); only
+    /// `MasterLost` stops it, as it stops everything the driver sends (the drives'
+    /// watchdogs then act).
+    fn cycling(&self) -> bool {
+        !self.master_lost && (self.phase == Phase::Running || (self.producer && self.sync_started))
     }
 
     fn own_hb_period(&self) -> u64 {
@@ -1232,7 +1279,10 @@ impl Device for Cia402 {
                     self.watchdog
                 ));
             }
-            NodeEvent::Started => self.master_lost = false,
+            NodeEvent::Started => {
+                self.master_lost = false;
+                self.sync_started = true;
+            }
         }
     }
 
@@ -1245,11 +1295,13 @@ impl Device for Cia402 {
             Phase::Running => {
                 t.extend(self.silence_at());
                 if !self.master_lost {
-                    t.push(self.next_sync);
                     t.push(self.next_own_hb);
                 }
             }
             Phase::Config { .. } => {}
+        }
+        if self.cycling() {
+            t.push(self.next_sync);
         }
         t.extend(self.goal.map(|(_, _, d)| d));
         t.into_iter().min()
@@ -1280,24 +1332,26 @@ impl Device for Cia402 {
             Phase::Running => {
                 if self.silence_at().is_some_and(|t| now >= t) {
                     self.went_silent(now, io);
-                } else if !self.master_lost {
-                    if now >= self.next_own_hb {
-                        io.send(wire::heartbeat(self.master, NmtState::Operational));
-                        self.next_own_hb = now + self.own_hb_period();
-                    }
-                    if now >= self.next_sync {
-                        io.send(wire::sync());
-                        let f = self.rpdo();
-                        io.send(f);
-                        // Never a burst to catch up: the next SYNC a period from now.
-                        self.next_sync += self.sync_us;
-                        if self.next_sync <= now {
-                            self.next_sync = now + self.sync_us;
-                        }
-                    }
+                } else if !self.master_lost && now >= self.next_own_hb {
+                    io.send(wire::heartbeat(self.master, NmtState::Operational));
+                    self.next_own_hb = now + self.own_hb_period();
                 }
             }
             _ => {}
+        }
+        if self.cycling() && now >= self.next_sync {
+            if self.producer {
+                io.send(wire::sync());
+            }
+            if self.phase == Phase::Running {
+                let f = self.rpdo();
+                io.send(f);
+            }
+            // Never a burst to catch up: the next cycle a period from now.
+            self.next_sync += self.sync_us;
+            if self.next_sync <= now {
+                self.next_sync = now + self.sync_us;
+            }
         }
         if let Some((s, goal, d)) = self.goal {
             if now >= d {

@@ -21,10 +21,12 @@
 //! SI unit factors 0x60A8/0x60A9 (velocity is increments/s); homing and interpolated
 //! position modes; more than one SYNC per TPDO (transmission types 2–240 are written as
 //! 1); the drive's own 0x603F read over SDO (the error code comes from EMCY); reading the
-//! drive's parameters into fcan params (the schema has none); one SYNC producer per bus: each
-//! cia402 device sends its own SYNC, so several drives on one bus each see every
-//! driver's SYNC (their TPDOs come that many times per period) — a bus-wide SYNC
-//! producer needs state shared between devices, which the host does not have yet.
+//! drive's parameters into fcan params (the schema has none); choosing the bus's SYNC
+//! producer by itself: with several drives on one bus the user gives `sync=off` to all
+//! but one (a producer starts its SYNC with its drive's first bring-up, so one whose drive
+//! never comes up sends none; a `sync=off` device does not check that another producer is
+//! there, nor notice that its SYNC stopped: its drive then holds its last applied target
+//! until its own watchdog acts).
 mod driver;
 pub mod eds;
 pub mod sdo;
