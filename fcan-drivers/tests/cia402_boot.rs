@@ -122,7 +122,9 @@ fn bring_up_maps_the_pdos_and_starts_the_drive() {
     assert_eq!(od.u64(0x1A00, 2), Some(0x6064_0020));
     assert_eq!(od.u64(0x1801, 1), Some(0x685));
     assert_eq!(od.u64(0x1A01, 0), Some(3));
-    assert_eq!(od.u64(0x1A01, 3), Some(0x6061_0008));
+    assert_eq!(od.u64(0x1A01, 2), Some(0x6061_0008));
+    // Torque actual last: a drive without 0x6077 gets the two before it.
+    assert_eq!(od.u64(0x1A01, 3), Some(0x6077_0010));
     // The predefined PDOs on fcan's data plane are disabled (bit 31).
     assert_eq!(od.u64(0x1401, 1), Some(0x8000_0405));
     assert_eq!(od.u64(0x1402, 1).map(|v| v >> 31), Some(1));

@@ -393,7 +393,8 @@ pub struct Cia402 {
     mode_display: i8,
     position: i32,
     velocity: i32,
-    torque: i16,
+    /// Torque actual, `None` when the drive's TPDO B does not carry it (no 0x6077).
+    torque: Option<i16>,
     /// The latched fault code (0: none).
     error_code: u16,
     target_position: i32,
@@ -531,7 +532,7 @@ impl Cia402 {
             mode_display: 0,
             position: 0,
             velocity: 0,
-            torque: 0,
+            torque: None,
             error_code: 0,
             target_position: 0,
             target_velocity: 0,
@@ -728,15 +729,27 @@ impl Cia402 {
             u32::from(wire::TPDO_A) + id,
             &[0x6041_0010, 0x6064_0020],
         );
+        // Torque actual last, and only where the drive has it mappable: ros2_canopen's
+        // cia402_slave.eds, for one, has no 0x6077 (its status then says torque NaN).
+        let mut tpdo_b = vec![0x606C_0020, 0x6061_0008];
+        if self.torque_mapped() {
+            tpdo_b.push(0x6077_0010);
+        }
         map(
             &mut ops,
             BootStep::TpdoB,
             0x1801,
             0x1A01,
             u32::from(wire::TPDO_B) + id,
-            &[0x606C_0020, 0x6077_0010, 0x6061_0008],
+            &tpdo_b,
         );
         ops
+    }
+
+    /// Whether TPDO B carries torque actual (0x6077): without an EDS the default
+    /// dictionary has it; with one, only where the EDS has it PDO-mappable.
+    fn torque_mapped(&self) -> bool {
+        !self.eds_given || self.eds.get(0x6077, 0).is_some_and(|e| e.pdo_mappable)
     }
 
     /// What the EDS says against `op`: `None` when it can go, else why not.
@@ -976,7 +989,7 @@ impl Cia402 {
             f64::from(self.mode_display as u8),
             f64::from(self.position) / k,
             f64::from(self.velocity) / k,
-            f64::from(self.torque),
+            self.torque.map_or(f64::NAN, f64::from),
             f64::from(self.error_code),
         ];
         for (s, v) in m.st.iter().zip(values) {
@@ -1191,7 +1204,7 @@ impl Device for Cia402 {
             return;
         }
         if id == wire::TPDO_B + me {
-            if let Some((v, t, m)) = wire::decode_tpdo_b(frame.data()) {
+            if let Some((v, m, t)) = wire::decode_tpdo_b(frame.data()) {
                 self.velocity = v;
                 self.torque = t;
                 self.mode_display = m;

@@ -290,13 +290,17 @@ pub fn decode_tpdo_a(data: &[u8]) -> Option<(u16, i32)> {
     }
 }
 
-/// The driver's TPDO B (velocity actual i32, torque actual i16, mode display i8).
-pub fn decode_tpdo_b(data: &[u8]) -> Option<(i32, i16, i8)> {
+/// The driver's TPDO B (velocity actual i32, mode display i8, then torque actual i16 when
+/// the drive has 0x6077: the driver maps it last, so a drive without it sends 5 bytes).
+pub fn decode_tpdo_b(data: &[u8]) -> Option<(i32, i8, Option<i16>)> {
     match data {
-        [v0, v1, v2, v3, t0, t1, m, ..] => Some((
+        [v0, v1, v2, v3, m, rest @ ..] => Some((
             i32::from_le_bytes([*v0, *v1, *v2, *v3]),
-            i16::from_le_bytes([*t0, *t1]),
             *m as i8,
+            match rest {
+                [t0, t1, ..] => Some(i16::from_le_bytes([*t0, *t1])),
+                _ => None,
+            },
         )),
         _ => None,
     }
