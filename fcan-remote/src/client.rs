@@ -617,7 +617,7 @@ impl MasterApi for RemoteMaster {
                     }
                     let Some(value) = serde_json::from_slice::<Json>(&payload)
                         .ok()
-                        .and_then(|j| Value::from_json(&j).ok())
+                        .and_then(|j| Value::from_written_json(&j).ok())
                     else {
                         return;
                     };
@@ -691,7 +691,7 @@ impl MasterApi for RemoteMaster {
         async move {
             let key = self.key(keys::service(&self.inner.bus, &service), &service)?;
             let j = self.query_json(key, Some(payload(&request))).await?;
-            let v = Value::from_json(&j)?;
+            let v = Value::from_written_json(&j)?;
             let r = self.cached_registry().await?;
             Ok(match r.service(&service) {
                 Ok(s) => in_order(v, &s.response),
@@ -708,7 +708,7 @@ impl MasterApi for RemoteMaster {
             let v = j
                 .get("value")
                 .ok_or_else(|| internal("reply has no `value`"))?;
-            Ok(Value::from_json(v)?)
+            Ok(Value::from_written_json(v)?)
         }
     }
 
@@ -735,7 +735,7 @@ impl MasterApi for RemoteMaster {
             let v = j
                 .get("value")
                 .ok_or_else(|| internal("reply has no `value`"))?;
-            Ok(Value::from_json(v)?)
+            Ok(Value::from_written_json(v)?)
         }
     }
 }

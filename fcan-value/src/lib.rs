@@ -400,6 +400,44 @@ impl Value {
         from_json_at(j, Want::Any, WHOLE)
     }
 
+    /// From JSON that [`Value`]'s `Serialize` wrote (a sample, a service response or a
+    /// parameter value sent by the daemon): as [`Value::from_json`], and `null` read as
+    /// NaN, which is how a NaN or an infinity was written (JSON has neither). A reader of
+    /// such JSON must take `null` back, or a sample whose field is NaN — an MIT motor's
+    /// temperature where its reply carries none, a CiA 402 drive's torque where it has
+    /// no torque sensor — would be refused as a whole.
+    ///
+    /// ```
+    /// use fcan_value::Value;
+    /// let written = serde_json::to_value(&Value::Struct(vec![
+    ///     ("torque".into(), Value::Float(f64::NAN)),
+    ///     ("velocity".into(), Value::Float(0.5)),
+    /// ]))
+    /// .unwrap();
+    /// assert_eq!(written.to_string(), r#"{"torque":null,"velocity":0.5}"#);
+    /// let back = Value::from_written_json(&written).unwrap();
+    /// assert!(back.field("torque").and_then(Value::as_f64).unwrap().is_nan());
+    /// assert_eq!(back.field("velocity").and_then(Value::as_f64), Some(0.5));
+    /// assert!(Value::from_json(&written).is_err(), "typed by hand, null is no value");
+    /// ```
+    pub fn from_written_json(j: &serde_json::Value) -> Result<Value, ValueError> {
+        use serde_json::Value as J;
+        Ok(match j {
+            J::Null => Value::Float(f64::NAN),
+            J::Array(a) => Value::Array(
+                a.iter()
+                    .map(Value::from_written_json)
+                    .collect::<Result<_, _>>()?,
+            ),
+            J::Object(o) => Value::Struct(
+                o.iter()
+                    .map(|(k, v)| Ok((Arc::from(k.as_str()), Value::from_written_json(v)?)))
+                    .collect::<Result<_, ValueError>>()?,
+            ),
+            other => Value::from_json(other)?,
+        })
+    }
+
     /// From JSON meant for `shape`: as [`Value::from_json`], and a string or `null`
     /// where the shape has a field is refused saying what the field takes.
     ///
