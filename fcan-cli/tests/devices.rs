@@ -271,3 +271,52 @@ fn a_bad_device_is_refused_naming_the_key() {
         assert!(!err.contains("listening"), "refused before serving: {err}");
     }
 }
+
+/// `fcan decode --device cia402:…` of a capture written by hand from CiA 301 / CiA 402:
+/// TPDO A (0x485: statusword 0x0237 — Operation enabled, CiA 402-2's statusword table —
+/// and position actual 1,000 increments), TPDO B (0x685: velocity actual 500 increments/s,
+/// mode display 8 = CSP, torque actual 200 ‰), an EMCY (0x085: 0x2310 overcurrent, error
+/// register 0x03, manufacturer bytes A1…A5) and a heartbeat (0x705, operational). With
+/// `counts=1000` one revolution is 1,000 increments: 2π rad, and π rad/s.
+#[test]
+fn decode_reads_a_cia402_capture() {
+    let log = std::env::temp_dir().join(format!("fcan-cia402-{}.log", std::process::id()));
+    std::fs::write(
+        &log,
+        "(0.000100) can0 485#3702E8030000\n\
+         (0.000200) can0 685#F401000008C800\n\
+         (0.000300) can0 085#102303A1A2A3A4A5\n\
+         (0.000400) can0 705#05\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["decode", "--device", "cia402:id=5,counts=1000"])
+        .arg(&log)
+        .env_remove("FCAN_BUS")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&log);
+    assert!(o.status.success(), "{}", text(&o));
+    let lines: Vec<Json> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", text(&o));
+    assert_eq!(lines[0]["topic"], "/drive5/cia402/status");
+    let s = &lines[0]["value"];
+    assert_eq!(s["statusword"], 0x0237);
+    assert_eq!(s["state"], 4, "operation enabled");
+    assert_eq!(s["mode"], 8, "csp");
+    let tau = std::f64::consts::TAU;
+    assert!((s["position"].as_f64().unwrap() - tau).abs() < 1e-9, "{s}");
+    assert!(
+        (s["velocity"].as_f64().unwrap() - tau / 2.0).abs() < 1e-6,
+        "{s}"
+    );
+    assert_eq!(s["torque"], 200.0);
+    assert_eq!(lines[1]["topic"], "/drive5/cia402/emcy");
+    let e = &lines[1]["value"];
+    assert_eq!(e["code"], 0x2310);
+    assert_eq!(e["register"], 3);
+    assert_eq!(e["data"], 0xA5_A4A3_A2A1u64);
+}
