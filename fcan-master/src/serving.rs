@@ -6,33 +6,39 @@
 //! which to stop serving, and why ([`Unserved`]).
 //!
 //! A face is only its protocol: what serving one node means (endpoints, channels,
-//! queryables), and what to do when the served set changed (publish its graph).
+//! queryables), held in its [`Face::Node`] handle, and what to do when the served set
+//! changed (publish its graph). The supervisor keeps the handles in its one
+//! [`ServedSet`] (a face reads it, never keeps a map of its own) and drops a node's
+//! handle when it stops serving the node: dropping the handle is what takes the node
+//! off the face ([`NodeTasks`] for a face whose endpoints live on tasks).
 //!
 //! ```
 //! # async fn demo(master: fcan_master::Master) {
-//! use std::sync::{Arc, Mutex};
+//! use std::sync::Arc;
 //! use std::time::Duration;
 //! use fcan_master::NodeInfo;
 //! use fcan_master::registry::Registry;
-//! use fcan_master::serving::{Face, NodeKey, Supervisor, Unserved};
+//! use fcan_master::serving::{Face, ServedNode, Supervisor, Unserved};
 //!
-//! /// A face that prints what it would serve.
-//! #[derive(Default)]
-//! struct Printer(Mutex<Vec<String>>);
+//! /// A face that prints what it would serve; its handle is the node's topic count.
+//! struct Printer;
 //!
 //! impl Face for Printer {
-//!     async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
+//!     type Node = usize;
+//!     async fn serve(&self, node: &NodeInfo, registry: &Registry) -> Option<usize> {
 //!         let topics = registry.topics.iter().filter(|t| t.node == node.id).count();
 //!         println!("serving {} ({topics} topics)", node.name);
-//!         true
+//!         Some(topics)
 //!     }
-//!     fn unserve(&self, _key: NodeKey, name: &str, why: &Unserved) {
-//!         println!("{name} no longer served ({why})");
+//!     fn unserve(&self, node: &ServedNode, topics: usize, why: &Unserved) {
+//!         println!("{} no longer served ({why}); it had {topics} topics", node.name);
 //!     }
 //! }
 //!
-//! let sup = Supervisor::new(master, Arc::new(Printer::default()), Duration::from_secs(1));
+//! let sup = Supervisor::new(master, Arc::new(Printer), Duration::from_secs(1));
 //! sup.resync().await; // serve the nodes running now
+//! let served: usize = sup.set().fold(0, |n, s| n + s.handle); // what the face holds
+//! println!("{} nodes, {served} topics", sup.served().len());
 //! let task = sup.spawn(); // then follow the bus
 //! # task.abort();
 //! # }
@@ -66,7 +72,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[non_exhaustive]
 pub struct NodeKey {
     /// Node id.
-    pub id: u8,
+    pub id: NodeId,
     /// Boot id.
     pub boot_id: u32,
     /// Schema digest.
@@ -75,7 +81,7 @@ pub struct NodeKey {
 
 impl NodeKey {
     /// A node key.
-    pub fn new(id: u8, boot_id: u32, digest: Option<SchemaDigest>) -> NodeKey {
+    pub fn new(id: NodeId, boot_id: u32, digest: Option<SchemaDigest>) -> NodeKey {
         NodeKey {
             id,
             boot_id,
@@ -85,7 +91,7 @@ impl NodeKey {
 
     /// The key of a node as the master reports it.
     pub fn of(n: &NodeInfo) -> NodeKey {
-        NodeKey::new(n.id.get(), n.boot_id, n.digest)
+        NodeKey::new(n.id, n.boot_id, n.digest)
     }
 }
 
@@ -142,7 +148,7 @@ pub enum Unserved {
 impl Unserved {
     /// Why the node of `key` is no longer to be served, given the nodes known now.
     pub fn of(key: &NodeKey, nodes: &[NodeInfo]) -> Unserved {
-        match nodes.iter().find(|n| n.id.get() == key.id) {
+        match nodes.iter().find(|n| n.id == key.id) {
             // Another boot (provisioned again, or running already), or the same boot
             // with another schema.
             Some(n)
@@ -179,17 +185,160 @@ pub struct ServedNode {
     pub name: String,
 }
 
+/// One node in a [`ServedSet`]: who it is, and what the face holds for it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Served<H> {
+    /// Id, boot, schema and name.
+    pub node: ServedNode,
+    /// The face's handle ([`Face::Node`]).
+    pub handle: H,
+}
+
+/// The nodes a [`Supervisor`] serves, by id, each with its face's handle: the one map
+/// of served nodes. The supervisor writes it; the face reads it (a clone shares the
+/// same set), e.g. to find the node a client's channel belongs to, or to list what it
+/// carries. Reads run under the set's lock: keep them short, and never await in them.
+pub struct ServedSet<H>(Arc<Mutex<BTreeMap<NodeId, Served<H>>>>);
+
+impl<H> Clone for ServedSet<H> {
+    fn clone(&self) -> Self {
+        ServedSet(self.0.clone())
+    }
+}
+
+impl<H> Default for ServedSet<H> {
+    fn default() -> Self {
+        ServedSet(Arc::new(Mutex::new(BTreeMap::new())))
+    }
+}
+
+impl<H> std::fmt::Debug for ServedSet<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.nodes()).finish()
+    }
+}
+
+impl<H> ServedSet<H> {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The nodes served now, by id.
+    pub fn nodes(&self) -> Vec<ServedNode> {
+        lock(&self.0).values().map(|s| s.node.clone()).collect()
+    }
+
+    /// How many nodes are served.
+    pub fn len(&self) -> usize {
+        lock(&self.0).len()
+    }
+
+    /// Whether no node is served.
+    pub fn is_empty(&self) -> bool {
+        lock(&self.0).is_empty()
+    }
+
+    /// The name of node `id` while it is served.
+    pub fn name_of(&self, id: NodeId) -> Option<String> {
+        lock(&self.0).get(&id).map(|s| s.node.name.clone())
+    }
+
+    /// `f` of node `id`'s entry, while it is served.
+    pub fn get<R>(&self, id: NodeId, f: impl FnOnce(&Served<H>) -> R) -> Option<R> {
+        lock(&self.0).get(&id).map(f)
+    }
+
+    /// The first `Some` that `f` gives over the served nodes, by id.
+    pub fn find_map<R>(&self, f: impl FnMut(&Served<H>) -> Option<R>) -> Option<R> {
+        lock(&self.0).values().find_map(f)
+    }
+
+    /// Folds `f` over the served nodes, by id.
+    pub fn fold<A>(&self, init: A, f: impl FnMut(A, &Served<H>) -> A) -> A {
+        lock(&self.0).values().fold(init, f)
+    }
+
+    /// Everything `f` gives for each served node, by id, flattened.
+    pub fn flat_map<R, I: IntoIterator<Item = R>>(&self, f: impl FnMut(&Served<H>) -> I) -> Vec<R> {
+        lock(&self.0).values().flat_map(f).collect()
+    }
+
+    fn insert(&self, node: ServedNode, handle: H) {
+        // A node served again under the same id replaces its old entry only after that
+        // entry was taken out (resync stops before it starts): nothing is dropped here.
+        lock(&self.0).insert(node.key.id, Served { node, handle });
+    }
+
+    fn remove(&self, id: NodeId) -> Option<Served<H>> {
+        lock(&self.0).remove(&id)
+    }
+
+    fn take_all(&self) -> Vec<Served<H>> {
+        std::mem::take(&mut *lock(&self.0)).into_values().collect()
+    }
+}
+
+/// The tasks that serve one node on a face (its forwarders, its endpoints' loops):
+/// aborted when this is dropped, which drops what they own. The usual [`Face::Node`]
+/// handle, or part of one.
+#[derive(Debug, Default)]
+pub struct NodeTasks(Vec<JoinHandle<()>>);
+
+impl NodeTasks {
+    /// No tasks yet.
+    pub fn new() -> NodeTasks {
+        NodeTasks::default()
+    }
+
+    /// Adds a task.
+    pub fn push(&mut self, task: JoinHandle<()>) {
+        self.0.push(task);
+    }
+
+    /// How many tasks.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Drop for NodeTasks {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
 /// What a face does for the [`Supervisor`]: serve a node, stop serving it, hear the
 /// master's events, and say the served set changed. Every method is called by one task
 /// at a time per supervisor (resyncs do not overlap).
 pub trait Face: Send + Sync + 'static {
-    /// Starts serving running node `node`; `registry` is the master's, fetched once per
-    /// resync. `false`: it could not (the face logs why); it is tried again at the next
-    /// resync.
-    fn serve(&self, node: &NodeInfo, registry: &Registry) -> impl Future<Output = bool> + Send;
+    /// What the face holds for one node it serves (its endpoints, channels, tasks). The
+    /// supervisor keeps it in its [`ServedSet`] while the node is served and drops it
+    /// when it stops serving the node: dropping it must take the node off the face.
+    type Node: Send + 'static;
 
-    /// Stops serving node `key`, named `name`, for `why`.
-    fn unserve(&self, key: NodeKey, name: &str, why: &Unserved);
+    /// Starts serving running node `node`; `registry` is the master's, fetched once per
+    /// resync. `None`: it could not (the face logs why); it is tried again at the next
+    /// resync.
+    fn serve(
+        &self,
+        node: &NodeInfo,
+        registry: &Registry,
+    ) -> impl Future<Output = Option<Self::Node>> + Send;
+
+    /// Stops serving `node` for `why`: `handle` was taken out of the set and is dropped
+    /// when this returns (a face logs, or tells its clients first).
+    fn unserve(&self, node: &ServedNode, handle: Self::Node, why: &Unserved) {
+        let _ = (node, handle, why);
+    }
 
     /// A master event, as it comes, before the resync it may cause; `name` is the node's
     /// while it is served.
@@ -199,7 +348,7 @@ pub trait Face: Send + Sync + 'static {
     }
 
     /// The served set changed (a resync stopped or started a node): `served` is it now.
-    fn served_changed(&self, served: &[ServedNode]) -> impl Future<Output = ()> + Send {
+    fn served_changed(&self, served: &ServedSet<Self::Node>) -> impl Future<Output = ()> + Send {
         let _ = served;
         async {}
     }
@@ -209,10 +358,10 @@ pub trait Face: Send + Sync + 'static {
 /// (online, offline, rebooted, failed, or a lagged event stream) and on a backstop tick
 /// (a missed event; a remote master's event that comes before its node list shows the
 /// node), one resync at a time.
-pub struct Supervisor<M, F> {
+pub struct Supervisor<M, F: Face> {
     master: M,
     face: Arc<F>,
-    served: Mutex<BTreeMap<u8, ServedNode>>,
+    served: ServedSet<F::Node>,
     resyncing: tokio::sync::Mutex<()>,
     period: Duration,
 }
@@ -221,10 +370,21 @@ impl<M: MasterApi, F: Face> Supervisor<M, F> {
     /// A supervisor of `face` over `master`, with a backstop resync every `period`.
     /// Nothing is served until [`resync`](Self::resync) or [`spawn`](Self::spawn).
     pub fn new(master: M, face: Arc<F>, period: Duration) -> Arc<Self> {
+        Self::with_set(master, face, ServedSet::new(), period)
+    }
+
+    /// [`new`](Self::new), keeping the served nodes in `set`: a face that reads the set
+    /// from its own tasks (a client's request) makes it first and keeps a clone.
+    pub fn with_set(
+        master: M,
+        face: Arc<F>,
+        set: ServedSet<F::Node>,
+        period: Duration,
+    ) -> Arc<Self> {
         Arc::new(Supervisor {
             master,
             face,
-            served: Mutex::new(BTreeMap::new()),
+            served: set,
             resyncing: tokio::sync::Mutex::new(()),
             period,
         })
@@ -235,14 +395,19 @@ impl<M: MasterApi, F: Face> Supervisor<M, F> {
         &self.face
     }
 
+    /// The served nodes with the face's handles.
+    pub fn set(&self) -> &ServedSet<F::Node> {
+        &self.served
+    }
+
     /// The nodes served now, by id.
     pub fn served(&self) -> Vec<ServedNode> {
-        lock(&self.served).values().cloned().collect()
+        self.served.nodes()
     }
 
     /// The name of node `id` while it is served.
     pub fn name_of(&self, id: NodeId) -> Option<String> {
-        lock(&self.served).get(&id.get()).map(|n| n.name.clone())
+        self.served.name_of(id)
     }
 
     /// Follows the master: the event loop, on its own task (abort it to stop following;
@@ -288,15 +453,15 @@ impl<M: MasterApi, F: Face> Supervisor<M, F> {
         let Ok(nodes) = self.master.nodes().await else {
             return;
         };
-        let served: Vec<NodeKey> = lock(&self.served).values().map(|n| n.key).collect();
+        let served: Vec<NodeKey> = self.served.nodes().iter().map(|n| n.key).collect();
         let plan = resync(&served, &running(&nodes));
         if plan.stop.is_empty() && plan.start.is_empty() {
             return;
         }
         for key in &plan.stop {
-            let gone = lock(&self.served).remove(&key.id);
-            if let Some(n) = gone {
-                self.face.unserve(*key, &n.name, &Unserved::of(key, &nodes));
+            if let Some(gone) = self.served.remove(key.id) {
+                self.face
+                    .unserve(&gone.node, gone.handle, &Unserved::of(key, &nodes));
             }
         }
         let registry = if plan.start.is_empty() {
@@ -306,30 +471,27 @@ impl<M: MasterApi, F: Face> Supervisor<M, F> {
         };
         if let Some(r) = &registry {
             for key in &plan.start {
-                let Some(n) = nodes.iter().find(|n| n.id.get() == key.id) else {
+                let Some(n) = nodes.iter().find(|n| n.id == key.id) else {
                     continue;
                 };
-                if self.face.serve(n, r).await {
-                    lock(&self.served).insert(
-                        key.id,
-                        ServedNode {
-                            key: *key,
-                            name: n.name.clone(),
-                        },
-                    );
+                if let Some(handle) = self.face.serve(n, r).await {
+                    let node = ServedNode {
+                        key: *key,
+                        name: n.name.clone(),
+                    };
+                    self.served.insert(node, handle);
                 }
             }
         }
-        let now = self.served();
-        self.face.served_changed(&now).await;
+        self.face.served_changed(&self.served).await;
     }
 
     /// Stops serving every node ([`Unserved::Stopped`]). The event loop, if spawned,
     /// must be aborted first or it serves them again.
     pub fn stop(&self) {
-        let all = std::mem::take(&mut *lock(&self.served));
-        for n in all.into_values() {
-            self.face.unserve(n.key, &n.name, &Unserved::Stopped);
+        for gone in self.served.take_all() {
+            self.face
+                .unserve(&gone.node, gone.handle, &Unserved::Stopped);
         }
     }
 }
@@ -341,10 +503,11 @@ mod tests {
     #[test]
     fn resync_stops_what_went_and_starts_what_came() {
         let d = Some(SchemaDigest::of(b"x"));
-        let a = NodeKey::new(1, 10, d);
-        let b = NodeKey::new(2, 20, d);
-        let b2 = NodeKey::new(2, 21, d);
-        let c = NodeKey::new(3, 30, None);
+        let id = |n| NodeId::new(n).unwrap();
+        let a = NodeKey::new(id(1), 10, d);
+        let b = NodeKey::new(id(2), 20, d);
+        let b2 = NodeKey::new(id(2), 21, d);
+        let c = NodeKey::new(id(3), 30, None);
         assert_eq!(
             resync(&[], &[a, b]),
             Resync {
@@ -385,7 +548,7 @@ mod tests {
     #[test]
     fn why_a_node_stopped_is_decided_by_one_rule() {
         let d = Some(SchemaDigest::of(b"a"));
-        let key = NodeKey::new(1, 10, d);
+        let key = NodeKey::new(NodeId::new(1).unwrap(), 10, d);
         assert_eq!(Unserved::of(&key, &[]), Unserved::Gone);
         assert_eq!(
             Unserved::of(&key, &[info(10, Phase::Offline, d)]),

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use fcan_core::msg::DataDirection;
 use fcan_master::json::event_to_json;
 use fcan_master::registry::Registry;
-use fcan_master::serving::{lock, Face, NodeKey, Supervisor, Unserved};
+use fcan_master::serving::{lock, Face, NodeTasks, ServedNode, ServedSet, Supervisor, Unserved};
 use fcan_master::MasterEvent;
 use fcan_master::{Master, MasterApi, NodeInfo};
 use serde_json::Value as Json;
@@ -193,19 +193,12 @@ struct Counters {
     sample_groups: AtomicU64,
 }
 
-/// What the server keeps for one RUNNING node: its sample forwarders and its token.
+/// What the server holds for one RUNNING node (the [`Face::Node`] the supervisor
+/// keeps): its sample forwarder, aborted on drop, and its liveliness token, dropped
+/// with it.
 struct NodeServed {
-    name: String,
-    tasks: Vec<JoinHandle<()>>,
+    _tasks: NodeTasks,
     _token: Option<zenoh::liveliness::LivelinessToken>,
-}
-
-impl Drop for NodeServed {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
 }
 
 struct Shared<M> {
@@ -219,8 +212,8 @@ struct Shared<M> {
     counters: Arc<Counters>,
     inflight: Arc<Semaphore>,
     rt: tokio::runtime::Handle,
-    /// RUNNING nodes by id (the [`Supervisor`] decides which).
-    served: Mutex<BTreeMap<u8, NodeServed>>,
+    /// RUNNING nodes by id: the [`Supervisor`]'s set, which it fills.
+    served: ServedSet<NodeServed>,
     /// Bus load over the last status period (0–1).
     load: Mutex<f64>,
     /// The master's registry, for checking batches without a copy of it per batch (a
@@ -235,6 +228,9 @@ struct Shared<M> {
 /// undeclared, liveliness tokens dropped); the master goes on.
 pub struct Server<M = Master> {
     shared: Arc<Shared<M>>,
+    /// Stops serving every node (the supervisor's `stop`: their forwarders and tokens
+    /// dropped).
+    stop: Box<dyn Fn() + Send + Sync>,
     tasks: Vec<JoinHandle<()>>,
     _queryables: Vec<Queryable<()>>,
     _puts: [zenoh::pubsub::Subscriber<()>; 2],
@@ -245,7 +241,7 @@ impl<M> Drop for Server<M> {
         for t in &self.tasks {
             t.abort();
         }
-        lock(&self.shared.served).clear();
+        (self.stop)();
     }
 }
 
@@ -280,7 +276,7 @@ impl<M: MasterApi> Server<M> {
             span: tracing::Span::current(),
             counters: Arc::default(),
             rt: tokio::runtime::Handle::current(),
-            served: Mutex::new(BTreeMap::new()),
+            served: ServedSet::new(),
             load: Mutex::new(0.0),
             registry: Mutex::new(None),
         });
@@ -339,9 +335,10 @@ impl<M: MasterApi> Server<M> {
         ];
         // The served set follows the nodes: on every event, and on each status period as
         // a backstop.
-        let sup = Supervisor::new(
+        let sup = Supervisor::with_set(
             shared.master.clone(),
             Arc::new(RemoteFace(shared.clone())),
+            shared.served.clone(),
             shared.opts.status_period,
         );
         sup.resync().await;
@@ -349,6 +346,7 @@ impl<M: MasterApi> Server<M> {
         tasks.push(sup.spawn());
         Ok(Self {
             shared,
+            stop: Box::new(move || sup.stop()),
             tasks,
             _queryables: queryables,
             _puts: [topic_puts, batch_puts],
@@ -367,9 +365,11 @@ impl<M: MasterApi> Server<M> {
 
     /// The names of the nodes served as RUNNING now.
     pub fn running(&self) -> Vec<String> {
-        lock(&self.shared.served)
-            .values()
-            .map(|n| n.name.clone())
+        self.shared
+            .served
+            .nodes()
+            .into_iter()
+            .map(|n| n.name)
             .collect()
     }
 }
@@ -506,8 +506,8 @@ impl<M: MasterApi> Shared<M> {
 
     /// Starts serving RUNNING node `n`: one forwarding task for its s2m topics and its
     /// liveliness token.
-    async fn serve(&self, n: &NodeInfo, registry: &Registry) -> bool {
-        let mut tasks = Vec::new();
+    async fn serve(&self, n: &NodeInfo, registry: &Registry) -> NodeServed {
+        let mut tasks = NodeTasks::new();
         let digest = n.digest.map(|d| d.to_string()).unwrap_or_default();
         // One forwarding task per node, subscribed at the master only while a
         // remote subscriber matches one of the node's keys (see `forward`).
@@ -557,15 +557,10 @@ impl<M: MasterApi> Shared<M> {
             n.id,
             topics
         );
-        lock(&self.served).insert(
-            n.id.get(),
-            NodeServed {
-                name: n.name.clone(),
-                tasks,
-                _token: token,
-            },
-        );
-        true
+        NodeServed {
+            _tasks: tasks,
+            _token: token,
+        }
     }
 }
 
@@ -574,14 +569,17 @@ impl<M: MasterApi> Shared<M> {
 struct RemoteFace<M>(Arc<Shared<M>>);
 
 impl<M: MasterApi> Face for RemoteFace<M> {
-    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
-        self.0.serve(node, registry).await
+    type Node = NodeServed;
+
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> Option<NodeServed> {
+        Some(self.0.serve(node, registry).await)
     }
 
-    fn unserve(&self, key: NodeKey, name: &str, why: &Unserved) {
-        // Dropping the entry aborts its forwarder and drops its token.
-        let gone = lock(&self.0.served).remove(&key.id);
-        if gone.is_some() {
+    fn unserve(&self, node: &ServedNode, served: NodeServed, why: &Unserved) {
+        // Dropping the handle aborts its forwarder and drops its token.
+        drop(served);
+        let name = &node.name;
+        {
             tracing::info!(
                 target: TARGET,
                 parent: &self.0.span,

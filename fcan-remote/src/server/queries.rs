@@ -428,7 +428,9 @@ impl<M: MasterApi> ServerView for Shared<M> {
     }
 
     fn serves(&self, node: &str) -> bool {
-        lock(&self.served).values().any(|n| n.name == node)
+        self.served
+            .find_map(|s| (s.node.name == node).then_some(()))
+            .is_some()
     }
 
     fn add_status_fields(&self, m: &mut serde_json::Map<String, Json>) {
