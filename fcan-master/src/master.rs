@@ -644,7 +644,7 @@ impl<T: Transport> Task<T> {
             Command::Reprovision(node, tx) => {
                 let r = self
                     .engine
-                    .reprovision(node.get(), now)
+                    .reprovision(node, now)
                     .map_err(MasterError::from);
                 let _ = tx.send(r);
             }

@@ -10,7 +10,8 @@ impl Engine {
     /// user asks for after changing something the plan depends on, or to recover a
     /// node that a fault left half-configured; the node keeps its boot id, so the
     /// faces keep serving it.
-    pub fn reprovision(&mut self, node: u8, now: u64) -> Result<(), CallError> {
+    pub fn reprovision(&mut self, id: NodeId, now: u64) -> Result<(), CallError> {
+        let node = id.get();
         let Some(rec) = self.nodes.get_mut(&node) else {
             return Err(CallError::NodeNotOnline(nid(node)));
         };
