@@ -23,23 +23,35 @@ rustup toolchain install 1.85 --profile minimal
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-core --no-default-features
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd --features update
+# With logging (`defmt`, forwarded to fcan-core): defmt 1.x and its macros on 1.85, for
+# the firmware target (a library check links nothing, so no defmt linker script).
+rustup target add --toolchain 1.85 thumbv7em-none-eabihf
+env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-runtime-nostd --features defmt,update \
+  --target thumbv7em-none-eabihf
+env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-embassy --features defmt \
+  --target thumbv7em-none-eabihf
 # The C library is firmware too (its layout checks are `const` assertions: a 1.85 build
 # evaluates them for the host; a 32-bit target is checked by build-lib.sh).
 env CARGO_TARGET_DIR=target/msrv cargo +1.85 check -p fcan-node-c --features panic-handler
 # The async firmware's executor crates (embassy) declare no rust-version: checked here for
 # the firmware target, with the versions Cargo.lock pins.
-rustup target add --toolchain 1.85 thumbv7em-none-eabihf
 (cd examples/firmware && env CARGO_TARGET_DIR=target/msrv cargo +1.85 check --release \
   --features async --bin fcan-example-firmware-async)
 
 step "the firmware crates' documentation has no broken links"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p fcan-core -p fcan-runtime-nostd
 
-step "fcan-core and fcan-runtime-nostd for microcontrollers (no alloc)"
+step "fcan-core and fcan-runtime-nostd for microcontrollers (no alloc; with defmt)"
 for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
   cargo build -p fcan-core --no-default-features --target "$t"
   cargo build -p fcan-runtime-nostd --target "$t"
+  # `defmt::Format` on the public types: a missing derive fails the crate's own check
+  # (fcan-runtime-nostd/src/defmt_check.rs). A library build links nothing, so no defmt
+  # logger or linker script is needed here.
+  cargo build -p fcan-runtime-nostd --features defmt --target "$t"
+  cargo build -p fcan-runtime-nostd --features defmt,update --target "$t"
 done
+cargo build -p fcan-embassy --features defmt,embassy-time --target thumbv7em-none-eabihf
 
 step "example firmware libraries (generated code) for both targets"
 for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do

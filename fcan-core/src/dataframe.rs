@@ -8,6 +8,7 @@ use crate::presence::PresenceBits;
 /// One copy entry of a data frame: its topic (any key that names one topic to the
 /// caller) and where its bytes are in the topic's value and in the frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Piece<K> {
     /// The topic.
     pub topic: K,
@@ -70,6 +71,7 @@ pub fn build<'v, K: Copy + PartialEq + Default>(
 
 /// What the receiver of a FRAME_DEFINE knows of the topic a copy entry names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct EntryTopic {
     /// Its direction.
     pub dir: crate::msg::DataDirection,

@@ -49,6 +49,7 @@ pub const fn fd_dlc(len: usize) -> Option<u8> {
 
 /// Which kind of frames a link carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Mtu {
     /// Classical CAN: 8-byte payloads.
     Classic,
@@ -78,6 +79,7 @@ impl Mtu {
 
 /// A CAN identifier: 11-bit standard or 29-bit extended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum CanId {
     /// 11-bit identifier (fcan's data plane).
     Standard(u16),
@@ -144,6 +146,7 @@ impl CanId {
 
 /// Error building a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FrameError {
     /// More bytes than the frame kind can carry, or an FD length no DLC expresses.
     BadLength,
@@ -290,5 +293,20 @@ impl core::fmt::Debug for Frame {
             write!(f, "{b:02X}")?;
         }
         Ok(())
+    }
+}
+
+/// By hand, not derived: the payload is the frame's `len` bytes, not its whole buffer.
+#[cfg(feature = "defmt")]
+impl defmt::Format for Frame {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Frame {{ id: {}, fd: {=bool}, brs: {=bool}, data: {=[u8]:02x} }}",
+            self.id,
+            self.fd,
+            self.brs,
+            self.data()
+        )
     }
 }

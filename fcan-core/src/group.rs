@@ -37,6 +37,7 @@
 /// byte) of which group (its first frame's index in the plan) is being staged and which
 /// part comes next. Three bytes, all zero when idle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct GroupProgress {
     /// Sequence byte of the publication being staged.
     seq: u8,
@@ -51,6 +52,7 @@ pub struct GroupProgress {
 /// What one part does to a group's assembly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PartOutcome {
     /// The first part: staging starts from the topic's live value (bytes the group does
     /// not carry stay as they are), then this part is copied in. `overtaken`: an

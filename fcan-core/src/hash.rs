@@ -5,10 +5,12 @@ use sha2::{Digest, Sha256};
 
 /// The full SHA-256 of a schema blob.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SchemaDigest(pub [u8; 32]);
 
 /// The first 8 bytes of a [`SchemaDigest`], as carried by ANNOUNCE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HashPrefix(pub [u8; 8]);
 
 impl SchemaDigest {

@@ -11,6 +11,7 @@ use crate::frame::CanId;
 
 /// A node id: 7 bits, `0x7F` is broadcast.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NodeId(u8);
 
 impl NodeId {
@@ -57,6 +58,7 @@ impl core::fmt::Display for NodeId {
 
 /// Who sent a configuration-plane frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Direction {
     /// Master → node (the node id is the destination).
     ToNode = 0,
@@ -69,6 +71,7 @@ pub enum Direction {
 /// Requests and their replies share an opcode and differ in [`Direction`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Opcode {
     /// Master heartbeat (to node, broadcast) / node heartbeat (to master).
     Heartbeat = 0x1,
@@ -158,6 +161,7 @@ pub const MAX_SEGMENTS: usize = 128;
 
 /// The fields of a configuration-plane (extended) identifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ConfigId {
     /// What the frame is.
     pub opcode: Opcode,
@@ -175,6 +179,7 @@ pub struct ConfigId {
 
 /// Why an identifier is not a valid configuration-plane identifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum IdError {
     /// A standard ID, or an extended ID without the configuration-plane marker bit.
     NotConfigPlane,

@@ -7,6 +7,7 @@ use crate::types::{Scalar, ScalarType, ValueError};
 
 /// Ran off the end of the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct OutOfSpace;
 
 /// Writes values back to back into a byte slice.
@@ -76,6 +77,7 @@ impl<'a> Writer<'a> {
 
 /// Why a [`Reader`] failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ReadError {
     /// Ran off the end.
     Truncated,

@@ -41,6 +41,7 @@ pub fn needs_mask(dir: DataDirection, period_us: u32, topics: usize) -> bool {
 /// topic), a slot number); equal keys get the same bit. No allocation: it holds at most
 /// [`MAX_MASKED_TOPICS`] keys.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PresenceBits<K> {
     /// The distinct keys seen, `seen[..count]`, in bit order.
     seen: [K; MAX_MASKED_TOPICS],

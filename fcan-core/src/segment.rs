@@ -42,6 +42,7 @@ pub const fn segment_count(mtu: Mtu, len: usize) -> usize {
 
 /// A message is longer than one transfer can carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TooLong;
 
 /// Cuts one message, given as a header and a body so neither needs copying together,
@@ -142,6 +143,7 @@ impl Iterator for Segmenter<'_> {
 
 /// What identifies one transfer in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TransferKey {
     /// Opcode.
     pub opcode: Opcode,
@@ -178,6 +180,7 @@ impl From<ConfigId> for TransferKey {
 
 /// Why a segment was not taken. Every case leaves the pool consistent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ReassemblyError {
     /// A later segment arrived without its transfer's earlier ones (the partial
     /// transfer, if any, is dropped).

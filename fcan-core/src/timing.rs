@@ -67,11 +67,13 @@ pub const fn reached(now: u32, deadline: u32) -> bool {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(transparent)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct At(pub u32);
 
 /// A span of microseconds (a period, a timeout, a back-off).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(transparent)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Us(pub u32);
 
 impl At {

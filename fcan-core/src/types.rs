@@ -6,6 +6,7 @@
 /// A scalar type a field or parameter can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ScalarType {
     /// One byte, 0 = false, 1 = true; any other byte is invalid.
     Bool = 1,
@@ -121,6 +122,7 @@ impl core::fmt::Display for ScalarType {
 
 /// One scalar value, tagged with its type.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Scalar {
     /// `bool`
     Bool(bool),
@@ -148,6 +150,7 @@ pub enum Scalar {
 
 /// Why bytes are not a valid value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ValueError {
     /// Fewer bytes than the type needs.
     Truncated,
@@ -399,6 +402,7 @@ impl Scalar {
 
 /// Why a parameter value is refused. Also the detail of a PARAM_SET NAK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RangeError {
     /// NaN or ±inf.
     NotFinite,

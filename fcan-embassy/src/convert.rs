@@ -32,6 +32,27 @@ pub struct WireHeader {
     pub brs: bool,
 }
 
+/// By hand, not derived: `embedded_can::Id` is not `defmt::Format`; the raw identifier
+/// is printed instead.
+#[cfg(feature = "defmt")]
+impl defmt::Format for WireHeader {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        let (kind, raw) = match self.id {
+            Id::Standard(id) => ("std", u32::from(id.as_raw())),
+            Id::Extended(id) => ("ext", id.as_raw()),
+        };
+        defmt::write!(
+            f,
+            "WireHeader {{ id: {=str} {=u32:#x}, len: {=u8}, fd: {=bool}, brs: {=bool} }}",
+            kind,
+            raw,
+            self.len,
+            self.fd,
+            self.brs
+        )
+    }
+}
+
 /// The fcan identifier as `embedded-can`'s; `None` for a value out of its format's range.
 pub fn id_to_embedded(id: CanId) -> Option<Id> {
     Some(match id {
@@ -87,6 +108,7 @@ pub fn frame_from_wire(id: Id, data: &[u8], fd: bool, brs: bool, remote: bool) -
 /// A Classical CAN frame: what a [`crate::ClassicPort`] is given to send. Built only
 /// from an fcan frame that is not FD (so at most 8 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ClassicFrame(Frame);
 
 impl ClassicFrame {

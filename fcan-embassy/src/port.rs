@@ -19,6 +19,7 @@ use fcan_runtime_nostd::Controller;
 /// Why a driver did not take a frame. Either way the frame stays with the node, which
 /// offers it again, in order, at a later poll (`TxRefused`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Refused {
     /// The controller's transmit FIFO has no room now (or it is bus-off).
     Full,
@@ -30,6 +31,7 @@ pub enum Refused {
 
 /// A frame the controller received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Received {
     /// The frame, FD or Classical as it was on the wire.
     pub frame: Frame,
@@ -40,6 +42,7 @@ pub struct Received {
 
 /// What went wrong on the receive side; the loop counts it and goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxError {
     /// A bus error the controller saw (stuff, form, acknowledge, bit, CRC).
     Bus,
@@ -53,6 +56,7 @@ pub enum RxError {
 
 /// The controller's fault confinement state (ISO 11898-1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum BusState {
     /// Both error counters below 128: sends active error frames.
     ErrorActive,

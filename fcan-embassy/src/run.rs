@@ -52,6 +52,7 @@ pub trait Clock {
 
 /// How the loop waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RunConfig {
     /// After the controller refused a frame (FIFO full, bus-off): how long before it is
     /// offered again, unless a frame arrives first. About one frame's time on the bus:
@@ -78,6 +79,7 @@ impl Default for RunConfig {
 
 /// What the loop counted since it started (wrapping counters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Stats {
     /// Polls of the firmware.
     pub polls: u32,
@@ -103,6 +105,7 @@ pub struct Stats {
 
 /// What [`Runner::turn`] decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Next {
     /// Sleep until this time (wrapping µs) or a frame.
     Sleep(u32),
@@ -113,6 +116,7 @@ pub enum Next {
 
 /// What ended a [`Runner::wait`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Wake {
     /// A frame (or a receive error) came.
     Frame,

@@ -8,6 +8,7 @@ use fcan_core::frame::Frame;
 /// The driver would not take a frame now (mailboxes or queue full). The runtime keeps the
 /// frame and offers it again on a later `poll`, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TxRefused;
 
 /// How the runtime hands frames to the CAN controller.
@@ -22,6 +23,7 @@ pub trait Transmit {
 /// Identifies a service call whose reply was deferred (`Reply::Accepted`). Hand it back
 /// to the node with the response to complete the call from a later `poll`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DeferredToken {
     /// Service slot holding the call.
     pub slot: u8,
@@ -39,6 +41,7 @@ pub struct DeferredToken {
 
 /// One service request, handed to [`crate::codegen::Dispatch::service`] from `poll`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ServiceCall<'a> {
     /// Block number (always a wired instance).
     pub block: u8,
@@ -52,6 +55,7 @@ pub struct ServiceCall<'a> {
 
 /// What a typed handler answers. Generated code turns it into a [`ServiceOutcome`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Reply<T> {
     /// Done now; here is the response.
     Ok(T),
@@ -66,6 +70,7 @@ pub enum Reply<T> {
 
 /// What [`crate::codegen::Dispatch::service`] did with a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ServiceOutcome {
     /// The response (this many bytes) was written to the response buffer.
     Done(usize),
@@ -81,6 +86,7 @@ pub enum ServiceOutcome {
 
 /// What the CAN controller (with its driver) can send and receive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Controller {
     /// Classical CAN only: the node never sends an FD frame and refuses (NAK
     /// `Unsupported`) an ANNOUNCE_ACK that asks for an FD bus mode.
@@ -92,6 +98,7 @@ pub enum Controller {
 /// Things the application must know about, delivered through [`crate::codegen::Dispatch::event`] from
 /// `poll`. Safety-relevant: the application decides its safe state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event {
     /// A master acknowledged the node.
     Acknowledged,

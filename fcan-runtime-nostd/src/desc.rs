@@ -14,6 +14,7 @@ use fcan_core::types::{Scalar, ScalarType, ValueError};
 /// `fcan-node-c` reads them in place instead of copying them into RAM.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TopicDesc {
     /// s2m: period in µs, 0 = sent on commit. m2s: 0.
     pub period_us: u32,
@@ -36,6 +37,7 @@ pub struct TopicDesc {
 /// the layout of the C API's `fcan_param_desc_t`. Build one with [`ParamDesc::new`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ParamDesc {
     /// The value at boot (every element of an array), as bits.
     pub default_bits: u64,
@@ -124,6 +126,7 @@ impl ParamDesc {
 /// One service of a block type (`#[repr(C)]`: `fcan_service_desc_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ServiceDesc {
     /// Packed request size (without the message header).
     pub request_size: u16,
@@ -133,6 +136,7 @@ pub struct ServiceDesc {
 
 /// One block type.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TypeDesc {
     /// Type name, for diagnostics.
     pub name: &'static str,
@@ -154,6 +158,7 @@ pub struct TypeDesc {
 /// `fcan_block_desc_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BlockDesc {
     /// Offset of the block's topic area in the node's topic arena.
     pub topic_offset: u16,
@@ -174,6 +179,7 @@ pub struct BlockDesc {
 
 /// One instance array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ArrayDesc {
     /// Index into [`NodeDesc::types`].
     pub type_index: u8,
@@ -185,6 +191,7 @@ pub struct ArrayDesc {
 
 /// The schema's `limits:`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LimitsDesc {
     /// Most data frames in a plan.
     pub max_frames: u16,
@@ -217,6 +224,7 @@ impl Descriptor for &'static NodeDesc {
 
 /// Everything the runtime knows about its node's schema.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NodeDesc {
     /// The schema blob served by SCHEMA_READ.
     pub blob: &'static [u8],

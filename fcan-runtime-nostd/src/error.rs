@@ -4,6 +4,7 @@
 /// [`crate::Node::new`] refused its inputs: the generated tables, the buffers and the
 /// board configuration do not fit together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ConfigError {
     /// `counts` has not one entry per instance array.
     CountsLength,
@@ -67,6 +68,7 @@ impl core::fmt::Display for ConfigError {
 
 /// Why [`crate::Node::publish`] refused a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PublishError {
     /// No such block or topic.
     BadIndex,
@@ -91,6 +93,7 @@ impl core::fmt::Display for PublishError {
 
 /// Why [`crate::Node::complete`] refused a deferred reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum CompleteError {
     /// The token names no deferred call: wrong slot, already completed, expired
     /// (`DEFERRED_SERVICE_TIMEOUT_US`), or the slot was recycled for another request

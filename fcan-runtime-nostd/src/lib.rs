@@ -42,6 +42,17 @@
 //!
 //! Configuration-plane messages are never lost or reordered: a frame the driver refuses
 //! is offered again on the next poll.
+//!
+//! Features:
+//! - `update`: firmware update over the bus (`Update`, `docs/protocol.md` §3.14).
+//! - `defmt`: the public types (events, errors, [`NodeConfig`], [`TopicRead`],
+//!   [`Received`], [`DeferredToken`], …) and the fcan-core types the API hands out
+//!   ([`NodeId`](fcan_core::id::NodeId), [`NodeState`](fcan_core::msg::NodeState),
+//!   [`FaultCode`](fcan_core::msg::FaultCode), [`Frame`](fcan_core::frame::Frame),
+//!   [`Counters`](fcan_core::msg::Counters), …) implement `defmt::Format`, so a firmware
+//!   logs them with `defmt::info!("{}", event)`. Off by default; the firmware links its
+//!   own defmt logger. [`Node`], [`Context`] and [`Mailbox`] do not: they hold buffers,
+//!   not values.
 
 #![no_std]
 #![warn(missing_docs)]
@@ -63,6 +74,8 @@ mod can;
 mod config_plane;
 mod context;
 mod counters;
+#[cfg(feature = "defmt")]
+mod defmt_check;
 mod desc;
 mod dispatch;
 mod error;

@@ -9,6 +9,7 @@ use fcan_core::frame::Frame;
 
 /// A received frame and when it arrived (the node's wrapping microsecond clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Stamped {
     /// The frame.
     pub frame: Frame,

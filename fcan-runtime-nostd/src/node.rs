@@ -26,6 +26,7 @@ use fcan_core::timing::At;
 
 /// How a board configures its node at boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NodeConfig<'a> {
     /// This node's id on the bus (from DIP switches, flash, ...).
     pub node_id: NodeId,

@@ -11,6 +11,7 @@ use fcan_core::timing::{At, Us};
 /// eight-motor node). The offsets are looked up in the node's descriptor when the entry
 /// is used (`PlanEntry::place`: two indexed table reads). Opaque outside the runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PlanEntry {
     /// Offset within the topic value.
     pub(crate) src: u16,
@@ -39,6 +40,7 @@ impl PlanEntry {
 
 /// One data frame of the plan. Opaque outside the runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PlanFrame {
     pub(crate) std_id: u16,
     pub(crate) s2m: bool,
@@ -92,6 +94,7 @@ impl PlanFrame {
 /// sent" flag of s2m values, and the progress of a multi-frame group being staged.
 /// Opaque outside the runtime.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TopicState {
     /// Bumped once per complete update (m2s: a frame or a whole group applied; s2m: a
     /// publish). 0 = never written.
@@ -123,6 +126,7 @@ impl TopicState {
 
 /// Where a slot is in a call's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(crate) enum SlotState {
     /// Unused.
     Free,
@@ -142,6 +146,7 @@ pub(crate) enum SlotState {
 
 /// One service slot. Opaque outside the runtime.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SvcSlot {
     pub(crate) state: SlotState,
     pub(crate) transfer: u8,

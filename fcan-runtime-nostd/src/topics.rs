@@ -15,6 +15,7 @@ use fcan_core::timing::At;
 
 /// A read-only view of a topic's current value. Returned by [`crate::Node::topic`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TopicRead<'a> {
     /// The packed value (exactly the topic's size).
     pub bytes: &'a [u8],

@@ -61,6 +61,15 @@ impl<T> core::fmt::Debug for Deferred<T> {
     }
 }
 
+/// By hand, not derived: a derive would ask `T: defmt::Format` of the response type,
+/// which the token never holds.
+#[cfg(feature = "defmt")]
+impl<T> defmt::Format for Deferred<T> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Deferred({})", self.token)
+    }
+}
+
 impl<T> PartialEq for Deferred<T> {
     fn eq(&self, other: &Self) -> bool {
         self.token == other.token
@@ -69,6 +78,7 @@ impl<T> PartialEq for Deferred<T> {
 
 /// An m2s topic's value with when it arrived.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Received<T> {
     /// The value.
     pub value: T,
@@ -128,6 +138,15 @@ impl<T, B> Copy for Param<T, B> {}
 impl<T, B> core::fmt::Debug for Param<T, B> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_tuple("Param").field(&self.index).finish()
+    }
+}
+
+/// By hand, not derived: a derive would ask `T: defmt::Format` and `B: defmt::Format` of
+/// the marker types, which the parameter never holds.
+#[cfg(feature = "defmt")]
+impl<T, B> defmt::Format for Param<T, B> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Param({=u8})", self.index)
     }
 }
 

@@ -72,6 +72,7 @@ pub trait Update {
 
 /// The staging flash failed an erase, write, read or mark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FlashError;
 
 /// The largest DATA chunk a node takes: what its configuration reassembly buffer holds

@@ -8,6 +8,7 @@ use crate::pack::{Reader, Writer};
 
 /// DISCOVER (master → node, usually broadcast): "everyone, announce yourselves".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Discover {
     /// The master's random session id, drawn at master start.
     pub session: u32,
@@ -63,6 +64,7 @@ pub mod caps {
 
 /// ANNOUNCE (node → master): who the node is and what it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Announce<'a> {
     /// Protocol version the node speaks ([`crate::PROTOCOL_VERSION`]).
     pub protocol: u8,
@@ -183,6 +185,7 @@ impl<'a> Announce<'a> {
 
 /// ANNOUNCE_ACK (master → node): "I own you; stop announcing".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct AnnounceAck {
     /// The boot_id being acknowledged; a node ignores an ack for another boot.
     pub boot_id: u32,

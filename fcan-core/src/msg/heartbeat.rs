@@ -5,6 +5,7 @@ use crate::pack::{Reader, Writer};
 
 /// Master HEARTBEAT (master → broadcast).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct MasterHeartbeat {
     /// The master's session id. Hearing a master heartbeat with a session that is not
     /// one's own is how a master detects a second master on the bus.
@@ -26,6 +27,7 @@ impl MasterHeartbeat {
 
 /// Node HEARTBEAT (node → master). Exactly 8 bytes, so one Classical CAN frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NodeHeartbeat {
     /// Current state.
     pub state: NodeState,
@@ -61,6 +63,7 @@ impl NodeHeartbeat {
 
 /// START (master → node): commit the frame plan and run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Start {
     /// How many frames the plan has; the node NAKs with `BadPlan` unless it holds
     /// exactly frames `0..frame_count`.

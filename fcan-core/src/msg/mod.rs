@@ -44,6 +44,7 @@ use crate::pack::{OutOfSpace, ReadError, Reader, Writer};
 
 /// Why bytes are not a valid message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DecodeError {
     /// Fewer bytes than the message needs.
     Truncated,
@@ -83,6 +84,7 @@ impl core::fmt::Display for DecodeError {
 
 /// Why a message could not be encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EncodeError {
     /// The output buffer is too small.
     OutOfSpace,
@@ -114,6 +116,7 @@ impl core::fmt::Display for EncodeError {
 
 /// Any configuration-plane message, borrowing its variable parts from the payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ConfigMessage<'a> {
     /// `Heartbeat`, to node.
     MasterHeartbeat(MasterHeartbeat),

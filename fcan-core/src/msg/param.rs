@@ -11,6 +11,7 @@ pub const PARAM_INDEX_MASK: u8 = 0x7F;
 
 /// PARAM_SET (master → node). Answered by RESULT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ParamSet<'a> {
     /// Global block number.
     pub block: u8,
@@ -47,6 +48,7 @@ impl<'a> ParamSet<'a> {
 
 /// PARAM_GET (master → node), answered by [`ParamValue`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ParamGet {
     /// Global block number.
     pub block: u8,
@@ -74,6 +76,7 @@ impl ParamGet {
 /// PARAM_VALUE (node → master): the current value of one parameter. A PARAM_GET for an
 /// index the node does not have is answered by a RESULT NAK instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ParamValue<'a> {
     /// Global block number.
     pub block: u8,

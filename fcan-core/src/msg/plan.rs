@@ -7,6 +7,7 @@ use crate::pack::{Reader, Writer};
 /// the same layout can be read as the runtime's (`fcan-node-c`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DataDirection {
     /// Master → node (commands, `dir: m2s` topics).
     M2s = 0,
@@ -31,6 +32,7 @@ pub mod frame_flags {
 /// Copies `len` bytes between a topic's packed value (at `src_offset`) and a data frame's
 /// payload (at `dst_offset`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CopyEntry {
     /// Global block number, see [`crate::numbering`].
     pub block: u8,
@@ -69,6 +71,7 @@ impl CopyEntry {
 
 /// The fixed part of a FRAME_DEFINE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FrameHeader {
     /// Position in the plan, `0..max_frames`. Index 0 clears any previous plan first.
     pub index: u8,
@@ -93,6 +96,7 @@ pub struct FrameHeader {
 
 /// FRAME_DEFINE (master → node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FrameDefine<'a> {
     /// The fixed part.
     pub header: FrameHeader,
@@ -102,6 +106,7 @@ pub struct FrameDefine<'a> {
 
 /// The copy entries of a FRAME_DEFINE: a zero-copy view when decoded, a slice when built.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Entries<'a> {
     /// Encoded entries, `CopyEntry::LEN` bytes each.
     Wire(&'a [u8]),

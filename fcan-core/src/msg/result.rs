@@ -8,6 +8,7 @@ use crate::pack::{Reader, Writer};
 /// PARAM_GET/SCHEMA_READ/STATS_READ the node cannot serve. The transfer id echoes the
 /// request's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CommandResult {
     /// The opcode of the request answered.
     pub opcode: Opcode,
@@ -48,6 +49,7 @@ impl CommandResult {
 /// On the wire: a count byte, then that many `u32` in the order of the fields below.
 /// Newer nodes may send more; a reader keeps the ones it knows and skips the rest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Counters {
     /// Frames received and handled.
     pub rx_handled: u32,

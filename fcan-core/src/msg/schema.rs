@@ -5,6 +5,7 @@ use crate::pack::{Reader, Writer};
 
 /// SCHEMA_READ (master → node): send `len` bytes of the blob from `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SchemaRead {
     /// First byte wanted.
     pub offset: u32,
@@ -32,6 +33,7 @@ impl SchemaRead {
 
 /// SCHEMA_DATA (node → master): one chunk of the blob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SchemaData<'a> {
     /// Offset of `data` in the blob.
     pub offset: u32,

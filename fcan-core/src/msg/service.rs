@@ -6,6 +6,7 @@ use crate::pack::{Reader, Writer};
 /// A service request (master → node). The transfer id in the identifier is the
 /// transaction id; the response echoes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ServiceRequest<'a> {
     /// Global block number.
     pub block: u8,
@@ -36,6 +37,7 @@ impl<'a> ServiceRequest<'a> {
 
 /// A service response (node → master).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ServiceResponse<'a> {
     /// Global block number (echoed).
     pub block: u8,

@@ -6,6 +6,7 @@ macro_rules! wire_enum {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(u8)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
         pub enum $name { $($(#[$vm])* $var = $val,)* }
 
         impl $name {

@@ -25,6 +25,7 @@ macro_rules! kinds {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
         #[non_exhaustive]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
         pub enum $name { $($(#[$vm])* $var = $val,)* }
 
         impl $name {
@@ -94,6 +95,7 @@ kinds! {
 
 /// OFFER: what the master proposes to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateOffer<'a> {
     /// Image size in bytes.
     pub size: u32,
@@ -112,6 +114,7 @@ pub struct UpdateOffer<'a> {
 /// A master→node UPDATE message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum UpdateRequest<'a> {
     /// Kind 0: propose an image. Answered by STATUS.
     Offer(UpdateOffer<'a>),
@@ -137,6 +140,7 @@ pub enum UpdateRequest<'a> {
 /// A node→master UPDATE message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum UpdateReply<'a> {
     /// Kind 0: the state of the node's update, and its running firmware.
     Status(UpdateStatus<'a>),
@@ -149,6 +153,7 @@ pub enum UpdateReply<'a> {
 
 /// STATUS: the answer to OFFER, COMMIT, ABORT and QUERY.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateStatus<'a> {
     /// Where the update stands.
     pub phase: UpdatePhase,
