@@ -7,10 +7,12 @@
 //! Enumerations reach JSON only through the explicit names here (lowercase, stable when
 //! a Rust variant is renamed, never `Debug` output).
 //!
-//! Where a shape is plain data (the engine's counters, a plan) it is one serde
-//! declaration for both ways; a node and an event are written by hand because their
-//! fields are names of enumerations (`phase`, `state`, `mode`, an event's `kind`) whose
-//! text is part of the interface.
+//! Every shape is one serde declaration for both ways. A node and an event are declared
+//! on [`NodeInfo`] and [`MasterEvent`] themselves (their `Serialize` and `Deserialize`:
+//! `serde_json::to_value(&node)` is the `fcan nodes --json` line), their enumerations
+//! and identifiers written through the [`with`] modules here, whose text is part of the
+//! interface; [`NodeInfo::to_json`], [`event_to_json`] and their inverses are thin
+//! wrappers over them. Plain data (the engine's counters, a plan) is declared here.
 //!
 //! ```
 //! use fcan_master::json::{node_state_name, node_state_from_name};
@@ -23,14 +25,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fcan_core::hash::SchemaDigest;
-use fcan_core::id::NodeId;
 use fcan_core::msg::{BusMode, NodeState};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::api::MasterEvent;
-use crate::api::{NodeInfo, SchemaSource, Status};
-use crate::engine::{EngineStats, Phase, UpdateStep};
+use crate::api::{NodeInfo, Status};
+use crate::engine::{EngineStats, Phase};
 use crate::text::Untrusted;
 
 /// A node's reported state as `fcan` prints it: `unprovisioned`, `provisioned`,
@@ -97,17 +98,255 @@ fn string<'a>(v: &'a Json, name: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("field `{name}` is not a string"))
 }
 
-fn node_id(v: u64) -> Result<NodeId, String> {
-    u8::try_from(v)
-        .ok()
-        .and_then(NodeId::new)
-        .ok_or_else(|| format!("{v} is not a node id"))
+/// serde `with` modules for the identifiers and enumerations of node info and events:
+/// each writes the stable text above (a node id as its number, a state as
+/// [`node_state_name`], a phase as its `Display`, a digest as 64 hex digits) and reads
+/// it back checked (the text may come from a remote daemon: untrusted).
+///
+/// [`NodeInfo`] and [`MasterEvent`] name them in their serde attributes; a view of
+/// one field (the CLI's monitor lines) can name them too, and then spells it the same.
+///
+/// ```
+/// use fcan_core::id::NodeId;
+/// use fcan_master::Phase;
+/// #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+/// struct Line {
+///     #[serde(with = "fcan_master::json::with::node_id")]
+///     id: NodeId,
+///     #[serde(with = "fcan_master::json::with::phase")]
+///     phase: Phase,
+/// }
+/// let l = Line { id: NodeId::new(3).unwrap(), phase: Phase::Failed("no room".into()) };
+/// let j = serde_json::to_string(&l).unwrap();
+/// assert_eq!(j, r#"{"id":3,"phase":"failed: no room"}"#);
+/// assert_eq!(serde_json::from_str::<Line>(&j).unwrap(), l);
+/// assert!(serde_json::from_str::<Line>(r#"{"id":200,"phase":"running"}"#).is_err());
+/// ```
+pub mod with {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::text::Untrusted;
+
+    fn text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        String::deserialize(d)
+    }
+
+    /// A [`NodeId`](fcan_core::id::NodeId) as its number (a unicast id, `0..=126`).
+    pub mod node_id {
+        use super::*;
+        use fcan_core::id::NodeId;
+
+        /// Writes the number.
+        pub fn serialize<S: Serializer>(n: &NodeId, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_u8(n.get())
+        }
+
+        /// Reads a number that is a node id.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<NodeId, D::Error> {
+            let v = u64::deserialize(d)?;
+            u8::try_from(v)
+                .ok()
+                .and_then(NodeId::new)
+                .ok_or_else(|| D::Error::custom(format!("{v} is not a node id")))
+        }
+    }
+
+    /// A [`NodeState`](fcan_core::msg::NodeState) as [`node_state_name`](crate::json::node_state_name).
+    pub mod node_state {
+        use super::*;
+        use fcan_core::msg::NodeState;
+
+        /// Writes the name.
+        pub fn serialize<S: Serializer>(v: &NodeState, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_str(super::super::node_state_name(*v))
+        }
+
+        /// Reads a name back.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<NodeState, D::Error> {
+            let t = text(d)?;
+            super::super::node_state_from_name(&t)
+                .ok_or_else(|| D::Error::custom(format!("unknown state `{}`", Untrusted(&t))))
+        }
+    }
+
+    /// A [`BusMode`](fcan_core::msg::BusMode) as [`bus_mode_name`](crate::json::bus_mode_name).
+    pub mod bus_mode {
+        use super::*;
+        use fcan_core::msg::BusMode;
+
+        /// Writes the name.
+        pub fn serialize<S: Serializer>(v: &BusMode, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_str(super::super::bus_mode_name(*v))
+        }
+
+        /// Reads a name back.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BusMode, D::Error> {
+            let t = text(d)?;
+            super::super::bus_mode_from_name(&t)
+                .ok_or_else(|| D::Error::custom(format!("unknown mode `{}`", Untrusted(&t))))
+        }
+    }
+
+    /// A [`Phase`](crate::Phase) as its `Display` (`running`, `reading schema`,
+    /// `failed: <reason>`…).
+    pub mod phase {
+        use super::*;
+        use crate::Phase;
+
+        /// Writes the text.
+        pub fn serialize<S: Serializer>(v: &Phase, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_str(v)
+        }
+
+        /// Reads the text back ([`phase_from_str`](crate::json::phase_from_str)).
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Phase, D::Error> {
+            let t = text(d)?;
+            super::super::phase_from_str(&t)
+                .ok_or_else(|| D::Error::custom(format!("unknown phase `{}`", Untrusted(&t))))
+        }
+    }
+
+    /// A [`SchemaDigest`](fcan_core::hash::SchemaDigest) as 64 hex digits.
+    pub mod digest {
+        use super::*;
+        use fcan_core::hash::SchemaDigest;
+
+        /// Writes the hex.
+        pub fn serialize<S: Serializer>(v: &SchemaDigest, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_str(v)
+        }
+
+        /// Reads 64 hex digits.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SchemaDigest, D::Error> {
+            let t = text(d)?;
+            SchemaDigest::from_hex(&t)
+                .ok_or_else(|| D::Error::custom("not a SHA-256 in 64 hex digits"))
+        }
+    }
+
+    /// An optional [`SchemaDigest`](fcan_core::hash::SchemaDigest): 64 hex digits or
+    /// `null`.
+    pub mod opt_digest {
+        use super::*;
+        use fcan_core::hash::SchemaDigest;
+
+        /// Writes the hex, or `null`.
+        pub fn serialize<S: Serializer>(v: &Option<SchemaDigest>, s: S) -> Result<S::Ok, S::Error> {
+            match v {
+                Some(d) => s.collect_str(d),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Reads 64 hex digits or `null`.
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<SchemaDigest>, D::Error> {
+            Option::<String>::deserialize(d)?
+                .map(|t| {
+                    SchemaDigest::from_hex(&t)
+                        .ok_or_else(|| D::Error::custom("not a SHA-256 in 64 hex digits"))
+                })
+                .transpose()
+        }
+    }
+
+    /// An optional value written as its `Display` text and read back with `FromStr`
+    /// (a [`DeviceWatchdog`](crate::DeviceWatchdog): `200 ms`, `off`, `none`), or
+    /// `null`.
+    pub mod opt_text {
+        use super::*;
+        use std::fmt::Display;
+        use std::str::FromStr;
+
+        /// Writes the text, or `null`.
+        pub fn serialize<T: Display, S: Serializer>(
+            v: &Option<T>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match v {
+                Some(v) => s.collect_str(v),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Reads the text back, or `null`.
+        pub fn deserialize<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+        where
+            T: FromStr,
+            T::Err: Display,
+            D: Deserializer<'de>,
+        {
+            Option::<String>::deserialize(d)?
+                .map(|t| t.parse().map_err(D::Error::custom))
+                .transpose()
+        }
+    }
+
+    /// An [`UpdateStep`](crate::engine::UpdateStep) as its `Display`: `offering`,
+    /// `sending`, `verifying`, `rebooting`.
+    pub mod update_step {
+        use super::*;
+        use crate::engine::UpdateStep;
+
+        /// Writes the name.
+        pub fn serialize<S: Serializer>(v: &UpdateStep, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_str(v)
+        }
+
+        /// Reads a name back.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<UpdateStep, D::Error> {
+            let t = text(d)?;
+            [
+                UpdateStep::Offering,
+                UpdateStep::Sending,
+                UpdateStep::Verifying,
+                UpdateStep::Rebooting,
+            ]
+            .into_iter()
+            .find(|s| s.to_string() == t)
+            .ok_or_else(|| D::Error::custom(format!("unknown update step `{}`", Untrusted(&t))))
+        }
+    }
+
+    /// A [`Value`](crate::value::Value) read as any JSON value is
+    /// ([`Value::from_json`](crate::value::Value::from_json): JSON has no types, so a
+    /// float with no fraction comes back as an integer); written by its own `Serialize`.
+    pub mod value {
+        use super::*;
+        use crate::value::Value;
+
+        /// Writes the value (NaN and the infinities as `null`).
+        pub fn serialize<S: Serializer>(v: &Value, s: S) -> Result<S::Ok, S::Error> {
+            serde::Serialize::serialize(v, s)
+        }
+
+        /// Reads a JSON value.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+            let j = serde_json::Value::deserialize(d)?;
+            Value::from_json(&j).map_err(D::Error::custom)
+        }
+    }
+}
+
+/// A firmware update's progress as the fields of an `update_progress` event (flattened
+/// into it): `acked`, `size`, `rate`, `eta_s` (`null` while unknown), `resent`.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "crate::update::Progress")]
+pub(crate) struct ProgressDef {
+    acked: u64,
+    size: u64,
+    rate: f64,
+    eta_s: Option<f64>,
+    resent: u64,
 }
 
 impl NodeInfo {
     /// The node as JSON: one line of `fcan nodes --json` (`id`, `name`, `phase`, `state`,
     /// `boot_id`, `mode`, `frames`, `errors`, `schema`, `schema_source`, `driver`,
-    /// `watchdog`, `firmware`, `collision`).
+    /// `watchdog`, `firmware`, `collision`). Its `Serialize` (declared on [`NodeInfo`])
+    /// as a JSON tree.
     ///
     /// ```
     /// # use fcan_master::NodeInfo;
@@ -116,87 +355,18 @@ impl NodeInfo {
     /// # }
     /// ```
     pub fn to_json(&self) -> Json {
-        json!({
-            "id": self.id.get(),
-            "name": self.name,
-            "phase": self.phase.to_string(),
-            "state": node_state_name(self.state),
-            "boot_id": self.boot_id,
-            "mode": bus_mode_name(self.mode),
-            "frames": self.frames,
-            "errors": self.errors,
-            "schema": self.digest.map(|d| d.to_string()),
-            "schema_source": self.schema_source.map(SchemaSource::as_str),
-            "driver": self.driver,
-            "watchdog": self.watchdog.map(|w| w.to_string()),
-            "firmware": self.firmware,
-            "collision": self.collision,
-        })
+        serde_json::to_value(self).expect("node info serializes")
     }
 
     /// Parses [`to_json`](Self::to_json)'s shape back (for a remote client: the text is
-    /// untrusted, every field is checked).
+    /// untrusted, every field is checked): its `Deserialize`.
     pub fn from_json(v: &Json) -> Result<NodeInfo, String> {
-        let digest = match field(v, "schema")? {
-            Json::Null => None,
-            Json::String(s) => {
-                Some(SchemaDigest::from_hex(s).ok_or("field `schema` is not a SHA-256 hex")?)
-            }
-            _ => return Err("field `schema` is not a string".into()),
-        };
-        let schema_source = match field(v, "schema_source")? {
-            Json::Null => None,
-            Json::String(s) if s == "downloaded" => Some(SchemaSource::Downloaded),
-            Json::String(s) if s == "cache" => Some(SchemaSource::Cache),
-            _ => return Err("field `schema_source` is not `downloaded`, `cache` or null".into()),
-        };
-        Ok(NodeInfo {
-            id: node_id(uint(v, "id")?)?,
-            name: string(v, "name")?.to_string(),
-            phase: phase_from_str(string(v, "phase")?).ok_or("unknown `phase`")?,
-            state: node_state_from_name(string(v, "state")?).ok_or("unknown `state`")?,
-            boot_id: u32::try_from(uint(v, "boot_id")?).map_err(|e| e.to_string())?,
-            digest,
-            schema_source,
-            errors: u16::try_from(uint(v, "errors")?).map_err(|e| e.to_string())?,
-            mode: bus_mode_from_name(string(v, "mode")?).ok_or("unknown `mode`")?,
-            frames: uint(v, "frames")? as usize,
-            // Absent from daemons that predate device drivers.
-            driver: match v.get("driver") {
-                None | Some(Json::Null) => None,
-                Some(Json::String(s)) => Some(s.clone()),
-                Some(_) => return Err("field `driver` is not a string".into()),
-            },
-            // Absent from daemons that predate device watchdogs in node info.
-            watchdog: match v.get("watchdog") {
-                None | Some(Json::Null) => None,
-                Some(Json::String(s)) => {
-                    Some(s.parse().map_err(|e| format!("field `watchdog`: {e}"))?)
-                }
-                Some(_) => return Err("field `watchdog` is not a string".into()),
-            },
-            // Absent from daemons that predate firmware updates.
-            firmware: match v.get("firmware") {
-                None | Some(Json::Null) => None,
-                Some(Json::String(s)) => Some(s.clone()),
-                Some(_) => return Err("field `firmware` is not a string".into()),
-            },
-            // Absent from daemons that predate collision reports.
-            collision: match v.get("collision") {
-                None | Some(Json::Null) => None,
-                Some(Json::Number(n)) => Some(
-                    n.as_u64()
-                        .and_then(|b| u32::try_from(b).ok())
-                        .ok_or("field `collision` is not a boot id")?,
-                ),
-                Some(_) => return Err("field `collision` is not a boot id".into()),
-            },
-        })
+        NodeInfo::deserialize(v).map_err(|e| e.to_string())
     }
 }
 
 /// One line for people about an engine event, or `None` for the chatty ones (request
-/// completions). Text from nodes in it is escaped.
+/// completions). Text from nodes in it is escaped. The `text` of an event's JSON.
 pub fn describe_event(e: &MasterEvent) -> Option<String> {
     Some(match e {
         MasterEvent::Announced { node, boot_id } => {
@@ -279,172 +449,20 @@ pub fn describe_event(e: &MasterEvent) -> Option<String> {
     })
 }
 
-/// The stable name of an event kind (`announced`, `schema_ready`, `online`, `rebooted`,
-/// `offline`, `failed`, `collision`, `other_master`, `classic_node_on_fd_link`,
-/// `params_carried`, `param_changed`, `update_progress`) and the
-/// node it is about; `None` for request completions.
-pub fn event_kind(e: &MasterEvent) -> Option<(&'static str, Option<u8>)> {
-    Some(match e {
-        MasterEvent::Announced { node, .. } => ("announced", Some(node.get())),
-        MasterEvent::SchemaReady { node, .. } => ("schema_ready", Some(node.get())),
-        MasterEvent::Online { node } => ("online", Some(node.get())),
-        MasterEvent::Rebooted { node, .. } => ("rebooted", Some(node.get())),
-        MasterEvent::Offline { node } => ("offline", Some(node.get())),
-        MasterEvent::Failed { node, .. } => ("failed", Some(node.get())),
-        MasterEvent::Collision { node, .. } => ("collision", Some(node.get())),
-        MasterEvent::OtherMaster { .. } => ("other_master", None),
-        MasterEvent::ClassicNodeOnFdLink { node } => ("classic_node_on_fd_link", Some(node.get())),
-        MasterEvent::ParamsCarried { node, .. } => ("params_carried", Some(node.get())),
-        MasterEvent::ParamChanged { node, .. } => ("param_changed", Some(node.get())),
-        MasterEvent::UpdateProgress { node, .. } => ("update_progress", Some(node.get())),
-        _ => return None,
-    })
-}
-
 /// An event as JSON: the `fcan monitor --json` event (`kind`, `node`, `text`) plus the
 /// event's own fields (`boot_id`; `digest`, `cached`; `old`, `new`; `reason`;
 /// `boot_ids`; `session`; `restored`, `dropped`; `name`, `value`; `id`, `step`, `acked`,
-/// `size`, `rate`, `eta_s`, `resent`), so a reader can rebuild it ([`event_from_json`]). `None` for
-/// request completions.
+/// `size`, `rate`, `eta_s`, `resent`), so a reader can rebuild it ([`event_from_json`]):
+/// [`MasterEvent`]'s `Serialize` as a JSON tree. `None` for the events that have no JSON
+/// (an update's end, which answers the request that began it).
 pub fn event_to_json(e: &MasterEvent) -> Option<Json> {
-    let (kind, node) = event_kind(e)?;
-    let mut m = Map::new();
-    m.insert("kind".into(), kind.into());
-    m.insert("node".into(), node.into());
-    m.insert("text".into(), describe_event(e)?.into());
-    match e {
-        MasterEvent::Announced { boot_id, .. } => {
-            m.insert("boot_id".into(), (*boot_id).into());
-        }
-        MasterEvent::SchemaReady { digest, cached, .. } => {
-            m.insert("digest".into(), digest.to_string().into());
-            m.insert("cached".into(), (*cached).into());
-        }
-        MasterEvent::Rebooted { old, new, .. } => {
-            m.insert("old".into(), (*old).into());
-            m.insert("new".into(), (*new).into());
-        }
-        MasterEvent::Failed { reason, .. } => {
-            m.insert("reason".into(), reason.clone().into());
-        }
-        MasterEvent::Collision { boot_ids, .. } => {
-            m.insert("boot_ids".into(), json!([boot_ids.0, boot_ids.1]));
-        }
-        MasterEvent::OtherMaster { session } => {
-            m.insert("session".into(), (*session).into());
-        }
-        MasterEvent::ParamsCarried {
-            restored, dropped, ..
-        } => {
-            m.insert("restored".into(), json!(restored));
-            m.insert("dropped".into(), json!(dropped));
-        }
-        MasterEvent::ParamChanged { name, value, .. } => {
-            m.insert("name".into(), name.clone().into());
-            m.insert("value".into(), value.to_json());
-        }
-        MasterEvent::UpdateProgress {
-            id, step, progress, ..
-        } => {
-            m.insert("id".into(), (*id).into());
-            m.insert("step".into(), step.to_string().into());
-            m.insert("acked".into(), progress.acked.into());
-            m.insert("size".into(), progress.size.into());
-            m.insert("rate".into(), progress.rate.into());
-            m.insert("eta_s".into(), progress.eta_s.into());
-            m.insert("resent".into(), progress.resent.into());
-        }
-        _ => {}
-    }
-    Some(Json::Object(m))
+    serde_json::to_value(e).ok()
 }
 
-/// Parses [`event_to_json`]'s shape back into the event (untrusted input: checked).
+/// Parses [`event_to_json`]'s shape back into the event (untrusted input: checked):
+/// [`MasterEvent`]'s `Deserialize`.
 pub fn event_from_json(v: &Json) -> Result<MasterEvent, String> {
-    let kind = string(v, "kind")?;
-    let node = || node_id(uint(v, "node")?);
-    let u32_of = |name: &str| u32::try_from(uint(v, name)?).map_err(|e| e.to_string());
-    Ok(match kind {
-        "announced" => MasterEvent::Announced {
-            node: node()?,
-            boot_id: u32_of("boot_id")?,
-        },
-        "schema_ready" => MasterEvent::SchemaReady {
-            node: node()?,
-            digest: SchemaDigest::from_hex(string(v, "digest")?).ok_or("bad `digest`")?,
-            cached: field(v, "cached")?.as_bool().ok_or("bad `cached`")?,
-        },
-        "online" => MasterEvent::Online { node: node()? },
-        "rebooted" => MasterEvent::Rebooted {
-            node: node()?,
-            old: u32_of("old")?,
-            new: u32_of("new")?,
-        },
-        "offline" => MasterEvent::Offline { node: node()? },
-        "failed" => MasterEvent::Failed {
-            node: node()?,
-            reason: string(v, "reason")?.to_string(),
-        },
-        "collision" => {
-            let ids = field(v, "boot_ids")?
-                .as_array()
-                .filter(|a| a.len() == 2)
-                .ok_or("bad `boot_ids`")?;
-            let id = |j: &Json| {
-                j.as_u64()
-                    .and_then(|x| u32::try_from(x).ok())
-                    .ok_or("bad `boot_ids`")
-            };
-            MasterEvent::Collision {
-                node: node()?,
-                boot_ids: (id(&ids[0])?, id(&ids[1])?),
-            }
-        }
-        "other_master" => MasterEvent::OtherMaster {
-            session: u32_of("session")?,
-        },
-        "classic_node_on_fd_link" => MasterEvent::ClassicNodeOnFdLink { node: node()? },
-        "param_changed" => MasterEvent::ParamChanged {
-            node: node()?,
-            name: string(v, "name")?.to_string(),
-            // JSON has no types: a float with no fraction comes back as an integer, as
-            // every value read from JSON does (`Value::from_json`).
-            value: crate::value::Value::from_json(field(v, "value")?)
-                .map_err(|e| format!("bad `value`: {e}"))?,
-        },
-        "update_progress" => MasterEvent::UpdateProgress {
-            id: uint(v, "id")?,
-            node: node()?,
-            step: match string(v, "step")? {
-                "offering" => UpdateStep::Offering,
-                "sending" => UpdateStep::Sending,
-                "verifying" => UpdateStep::Verifying,
-                "rebooting" => UpdateStep::Rebooting,
-                other => return Err(format!("unknown update step `{}`", Untrusted(other))),
-            },
-            progress: crate::update::Progress {
-                acked: uint(v, "acked")?,
-                size: uint(v, "size")?,
-                rate: field(v, "rate")?.as_f64().ok_or("bad `rate`")?,
-                eta_s: field(v, "eta_s")?.as_f64(),
-                resent: uint(v, "resent")?,
-            },
-        },
-        "params_carried" => {
-            let list = |name: &str| -> Result<Vec<String>, String> {
-                field(v, name)?
-                    .as_array()
-                    .and_then(|a| a.iter().map(|j| j.as_str().map(str::to_owned)).collect())
-                    .ok_or_else(|| format!("bad `{name}`"))
-            };
-            MasterEvent::ParamsCarried {
-                node: node()?,
-                restored: list("restored")?,
-                dropped: list("dropped")?,
-            }
-        }
-        other => return Err(format!("unknown event kind `{}`", Untrusted(other))),
-    })
+    MasterEvent::deserialize(v).map_err(|e| e.to_string())
 }
 
 fn stats_to_json(s: &EngineStats) -> Json {
@@ -661,6 +679,7 @@ impl crate::engine::UpdateReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fcan_core::id::NodeId;
 
     #[test]
     fn names_round_trip() {

@@ -46,7 +46,6 @@ use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::engine::NodeSchema;
-use fcan_master::json::event_from_json;
 use fcan_master::planner::Plan;
 use fcan_master::registry::Registry;
 use fcan_master::transport::candump::{self, LogEntry};
@@ -153,10 +152,10 @@ impl RemoteMaster {
             .callback(move |s| {
                 // Any event may change what the registry holds.
                 *reg.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                let e = serde_json::from_slice::<Json>(&s.payload().to_bytes())
-                    .ok()
-                    .and_then(|j| event_from_json(&j).ok());
-                if let Some(e) = e {
+                // `MasterEvent`'s own serde shape (docs/remote.md, "Events"); an event
+                // this client does not know (a newer daemon's) is skipped.
+                let e = serde_json::from_slice::<MasterEvent>(&s.payload().to_bytes());
+                if let Ok(e) = e {
                     let _ = tx.send(e);
                 }
             })

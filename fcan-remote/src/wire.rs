@@ -1,7 +1,8 @@
-//! The JSON shapes of the remote API (`docs/remote.md`). The node, event and status
-//! shapes live in `fcan_master::json` (shared with the CLI's `--json` output); this
-//! module adds the ones only the remote API has: the sample attachment, the error reply,
-//! the parameter reply, the registry and the batch of commands.
+//! The JSON shapes of the remote API (`docs/remote.md`). A node and an event are the
+//! serde shapes of `fcan_master::NodeInfo` and `fcan_master::MasterEvent` (shared with
+//! the CLI's `--json` output), the status is `fcan_master::Status::to_json`; this module
+//! adds the ones only the remote API has: the sample attachment, the error reply, the
+//! parameter reply, the registry and the batch of commands.
 
 use fcan_core::ir::Field;
 use fcan_core::msg::DataDirection;

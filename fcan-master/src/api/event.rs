@@ -3,6 +3,7 @@
 
 use fcan_core::hash::SchemaDigest;
 use fcan_core::id::NodeId;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::engine::{Event, UpdateError, UpdateReport, UpdateStep};
 use crate::update::Progress;
@@ -28,13 +29,39 @@ use crate::value::Value;
 /// assert_eq!(went_away(&MasterEvent::Online { node: n }), None);
 /// ```
 ///
+/// Its serde shape is the event of the remote API and of `fcan monitor --json`
+/// (`docs/remote.md`, "Events"): `kind` (`announced`, `schema_ready`, `online`,
+/// `rebooted`, `offline`, `failed`, `collision`, `other_master`,
+/// `classic_node_on_fd_link`, `params_carried`, `param_changed`, `update_progress`),
+/// `node` (the id, `null` for a bus-wide event), `text` for people
+/// ([`describe_event`](crate::json::describe_event)) and the variant's own fields,
+/// declared here once. [`MasterEvent::UpdateDone`] has none: it answers the request that
+/// began the update, so serializing it is an error. Reading one back checks every field
+/// and ignores `text`.
+///
+/// ```
+/// use fcan_master::MasterEvent;
+/// let e = MasterEvent::Rebooted { node: fcan_core::id::NodeId::new(3).unwrap(), old: 1, new: 2 };
+/// let j = serde_json::to_value(&e).unwrap();
+/// assert_eq!(j, serde_json::json!({"kind": "rebooted", "node": 3, "old": 1, "new": 2,
+///     "text": "node 3 rebooted: re-provisioning, restoring parameters"}));
+/// assert_eq!(serde_json::from_value::<MasterEvent>(j).unwrap(), e);
+/// ```
+///
 /// [`MasterApi::events`]: crate::MasterApi::events
-#[derive(Clone, Debug, PartialEq)]
+// The shape is derived here, once. `remote = "Self"` makes the derive emit it as the
+// associated functions `MasterEvent::serialize(&e, s)` and `MasterEvent::deserialize(d)`
+// instead of the traits; the trait impls below wrap them to add `text` (computed, so not
+// derivable) and `node: null` for a bus-wide event. Serialize through the trait
+// (`serde_json::to_value(&e)`, `e.serialize(s)`), which has the documented shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum MasterEvent {
     /// A node announced itself (first time, or again).
     Announced {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// Its boot id.
         boot_id: u32,
@@ -42,8 +69,10 @@ pub enum MasterEvent {
     /// A node's schema is known: from the cache or downloaded and verified.
     SchemaReady {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// Full digest.
+        #[serde(with = "crate::json::with::digest")]
         digest: SchemaDigest,
         /// Whether it came from the cache (no transfer).
         cached: bool,
@@ -51,11 +80,13 @@ pub enum MasterEvent {
     /// A node was started: its topics flow.
     Online {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
     },
     /// A node came back with a new boot id; it is being re-provisioned.
     Rebooted {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// Boot id before.
         old: u32,
@@ -65,11 +96,13 @@ pub enum MasterEvent {
     /// A node fell silent.
     Offline {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
     },
     /// A node could not be provisioned; it is retried when it announces again.
     Failed {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// Why, for people (may quote the node: untrusted text).
         reason: String,
@@ -77,6 +110,7 @@ pub enum MasterEvent {
     /// Two nodes answer to one node id.
     Collision {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// The two boot ids seen.
         boot_ids: (u32, u32),
@@ -89,6 +123,7 @@ pub enum MasterEvent {
     /// A node on an FD link cannot do FD: it is run on Classical CAN frames.
     ClassicNodeOnFdLink {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
     },
     /// How far a firmware update is.
@@ -96,13 +131,19 @@ pub enum MasterEvent {
         /// The update's id (one per update the master runs).
         id: u64,
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// Where it stands.
+        #[serde(with = "crate::json::with::update_step")]
         step: UpdateStep,
-        /// Bytes, rate, ETA.
+        /// Bytes, rate, ETA (JSON: its fields `acked`, `size`, `rate`, `eta_s`,
+        /// `resent` beside the event's).
+        #[serde(flatten, with = "crate::json::ProgressDef")]
         progress: Progress,
     },
     /// A firmware update ended: the new firmware runs and is provisioned, or why not.
+    /// No JSON: it answers the request that began the update.
+    #[serde(skip)]
     UpdateDone {
         /// The update's id, as in [`MasterEvent::UpdateProgress`].
         id: u64,
@@ -115,6 +156,7 @@ pub enum MasterEvent {
     /// carried to it by block, name and type; those it no longer has are dropped.
     ParamsCarried {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// `node.block.param` paths restored.
         restored: Vec<String>,
@@ -126,12 +168,50 @@ pub enum MasterEvent {
     /// others.
     ParamChanged {
         /// Node id.
+        #[serde(with = "crate::json::with::node_id")]
         node: NodeId,
         /// `node.block.param`.
         name: String,
         /// The value the node took.
+        #[serde(with = "crate::json::with::value")]
         value: Value,
     },
+}
+
+/// The derived shape (`kind`, the variant's fields) with `text` for people, and
+/// `node: null` for a bus-wide event (`other_master`), as `docs/remote.md` has it.
+impl Serialize for MasterEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            #[serde(flatten, serialize_with = "derived")]
+            event: &'a MasterEvent,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            node: Option<Option<u8>>,
+            text: String,
+        }
+        fn derived<S: Serializer>(e: &&MasterEvent, s: S) -> Result<S::Ok, S::Error> {
+            // The inherent function `#[serde(remote = "Self")]` derived.
+            MasterEvent::serialize(e, s)
+        }
+        let text = crate::json::describe_event(self)
+            .ok_or_else(|| serde::ser::Error::custom("this event has no JSON (an update's end)"))?;
+        Shown {
+            event: self,
+            node: self.node().is_none().then_some(None),
+            text,
+        }
+        .serialize(s)
+    }
+}
+
+/// The derived shape; `text` and a bus-wide event's `node` are ignored (as any field
+/// the event does not have: a newer daemon's additions do not break an older reader).
+impl<'de> Deserialize<'de> for MasterEvent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<MasterEvent, D::Error> {
+        // The inherent function `#[serde(remote = "Self")]` derived.
+        MasterEvent::deserialize(d)
+    }
 }
 
 impl MasterEvent {
