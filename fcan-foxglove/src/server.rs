@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use fcan_core::msg::DataDirection;
 use fcan_master::registry::{ParamInfo, Registry};
-use fcan_master::serving::{lock, Face, ServedNode, Supervisor, Unserved};
+use fcan_master::serving::{lock, Face, ServedNode, ServedSet, Supervisor, Unserved};
 use fcan_master::text::Untrusted;
 use fcan_master::MasterEvent;
 use fcan_master::NodeInfo;
@@ -54,7 +54,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::gate::{self, Gate, Pacer};
-use crate::mapping::{self, NodeKey, ParamRef, WallClock, MESSAGE_ENCODING, SCHEMA_ENCODING};
+use crate::mapping::{self, ParamRef, WallClock, MESSAGE_ENCODING, SCHEMA_ENCODING};
 
 /// The target of the server's `tracing` events (nodes served, publishes refused). Each
 /// is a child of the span current when [`FoxgloveServer::start`] was called, so a program
@@ -146,6 +146,9 @@ pub enum FoxgloveError {
 /// [`stop`]: FoxgloveServer::stop
 pub struct FoxgloveServer {
     shared: Arc<dyn Served>,
+    /// Stops serving every node (the supervisor's `stop`: each node's handle dropped,
+    /// which closes its channels and aborts its forwarders).
+    stop: Box<dyn Fn() + Send + Sync>,
     addr: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -182,7 +185,8 @@ impl FoxgloveServer {
             span: tracing::Span::current(),
             clock: WallClock::now(),
             handle: Mutex::new(None),
-            state: Mutex::new(State::default()),
+            served: ServedSet::new(),
+            advertising: Mutex::new(Vec::new()),
             publish_tx,
             counters: Counters::default(),
             told: Mutex::new(HashMap::new()),
@@ -215,7 +219,12 @@ impl FoxgloveServer {
         *lock(&shared.handle) = Some(handle);
         // The backstop tick also covers a remote master's events that arrive before its
         // node list shows the node.
-        let sup = Supervisor::new(shared.master.clone(), shared.clone(), opts.resync_period);
+        let sup = Supervisor::with_set(
+            shared.master.clone(),
+            shared.clone(),
+            shared.served.clone(),
+            opts.resync_period,
+        );
         let tasks = vec![
             tokio::spawn(gate::serve(listener, gate)),
             tokio::spawn(shared.clone().publish_worker(publish_rx)),
@@ -225,6 +234,7 @@ impl FoxgloveServer {
         tracing::info!(target: TARGET, parent: &shared.span, "serving on ws://{addr}");
         Ok(FoxgloveServer {
             shared,
+            stop: Box::new(move || sup.stop()),
             addr,
             tasks,
         })
@@ -264,7 +274,10 @@ impl Drop for FoxgloveServer {
         for t in &self.tasks {
             t.abort();
         }
+        // The WebSocket server first (clients disconnected, as before any node goes),
+        // then every node's handle (channels closed, forwarders aborted).
         self.shared.shutdown();
+        (self.stop)();
     }
 }
 
@@ -279,17 +292,20 @@ trait Served: Send + Sync {
 /// The server as the [`Supervisor`]'s face: serving a node is advertising its
 /// channels, services and parameters.
 impl<M: MasterApi> Face for Shared<M> {
-    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
-        Shared::serve(self, NodeKey::of(node), &node.name, registry);
-        true
+    type Node = NodeServed<M>;
+
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> Option<NodeServed<M>> {
+        Some(Shared::serve(self, node, registry))
     }
 
-    fn unserve(&self, key: NodeKey, _name: &str, why: &Unserved) {
-        Shared::unserve(self, key.id, why);
+    fn unserve(&self, node: &ServedNode, handle: NodeServed<M>, why: &Unserved) {
+        Shared::unserve(self, node, handle, why);
     }
 
-    async fn served_changed(&self, _served: &[ServedNode]) {
-        self.publish_graph().await;
+    async fn served_changed(&self, served: &ServedSet<NodeServed<M>>) {
+        // Every node served is in the set now: its channels are found there.
+        lock(&self.advertising).clear();
+        self.publish_graph(served).await;
     }
 
     /// A parameter write the node acknowledged, whoever made it (the CLI, Zenoh, ROS 2,
@@ -311,7 +327,7 @@ impl<M: MasterApi> Face for Shared<M> {
         let MasterEvent::ParamChanged { name, value, .. } = e else {
             return;
         };
-        let Some(ty) = lock(&self.state).params.get(name).map(|p| p.decl.ty) else {
+        let Some(ty) = self.param(name).map(|p| p.decl.ty) else {
             return;
         };
         let p = mapping::to_parameter(name, ty, value);
@@ -332,7 +348,14 @@ struct Shared<M> {
     clock: WallClock,
     /// The WebSocket server; `None` once stopped.
     handle: Mutex<Option<WebSocketServerHandle>>,
-    state: Mutex<State>,
+    /// The served nodes, each with its channels, services, parameters and topics: the
+    /// [`Supervisor`]'s set, which it fills; every lookup (a channel by id, a parameter
+    /// or topic by name) is answered from it.
+    served: ServedSet<NodeServed<M>>,
+    /// The channels `serve` built for the node it is serving, which the set does not
+    /// hold until `serve` returns: a client may subscribe to a channel as soon as it is
+    /// advertised, before the supervisor holds the node. Cleared when the set changed.
+    advertising: Mutex<Vec<Arc<TopicChannel>>>,
     publish_tx: mpsc::Sender<Publish>,
     counters: Counters,
     /// When each (client, kind of refusal, topic) was last told of a refused publish,
@@ -388,34 +411,77 @@ fn is_busy(e: &MasterError) -> bool {
     e.kind() == ErrorKind::Busy
 }
 
-#[derive(Default)]
-struct State {
-    /// Served nodes by id.
-    nodes: BTreeMap<u8, NodeServed>,
-    /// Channels by the id Foxglove knows them by.
-    channels: HashMap<ChannelId, TopicChannel>,
-    /// Parameters of the served nodes by name.
+/// What the server holds for one node it serves (the [`Face::Node`] the supervisor
+/// keeps in its set): its channels, services, parameters and topics. Dropping it takes
+/// the node off the server: its channels are closed (clients see them go, their
+/// forwarders aborted) and its services removed.
+struct NodeServed<M> {
+    /// The server, to remove the services from.
+    shared: Weak<Shared<M>>,
+    channels: Vec<Arc<TopicChannel>>,
+    services: Vec<String>,
+    /// Its parameters by name.
     params: BTreeMap<String, ParamInfo>,
-    /// Topics of the served nodes and their direction: a client may publish the m2s
-    /// ones.
+    /// Its topics and their direction: a client may publish the m2s ones.
     topics: BTreeMap<String, DataDirection>,
 }
 
-struct NodeServed {
-    name: String,
-    channels: Vec<ChannelId>,
-    services: Vec<String>,
-    params: Vec<String>,
-    topics: Vec<String>,
+impl<M> Drop for NodeServed<M> {
+    fn drop(&mut self) {
+        // Never under the set's lock (the supervisor takes a handle out first): closing
+        // a subscribed channel calls `on_unsubscribe`, which reads the set.
+        for c in &self.channels {
+            c.close();
+        }
+        if let Some(s) = self.shared.upgrade() {
+            s.with_server(|h| h.remove_services(&self.services));
+        }
+    }
 }
 
+/// One topic's channel.
 struct TopicChannel {
     name: String,
     channel: Arc<RawChannel>,
+    forwarding: Mutex<Forwarding>,
+}
+
+/// Who watches a channel, and its forwarder.
+#[derive(Default)]
+struct Forwarding {
     /// Clients subscribed.
     watchers: usize,
     /// Forwards the master's samples while watched.
     task: Option<JoinHandle<()>>,
+    /// The node is no longer served: no forwarder is started again.
+    closed: bool,
+}
+
+impl TopicChannel {
+    fn id(&self) -> ChannelId {
+        self.channel.id()
+    }
+
+    /// Whether its forwarder runs (the topic is subscribed at the master).
+    fn is_forwarding(&self) -> bool {
+        lock(&self.forwarding)
+            .task
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
+    }
+
+    /// Stops forwarding for good and closes the channel.
+    fn close(&self) {
+        {
+            let mut f = lock(&self.forwarding);
+            f.closed = true;
+            if let Some(t) = f.task.take() {
+                t.abort();
+            }
+        }
+        // Outside the lock: closing a subscribed channel calls `on_unsubscribe`.
+        self.channel.close();
+    }
 }
 
 /// Client publishes handed to the master at once by the publish worker (fewer than
@@ -434,22 +500,26 @@ struct Publish {
 
 impl<M: MasterApi> Served for Shared<M> {
     fn channels(&self) -> Vec<String> {
-        let mut v: Vec<String> = lock(&self.state)
-            .channels
-            .values()
-            .map(|c| c.name.clone())
-            .collect();
+        let mut v = self.served.flat_map(|s| {
+            s.handle
+                .channels
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+        });
         v.sort();
         v
     }
 
     fn watched(&self) -> Vec<String> {
-        let mut v: Vec<String> = lock(&self.state)
-            .channels
-            .values()
-            .filter(|c| c.task.as_ref().is_some_and(|t| !t.is_finished()))
-            .map(|c| c.name.clone())
-            .collect();
+        let mut v = self.served.flat_map(|s| {
+            s.handle
+                .channels
+                .iter()
+                .filter(|c| c.is_forwarding())
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+        });
         v.sort();
         v
     }
@@ -466,48 +536,69 @@ impl<M: MasterApi> Served for Shared<M> {
     }
 
     fn shutdown(&self) {
-        let closing: Vec<TopicChannel> = {
-            let mut st = lock(&self.state);
-            st.nodes.clear();
-            st.params.clear();
-            st.topics.clear();
-            st.channels.drain().map(|(_, c)| c).collect()
-        };
-        for c in &closing {
-            if let Some(t) = &c.task {
-                t.abort();
-            }
-        }
-        // Outside both locks: stopping calls back into the listener.
+        lock(&self.advertising).clear();
+        // Outside the lock: stopping calls back into the listener.
         let handle = lock(&self.handle).take();
         if let Some(h) = handle {
             // Dropping the shutdown handle aborts the client tasks at once.
             drop(h.stop());
         }
-        for c in closing {
-            c.channel.close();
-        }
     }
 }
 
-impl<M: MasterApi> Shared<M> {
+impl<M> Shared<M> {
     /// Runs `f` with the WebSocket server, unless it has stopped.
     fn with_server(&self, f: impl FnOnce(&WebSocketServerHandle)) {
         if let Some(h) = lock(&self.handle).as_ref() {
             f(h);
         }
     }
+}
+
+impl<M: MasterApi> Shared<M> {
+    /// The channel Foxglove knows as `id`, of a served node (or of the node being
+    /// served).
+    fn channel(&self, id: ChannelId) -> Option<Arc<TopicChannel>> {
+        // The node being served first: once `advertising` is cleared, the set holds it.
+        let building = lock(&self.advertising)
+            .iter()
+            .find(|c| c.id() == id)
+            .cloned();
+        building.or_else(|| {
+            self.served
+                .find_map(|s| s.handle.channels.iter().find(|c| c.id() == id).cloned())
+        })
+    }
+
+    /// Parameter `name` of a served node.
+    fn param(&self, name: &str) -> Option<ParamInfo> {
+        self.served.find_map(|s| s.handle.params.get(name).cloned())
+    }
+
+    /// The direction of topic `name` of a served node.
+    fn topic_dir(&self, name: &str) -> Option<DataDirection> {
+        self.served.find_map(|s| s.handle.topics.get(name).copied())
+    }
+
+    /// Every parameter of the served nodes, by name.
+    fn param_names(&self) -> Vec<String> {
+        let mut v = self
+            .served
+            .flat_map(|s| s.handle.params.keys().cloned().collect::<Vec<_>>());
+        v.sort();
+        v
+    }
 
     /// Starts serving a running node: its channels, services, parameters.
-    fn serve(&self, key: NodeKey, name: &str, r: &Registry) {
-        let node = fcan_core::id::NodeId::new(key.id);
-        let mine = |n: fcan_core::id::NodeId| Some(n) == node;
+    fn serve(&self, node: &NodeInfo, r: &Registry) -> NodeServed<M> {
+        let name = node.name.as_str();
+        let mine = |n: fcan_core::id::NodeId| n == node.id;
         let mut served = NodeServed {
-            name: name.to_string(),
+            shared: self.weak(),
             channels: Vec::new(),
             services: Vec::new(),
-            params: Vec::new(),
-            topics: Vec::new(),
+            params: BTreeMap::new(),
+            topics: BTreeMap::new(),
         };
         let services: Vec<Service> = r
             .services
@@ -544,10 +635,12 @@ impl<M: MasterApi> Shared<M> {
             // The warning `unserve` left, now that the node is back.
             h.remove_status(vec![status_id(name)]);
         });
-        // Channels are built under the state lock: each is advertised as it is built,
-        // and a client's subscribe (`watch`, which takes this lock) must find it in
-        // the state. The `foxglove` crate calls no listener while adding a channel.
-        let mut st = lock(&self.state);
+        // Channels are built under the `advertising` lock: each is advertised as it is
+        // built, and a client's subscribe (`watch`, which takes this lock) must find it
+        // before the supervisor holds this node. The `foxglove` crate calls no listener
+        // while adding a channel.
+        let mut building = lock(&self.advertising);
+        building.clear();
         for t in r.topics.iter().filter(|t| mine(t.node)) {
             let spec = mapping::channel_spec(t);
             let built = ChannelBuilder::new(spec.topic.clone())
@@ -558,16 +651,13 @@ impl<M: MasterApi> Shared<M> {
                 .build_raw();
             match built {
                 Ok(ch) => {
-                    served.channels.push(ch.id());
-                    st.channels.insert(
-                        ch.id(),
-                        TopicChannel {
-                            name: spec.topic,
-                            channel: ch,
-                            watchers: 0,
-                            task: None,
-                        },
-                    );
+                    let c = Arc::new(TopicChannel {
+                        name: spec.topic,
+                        channel: ch,
+                        forwarding: Mutex::default(),
+                    });
+                    building.push(c.clone());
+                    served.channels.push(c);
                 }
                 Err(e) => tracing::warn!(
                     target: TARGET,
@@ -576,12 +666,11 @@ impl<M: MasterApi> Shared<M> {
                     Untrusted(&t.name)
                 ),
             }
-            served.topics.push(t.name.clone());
-            st.topics.insert(t.name.clone(), t.dir);
+            served.topics.insert(t.name.clone(), t.dir);
         }
+        drop(building);
         for p in r.params.iter().filter(|p| mine(p.node)) {
-            served.params.push(p.name.clone());
-            st.params.insert(p.name.clone(), p.clone());
+            served.params.insert(p.name.clone(), p.clone());
         }
         tracing::info!(
             target: TARGET,
@@ -589,44 +678,20 @@ impl<M: MasterApi> Shared<M> {
             node = %Untrusted(name),
             "node {} (id {}) running: {} channel(s), {} service(s), {} parameter(s)",
             Untrusted(name),
-            key.id,
+            node.id,
             served.channels.len(),
             served.services.len(),
             served.params.len()
         );
-        st.nodes.insert(key.id, served);
+        served
     }
 
     /// Stops serving a node: closes its channels (clients see them go), removes its
     /// services and parameters, and leaves a warning in the app until it is back.
-    fn unserve(&self, id: u8, why: &Unserved) {
-        let (node, closing) = {
-            let mut st = lock(&self.state);
-            let Some(node) = st.nodes.remove(&id) else {
-                return;
-            };
-            for p in &node.params {
-                st.params.remove(p);
-            }
-            for t in &node.topics {
-                st.topics.remove(t);
-            }
-            let closing: Vec<TopicChannel> = node
-                .channels
-                .iter()
-                .filter_map(|c| st.channels.remove(c))
-                .collect();
-            (node, closing)
-        };
-        // Outside the state lock: closing a subscribed channel calls `on_unsubscribe`.
-        for c in closing {
-            if let Some(t) = c.task {
-                t.abort();
-            }
-            c.channel.close();
-        }
+    fn unserve(&self, node: &ServedNode, handle: NodeServed<M>, why: &Unserved) {
+        // Dropping the handle closes the node's channels and removes its services.
+        drop(handle);
         self.with_server(|h| {
-            h.remove_services(&node.services);
             if *why != Unserved::Rebooted {
                 h.publish_status(
                     Status::warning(format!("fcan: node {} is {why}", node.name))
@@ -645,16 +710,12 @@ impl<M: MasterApi> Shared<M> {
     }
 
     /// The topic graph of the running nodes, for Foxglove's Topic Graph panel.
-    async fn publish_graph(&self) {
+    async fn publish_graph(&self, served: &ServedSet<NodeServed<M>>) {
         let Ok(r) = self.master.registry().await else {
             return;
         };
         // Only the nodes served: the registry may list one still provisioning.
-        let served: Vec<String> = lock(&self.state)
-            .nodes
-            .values()
-            .map(|n| n.name.clone())
-            .collect();
+        let served: Vec<String> = served.nodes().into_iter().map(|n| n.name).collect();
         let g = mapping::graph(&r);
         let keep =
             |ids: &std::collections::BTreeSet<String>| ids.iter().any(|n| served.contains(n));
@@ -682,13 +743,16 @@ impl<M: MasterApi> Shared<M> {
     /// A client subscribed to a channel: forward its topic from the master if it is
     /// the first.
     fn watch(&self, id: ChannelId) {
-        let mut st = lock(&self.state);
-        let Some(c) = st.channels.get_mut(&id) else {
+        let Some(c) = self.channel(id) else {
             return;
         };
-        c.watchers += 1;
-        if c.watchers == 1 {
-            c.task = Some(self.rt.spawn(forward(
+        let mut f = lock(&c.forwarding);
+        if f.closed {
+            return;
+        }
+        f.watchers += 1;
+        if f.watchers == 1 {
+            f.task = Some(self.rt.spawn(forward(
                 self.master.clone(),
                 c.name.clone(),
                 c.channel.clone(),
@@ -699,13 +763,13 @@ impl<M: MasterApi> Shared<M> {
 
     /// A client unsubscribed (or left): stop forwarding after the last one.
     fn unwatch(&self, id: ChannelId) {
-        let mut st = lock(&self.state);
-        let Some(c) = st.channels.get_mut(&id) else {
+        let Some(c) = self.channel(id) else {
             return;
         };
-        c.watchers = c.watchers.saturating_sub(1);
-        if c.watchers == 0 {
-            if let Some(t) = c.task.take() {
+        let mut f = lock(&c.forwarding);
+        f.watchers = f.watchers.saturating_sub(1);
+        if f.watchers == 0 {
+            if let Some(t) = f.task.take() {
                 // Dropping the receiver ends the master's subscription.
                 t.abort();
             }
@@ -837,7 +901,7 @@ impl<M: MasterApi> Shared<M> {
                 return None;
             }
         };
-        let dir = lock(&self.state).topics.get(&p.topic).copied();
+        let dir = self.topic_dir(&p.topic);
         if dir != Some(DataDirection::M2s) {
             self.refuse(&p.client, &p.topic, Refusal::Bad, || match dir {
                 Some(_) => format!(
@@ -858,8 +922,7 @@ impl<M: MasterApi> Shared<M> {
     /// from the nodes; what cannot be read is reported to the client.
     async fn get_params(&self, client: &AnyClient, names: Vec<String>) -> Vec<Parameter> {
         let (wanted, all) = if names.is_empty() {
-            let st = lock(&self.state);
-            (st.params.keys().cloned().collect::<Vec<_>>(), true)
+            (self.param_names(), true)
         } else {
             (names, false)
         };
@@ -869,11 +932,10 @@ impl<M: MasterApi> Shared<M> {
         let mut errors = Vec::new();
         for (i, name) in wanted.iter().enumerate() {
             let info = {
-                let st = lock(&self.state);
                 let base = match mapping::param_ref(name) {
                     ParamRef::Value(n) | ParamRef::Min(n) | ParamRef::Max(n) => n,
                 };
-                st.params.get(base).cloned()
+                self.param(base)
             };
             let Some(info) = info else {
                 errors.push(format!("no parameter named {}", shown(name)));
@@ -940,7 +1002,7 @@ impl<M: MasterApi> Shared<M> {
         for p in params {
             let name = p.name.as_str();
             let info = match mapping::param_ref(name) {
-                ParamRef::Value(n) => lock(&self.state).params.get(n).cloned(),
+                ParamRef::Value(n) => self.param(n),
                 _ => {
                     errors.push(format!(
                         "{} is read-only (a bound from the node's schema)",
@@ -1094,7 +1156,7 @@ impl<M: MasterApi> ServerListener for Listener<M> {
                     shown(&channel.encoding)
                 )),
             );
-        } else if lock(&s.state).topics.get(&channel.topic) != Some(&DataDirection::M2s) {
+        } else if s.topic_dir(&channel.topic) != Some(DataDirection::M2s) {
             s.say(
                 &client,
                 "not a command",
