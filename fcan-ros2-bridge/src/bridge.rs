@@ -21,7 +21,7 @@ use fcan_core::id::NodeId;
 use fcan_core::msg::DataDirection;
 use fcan_master::api::MasterApi;
 use fcan_master::registry::Registry;
-use fcan_master::serving::{lock, Face, NodeKey, ServedNode, Supervisor, Unserved};
+use fcan_master::serving::{lock, Face, NodeTasks, ServedNode, ServedSet, Supervisor, Unserved};
 use fcan_master::MasterEvent;
 use fcan_master::NodeInfo;
 use fcan_master::{ErrorKind, MasterError};
@@ -144,25 +144,16 @@ struct NodeGids {
     writers: Vec<Gid>,
 }
 
-/// What the bridge holds for a node it serves.
-struct Served {
-    name: String,
+/// What the bridge holds for a node it serves (the [`Face::Node`] the supervisor
+/// keeps). Its tasks own the node's DDS endpoints: dropping it aborts them, which drops
+/// the writers and readers, which leaves the graph.
+struct NodeServed {
     /// Its parameters under their ROS names (for `/parameter_events`).
     params: Arc<NodeParams>,
     gids: NodeGids,
     routes: Vec<Route>,
     services: Vec<ServiceRoute>,
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        // The tasks own the node's DDS endpoints: aborting them drops the writers and
-        // readers, which leaves the graph.
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
+    _tasks: NodeTasks,
 }
 
 struct Shared<M, D: Dds> {
@@ -177,8 +168,8 @@ struct Shared<M, D: Dds> {
     /// tasks where no span of the caller's is current.
     span: tracing::Span,
     store: Mutex<Interfaces>,
-    /// The nodes served, by id (the [`Supervisor`] decides which).
-    served: Mutex<BTreeMap<u8, Served>>,
+    /// The nodes served, by id: the [`Supervisor`]'s set, which it fills.
+    served: ServedSet<NodeServed>,
     /// Parameter writes this bridge made (fcan name, when), oldest first. It announces
     /// those itself, grouped per request as rcl does, so the master's
     /// [`MasterEvent::ParamChanged`] for each is taken off here instead of announced twice.
@@ -304,15 +295,17 @@ fn forget_old(own: &mut std::collections::VecDeque<(String, std::time::Instant)>
 struct RosFace<M, D: Dds>(Arc<Shared<M, D>>);
 
 impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
-    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
+    type Node = NodeServed;
+
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> Option<NodeServed> {
         self.0.serve(node, registry).await
     }
 
-    fn unserve(&self, key: NodeKey, name: &str, why: &Unserved) {
-        // Dropping the entry aborts its tasks, which drops its DDS endpoints.
-        if lock(&self.0.served).remove(&key.id).is_some() {
-            tracing::info!(target: TARGET, parent: &self.0.span, node = %name, "{name} left the ROS 2 graph ({why})");
-        }
+    fn unserve(&self, node: &ServedNode, served: NodeServed, why: &Unserved) {
+        // Dropping the handle aborts its tasks, which drops its DDS endpoints.
+        drop(served);
+        let name = &node.name;
+        tracing::info!(target: TARGET, parent: &self.0.span, node = %name, "{name} left the ROS 2 graph ({why})");
     }
 
     async fn on_event(&self, e: &MasterEvent, name: Option<&str>) {
@@ -322,7 +315,7 @@ impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
         self.0.log_event(e, name).await;
     }
 
-    async fn served_changed(&self, _served: &[ServedNode]) {
+    async fn served_changed(&self, _served: &ServedSet<NodeServed>) {
         self.0.publish_graph();
     }
 }
@@ -394,16 +387,17 @@ impl Ros2Bridge {
             dds,
             span,
             store: Mutex::new(store),
-            served: Mutex::new(BTreeMap::new()),
+            served: ServedSet::new(),
             own_writes: Mutex::new(std::collections::VecDeque::new()),
             counters: Arc::new(Counters::default()),
             drops: Mutex::new(BTreeMap::new()),
             opts,
         });
         let period = shared.opts.resync_period;
-        let sup = Supervisor::new(
+        let sup = Supervisor::with_set(
             master_of(&shared),
             Arc::new(RosFace(shared.clone())),
+            shared.served.clone(),
             period,
         );
         sup.resync().await;
@@ -413,18 +407,8 @@ impl Ros2Bridge {
         let for_drops = shared.clone();
         Ros2Bridge {
             stats: shared.counters.clone(),
-            routes: Arc::new(move || {
-                lock(&for_routes.served)
-                    .values()
-                    .flat_map(|s| s.routes.iter().cloned())
-                    .collect()
-            }),
-            services: Arc::new(move || {
-                lock(&for_services.served)
-                    .values()
-                    .flat_map(|s| s.services.iter().cloned())
-                    .collect()
-            }),
+            routes: Arc::new(move || for_routes.served.flat_map(|s| s.handle.routes.clone())),
+            services: Arc::new(move || for_services.served.flat_map(|s| s.handle.services.clone())),
             drops: Arc::new(move || {
                 let routes: Vec<_> = lock(&for_drops.drops).values().cloned().collect();
                 routes.iter().flat_map(|r| lock(r).writers()).collect()
@@ -485,16 +469,16 @@ impl Drop for Ros2Bridge {
 impl<M: MasterApi, D: Dds> Shared<M, D> {
     /// Starts serving running node `node`: its topics, services, parameter and node
     /// services on DDS, each on its own task.
-    async fn serve(self: &Arc<Self>, node: &NodeInfo, registry: &Registry) -> bool {
+    async fn serve(self: &Arc<Self>, node: &NodeInfo, registry: &Registry) -> Option<NodeServed> {
         let id = node.id;
         let Ok(Some(schema)) = self.master.schema(id).await else {
-            return false;
+            return None;
         };
         let nr = node_routes(id, &schema, registry, &mut lock(&self.store));
         for n in &nr.notes {
             tracing::info!(target: TARGET, parent: &self.span, "note: {n}");
         }
-        let mut tasks = Vec::new();
+        let mut tasks = NodeTasks::new();
         let mut gids = NodeGids::default();
         for r in &nr.topics {
             match self.carry(r, &mut gids).await {
@@ -521,18 +505,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
         tracing::info!(target: TARGET, parent: &self.span, node = %name, "{name}: {topics} topics, {services} services, {} parameters on ROS 2 ({:?} service framing)",
             params.params.len(),
             self.opts.framing);
-        lock(&self.served).insert(
-            id.get(),
-            Served {
-                name,
-                params,
-                gids,
-                routes: nr.topics,
-                services: nr.services,
-                tasks,
-            },
-        );
-        true
+        Some(NodeServed {
+            params,
+            gids,
+            routes: nr.topics,
+            services: nr.services,
+            _tasks: tasks,
+        })
     }
 
     /// The name of node `id` as the master knows it, else `node<id>`.
@@ -632,10 +611,16 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
                 return;
             }
         }
-        let announce = lock(&self.served).get(&node.get()).and_then(|s| {
-            let (ros, _, decl) = s.params.params.iter().find(|(_, f, _)| f == name)?;
-            Some((s.name.clone(), parameter(ros, param_value(decl, value))))
-        });
+        let announce = self
+            .served
+            .get(node, |s| {
+                let (ros, _, decl) = s.handle.params.params.iter().find(|(_, f, _)| f == name)?;
+                Some((
+                    s.node.name.clone(),
+                    parameter(ros, param_value(decl, value)),
+                ))
+            })
+            .flatten();
         if let Some((node_name, p)) = announce {
             self.parameters_changed(&node_name, vec![p]);
         }
@@ -663,14 +648,13 @@ impl<M: MasterApi, D: Dds> Shared<M, D> {
     /// nodes, and the bridge's own node with its `/rosout` and `/parameter_events`.
     fn publish_graph(&self) {
         let Some(writer) = &self.graph else { return };
-        let mut nodes: Vec<GraphNode> = lock(&self.served)
-            .values()
-            .map(|s| GraphNode {
-                name: s.name.clone(),
-                readers: s.gids.readers.clone(),
-                writers: s.gids.writers.clone(),
+        let mut nodes: Vec<GraphNode> = self.served.flat_map(|s| {
+            Some(GraphNode {
+                name: s.node.name.clone(),
+                readers: s.handle.gids.readers.clone(),
+                writers: s.handle.gids.writers.clone(),
             })
-            .collect();
+        });
         let own: Vec<Gid> = [&self.rosout, &self.param_events]
             .into_iter()
             .flatten()
