@@ -385,7 +385,7 @@ fn nodes_table(out: &mut dyn Write, nodes: &[NodeView]) -> std::io::Result<()> {
         writeln!(
             out,
             "{:>3}  {:<20} {:<14} {:<16} {:<8} {:>7} {:>6}  {digest}",
-            n.id,
+            n.id.get(),
             Untrusted(&n.name),
             node_state_name(n.state),
             Untrusted(&n.phase.to_string()),
@@ -575,9 +575,8 @@ pub use fcan_master::json::describe_event;
 mod tests {
     use super::*;
     use fcan_core::hash::SchemaDigest;
-    use fcan_core::msg::{BusMode, DataDirection, NodeState};
+    use fcan_core::msg::{BusMode, DataDirection};
     use fcan_master::Phase;
-    use fcan_master::SchemaSource;
 
     const HOSTILE: &str = "\x1b[2J\u{202e}x";
 
@@ -653,22 +652,16 @@ mod tests {
     }
 
     fn node(id: u8, name: &str, phase: Phase) -> NodeView {
-        NodeView {
-            id,
-            name: name.into(),
-            phase,
-            state: NodeState::Running,
-            boot_id: 7,
-            mode: BusMode::FdBrs,
-            frames: 12,
-            errors: 0,
-            digest: Some(SchemaDigest::of(b"blob")),
-            schema_source: Some(SchemaSource::Cache),
-            driver: None,
-            watchdog: None,
-            firmware: None,
-            collision: None,
-        }
+        // A node as the master lists it (`NodeInfo` is built only by a master, or read
+        // from its JSON).
+        let mut n: fcan_master::NodeInfo = serde_json::from_value(serde_json::json!({
+            "id": id, "name": name, "phase": "running", "state": "running", "boot_id": 7,
+            "mode": "fd_brs", "frames": 12, "errors": 0,
+            "schema": SchemaDigest::of(b"blob").to_string(), "schema_source": "cache",
+        }))
+        .unwrap();
+        n.phase = phase;
+        NodeView(n)
     }
 
     fn inert(text: &str) -> bool {
@@ -843,7 +836,7 @@ mod tests {
             events: events
                 .iter()
                 .map(|t| EventView {
-                    kind: "online",
+                    kind: "online".into(),
                     node: Some(3),
                     text: t.to_string(),
                 })

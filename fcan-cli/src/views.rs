@@ -2,127 +2,52 @@
 //! each view as one JSON object per line (its fields are the JSON fields, documented in
 //! `docs/cli.md`); the text renderer prints the same views for people.
 //!
-//! Enumerations reach JSON only through the explicit mappings here ([`node_state_name`],
-//! [`bus_mode_name`], [`direction_name`], [`EventView::of`]): lowercase, stable names
-//! that do not change when a Rust variant is renamed, never `Debug` output.
+//! Enumerations reach JSON only through explicit mappings ([`node_state_name`],
+//! [`bus_mode_name`], [`direction_name`], the `fcan_master::json::with` modules):
+//! lowercase, stable names that do not change when a Rust variant is renamed, never
+//! `Debug` output. A node and an event are the master's own serde shapes
+//! (`fcan_master::NodeInfo`, `fcan_master::MasterEvent`, shared with the remote API):
+//! [`NodeView`] is a node as it serializes, [`EventView`] and [`MonitorNodeView`] take
+//! their fields from those shapes.
 
 use std::collections::BTreeMap;
 
 use fcan_core::hash::SchemaDigest;
 use fcan_core::ir::Field;
-use fcan_core::msg::{BusMode, DataDirection, NodeState};
+use fcan_core::msg::{BusMode, DataDirection};
 use fcan_master::value::Value;
 use fcan_master::MasterEvent;
+use fcan_master::NodeInfo;
 use fcan_master::Phase;
-use fcan_master::{NodeInfo, SchemaSource};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 // The names of node states and bus modes are shared with the remote API: one mapping,
 // in `fcan_master::json`.
 pub use fcan_master::json::{bus_mode_name, direction_name, node_state_name};
 
-fn ser_state<S: Serializer>(s: &NodeState, ser: S) -> Result<S::Ok, S::Error> {
-    ser.serialize_str(node_state_name(*s))
-}
-
-fn ser_mode<S: Serializer>(m: &BusMode, ser: S) -> Result<S::Ok, S::Error> {
-    ser.serialize_str(bus_mode_name(*m))
-}
-
 fn ser_dir<S: Serializer>(d: &DataDirection, ser: S) -> Result<S::Ok, S::Error> {
     ser.serialize_str(direction_name(*d))
 }
 
-/// `Phase`'s `Display`: `running`, `reading schema`, `failed: <reason>`…
-fn ser_phase<S: Serializer>(p: &Phase, ser: S) -> Result<S::Ok, S::Error> {
-    ser.collect_str(p)
-}
-
-fn ser_digest<S: Serializer>(d: &Option<SchemaDigest>, ser: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => ser.collect_str(d),
-        None => ser.serialize_none(),
-    }
-}
-
-fn ser_source<S: Serializer>(s: &Option<SchemaSource>, ser: S) -> Result<S::Ok, S::Error> {
-    match s {
-        Some(s) => ser.serialize_str(s.as_str()),
-        None => ser.serialize_none(),
-    }
-}
-
-fn ser_watchdog<S: Serializer>(
-    w: &Option<fcan_master::DeviceWatchdog>,
-    ser: S,
-) -> Result<S::Ok, S::Error> {
-    match w {
-        Some(w) => ser.collect_str(w),
-        None => ser.serialize_none(),
-    }
-}
-
-/// One node (`fcan nodes`).
-#[derive(Clone, Debug, Serialize)]
-pub struct NodeView {
-    /// Node id, 1–127.
-    pub id: u8,
-    /// Node name (from its schema; text from the bus).
-    pub name: String,
-    /// Where the master is with the node: `reading schema`, `provisioning`, `running`,
-    /// `offline`, `failed: <reason>`.
-    #[serde(serialize_with = "ser_phase")]
-    pub phase: Phase,
-    /// The state the node reported ([`node_state_name`]).
-    #[serde(serialize_with = "ser_state")]
-    pub state: NodeState,
-    /// The node's boot id.
-    pub boot_id: u32,
-    /// The bus mode it was told to use ([`bus_mode_name`]).
-    #[serde(serialize_with = "ser_mode")]
-    pub mode: BusMode,
-    /// Data frames planned for it.
-    pub frames: usize,
-    /// The error summary of its last heartbeat.
-    pub errors: u16,
-    /// Its schema's SHA-256 (64 hex digits), `null` while unknown.
-    #[serde(rename = "schema", serialize_with = "ser_digest")]
-    pub digest: Option<SchemaDigest>,
-    /// `downloaded` or `cache`, `null` while unknown.
-    #[serde(serialize_with = "ser_source")]
-    pub schema_source: Option<SchemaSource>,
-    /// The device driver presenting the node (`robstride`), `null` for an fcan board.
-    pub driver: Option<String>,
-    /// The device's own command watchdog as its driver arms it (`200 ms`, `off`,
-    /// `none`), `null` for an fcan board.
-    #[serde(serialize_with = "ser_watchdog")]
-    pub watchdog: Option<fcan_master::DeviceWatchdog>,
-    /// The version of the firmware it runs (a node that takes updates), `null` while
-    /// unknown.
-    pub firmware: Option<String>,
-    /// The boot id of a second board heard claiming this node id (two boards with one
-    /// id, docs/protocol.md §5.3), `null` normally.
-    pub collision: Option<u32>,
-}
+/// One node (`fcan nodes`): the node as the master serializes it, the line docs/cli.md
+/// lists (`id`, `name`, `phase`, `state`, `boot_id`, `mode`, `frames`, `errors`,
+/// `schema`, `schema_source`, `driver`, `watchdog`, `firmware`, `collision`), which is
+/// also the remote API's node info. Its fields are the [`NodeInfo`]'s (`Deref`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct NodeView(pub NodeInfo);
 
 impl From<&NodeInfo> for NodeView {
     fn from(n: &NodeInfo) -> Self {
-        NodeView {
-            id: n.id.get(),
-            name: n.name.clone(),
-            phase: n.phase.clone(),
-            state: n.state,
-            boot_id: n.boot_id,
-            mode: n.mode,
-            frames: n.frames,
-            errors: n.errors,
-            digest: n.digest,
-            schema_source: n.schema_source,
-            driver: n.driver.clone(),
-            watchdog: n.watchdog,
-            firmware: n.firmware.clone(),
-            collision: n.collision,
-        }
+        NodeView(n.clone())
+    }
+}
+
+impl std::ops::Deref for NodeView {
+    type Target = NodeInfo;
+
+    fn deref(&self) -> &NodeInfo {
+        &self.0
     }
 }
 
@@ -511,23 +436,24 @@ pub struct MonitorNodeView {
     pub id: u8,
     /// Node name.
     pub name: String,
-    /// As [`NodeView::phase`].
-    #[serde(serialize_with = "ser_phase")]
+    /// As a node's `phase` (`NodeInfo::phase`).
+    #[serde(with = "fcan_master::json::with::phase")]
     pub phase: Phase,
     /// [`bus_mode_name`].
-    #[serde(serialize_with = "ser_mode")]
+    #[serde(with = "fcan_master::json::with::bus_mode")]
     pub mode: BusMode,
     /// The error summary of its last heartbeat.
     pub errors: u16,
 }
 
-/// An engine event the monitor saw.
-#[derive(Clone, Debug, Serialize)]
+/// An engine event the monitor saw: the first three fields of the event's JSON
+/// (`fcan_master::MasterEvent`'s serde shape, the remote API's events).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EventView {
     /// `announced`, `schema_ready`, `online`, `rebooted`, `offline`, `failed`,
     /// `collision`, `other_master`, `classic_node_on_fd_link`, `params_carried`,
     /// `param_changed` or `update_progress` (docs/cli.md).
-    pub kind: &'static str,
+    pub kind: String,
     /// The node it is about, `null` for bus-wide events.
     pub node: Option<u8>,
     /// One line for people (`crate::describe_event`).
@@ -535,16 +461,11 @@ pub struct EventView {
 }
 
 impl EventView {
-    /// The view of an engine event, or `None` for the chatty ones (request completions)
-    /// the monitor does not show.
+    /// The view of an engine event, or `None` for those that have no JSON (an update's
+    /// end, which answers the request that began it).
     pub fn of(e: &MasterEvent) -> Option<EventView> {
-        // The same kind names the remote API uses (`fcan_master::json`).
-        let (kind, node) = fcan_master::json::event_kind(e)?;
-        Some(EventView {
-            kind,
-            node,
-            text: fcan_master::json::describe_event(e)?,
-        })
+        // The event as the remote API writes it, cut to `kind`, `node` and `text`.
+        serde_json::from_value(serde_json::to_value(e).ok()?).ok()
     }
 }
 
@@ -777,6 +698,7 @@ pub(crate) enum Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fcan_core::msg::NodeState;
 
     /// The names are what docs/cli.md promises: lowercase identifiers, one per variant.
     #[test]
