@@ -34,6 +34,7 @@ Examples:
       --mirror 'motor*/target.value=motor*/feedback.position'
   fcan fake --schema schema.bin --node-id 5 --bus socketcan:vcan0
   fcan fake --schema schema/examples/motor_driver.yaml --node-id 3 --bus 'sim:drop=1%,bus_off=100ms/60s'  # faults
+  fcan fake --schema schema/examples/motor_driver.yaml --node-id 3 --foxglove 127.0.0.1:8765  # and for Foxglove
   fcan fake --device robstride:id=1,model=RS03 --device mit:id=3   # simulated devices
   fcan fake --bus socketcan:vcan0 --device robstride:id=1            # ... on SocketCAN
 
@@ -125,6 +126,10 @@ pub struct FakeCli {
     /// With a simulated bus: the master keeps no on-disk schema cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// With a simulated bus, the faces its master serves it through besides the remote
+    /// API, as `fcan serve` takes them (`--foxglove ADDR`, `--ros2`, …).
+    #[command(flatten)]
+    pub faces: crate::faces::FaceArgs,
 }
 
 /// If the command line's subcommand is `fake`, its arguments for [`FakeCli`];
@@ -265,6 +270,13 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
             cli.bus
         )));
     }
+    if !simulated && (cli.faces.foxglove.is_some() || cli.faces.ros2) {
+        // No master runs here: a real bus's master is `fcan serve`'s.
+        return Err(CliError::Usage(format!(
+            "--bus {}: --foxglove and --ros2 serve the master's bus, and `fcan fake` runs a master only on a simulated bus; give them to the `fcan serve --bus {spec}` that owns this one",
+            cli.bus
+        )));
+    }
     cli.bus = spec;
     // Every endpoint (the nodes', the master's) opens with one spec: faults without a
     // seed get one drawn now, shown in the `serving` line.
@@ -338,16 +350,7 @@ pub async fn fake(mut cli: FakeCli, sim: Option<&SimBus>) -> Result<(), CliError
                 cache_dir: cli.cache_dir.clone(),
                 no_cache: cli.no_cache,
                 delivery: fcan_remote::Delivery::Prompt,
-                foxglove: None,
-                ros2: false,
-                ros2_domain: None,
-                ros2_range: fcan_ros2_bridge::rustdds_backend::Range::Localhost,
-                ros2_rmw: None,
-                ros2_distro: None,
-                joints: None,
-                joints_states_topic: fcan_ros2_bridge::joints::DEFAULT_STATES_TOPIC.into(),
-                joints_commands_topic: fcan_ros2_bridge::joints::DEFAULT_COMMANDS_TOPIC.into(),
-                joints_command_timeout: None,
+                faces: cli.faces.clone(),
                 devices: cli.devices.clone(),
                 bus_files: Vec::new(),
             };

@@ -13,6 +13,9 @@
 //! - `render`: text tables or JSON lines from the views, every node-supplied string
 //!   escaped;
 //! - [`serve`]: `fcan serve`, the bus-owner daemon (its own parser: `--bus` repeats);
+//! - [`faces`]: the faces besides the remote API (Foxglove, ROS 2, the joints): their
+//!   flags, flattened into `serve`, `fake` and the demo, and the one function that
+//!   starts them;
 //! - [`fake`]: `fcan fake`, fake nodes of any schema (its own parser), on the simulated
 //!   bus with `serve`'s bus owner, or on SocketCAN;
 //! - [`diagnostics`]: the `tracing` subscriber that prints the faces' and device links'
@@ -27,6 +30,7 @@ mod dbc;
 mod decode;
 pub mod diagnostics;
 mod exec;
+pub mod faces;
 pub mod fake;
 pub mod mcap_file;
 mod record;

@@ -100,124 +100,13 @@ pub struct ServeCli {
     /// (each sample on its own: the most CPU). docs/performance.md compares them.
     #[arg(long, value_name = "prompt|batched|express", default_value = "prompt")]
     pub delivery: fcan_remote::Delivery,
-    /// Also serve the bus as a Foxglove WebSocket on this address (e.g. 127.0.0.1:8765),
-    /// for Foxglove or Lichtblick (docs/foxglove.md). One bus only: a Foxglove layout
-    /// opens one connection, so run one `fcan serve` per bus to view several.
-    #[arg(long, value_name = "ADDR")]
-    pub foxglove: Option<std::net::SocketAddr>,
-    /// Also put every running node's topics in a ROS 2 graph over DDS (docs/ros2.md):
-    /// `/motor_driver1/motor0/feedback` is a ROS 2 topic, commands published from ROS
-    /// reach the nodes. No ROS installation needed.
-    #[arg(long)]
-    pub ros2: bool,
-    /// The DDS domain of `--ros2` (default: $ROS_DOMAIN_ID, else 0).
-    #[arg(long, value_name = "N", requires = "ros2")]
-    pub ros2_domain: Option<u16>,
-    /// How far `--ros2` reaches: `localhost` (this machine only, the default) or
-    /// `subnet` (every network interface, as stock ROS 2 does).
-    #[arg(
-        long,
-        value_name = "localhost|subnet",
-        default_value = "localhost",
-        requires = "ros2"
-    )]
-    pub ros2_range: fcan_ros2_bridge::rustdds_backend::Range,
-    /// How `--ros2` frames service requests and replies, as the ROS 2 programs calling
-    /// them do: `cyclonedds` (rmw_cyclonedds) or `fastdds` (rmw_fastrtps, stock ROS 2's
-    /// default). Default: from $RMW_IMPLEMENTATION, else fastdds.
-    #[arg(long, value_name = "cyclonedds|fastdds", requires = "ros2")]
-    pub ros2_rmw: Option<fcan_ros2_bridge::Framing>,
-    /// The ROS 2 release of the programs on the graph, for the layout of the node list
-    /// `ros2 node list` reads (humble, iron, jazzy, kilted). Default: from $ROS_DISTRO,
-    /// else jazzy.
-    #[arg(long, value_name = "RELEASE", requires = "ros2")]
-    pub ros2_distro: Option<fcan_ros2_bridge::Distro>,
-    /// With `--ros2`: run a control loop on the joints of this cycle configuration (YAML,
-    /// docs/control.md; its `rate_hz` is the loop's and the states' rate) and serve them
-    /// for ros2_control (topic_based_ros2_control's TopicBasedSystem, docs/ros2.md):
-    /// `sensor_msgs/msg/JointState` states out, JointState commands in. A fault (a node
-    /// lost, stale feedback) stops the joints until `/fcan_joints/clear_fault` is called.
-    /// With several buses, name the bus: `BUS=FILE`.
-    #[arg(long, value_name = "[BUS=]FILE", requires = "ros2")]
-    pub joints: Option<String>,
-    /// Where `--joints` publishes the joint states (TopicBasedSystem's
-    /// `joint_states_topic`).
-    #[arg(
-        long,
-        value_name = "TOPIC",
-        default_value = fcan_ros2_bridge::joints::DEFAULT_STATES_TOPIC,
-        requires = "joints"
-    )]
-    pub joints_states_topic: String,
-    /// Where `--joints` takes JointState commands from (TopicBasedSystem's
-    /// `joint_commands_topic`).
-    #[arg(
-        long,
-        value_name = "TOPIC",
-        default_value = fcan_ros2_bridge::joints::DEFAULT_COMMANDS_TOPIC,
-        requires = "joints"
-    )]
-    pub joints_commands_topic: String,
-    /// Stop sending `--joints` commands when none arrived for this long (the nodes'
-    /// own command watchdogs then stop the joints); a new command resumes. Default:
-    /// the last command holds, as a ros2_control hardware interface holds it.
-    #[arg(long, value_name = "MS", requires = "joints")]
-    pub joints_command_timeout: Option<u64>,
+    /// The faces besides the remote API (Foxglove, ROS 2, the joints): the same flags
+    /// in every command that serves a bus.
+    #[command(flatten)]
+    pub faces: crate::faces::FaceArgs,
 }
 
-/// The `--joints [BUS=]FILE` of `fcan serve`: the bus it runs on (the only one, or the
-/// one named) and its cycle configuration, read as YAML and checked
-/// ([`fcan_cycle::CycleConfig::check`]), so a bad file fails before anything
-/// starts.
-pub fn joints_config(
-    arg: &str,
-    buses: &[(String, String)],
-) -> Result<(String, fcan_cycle::CycleConfig), CliError> {
-    let names: Vec<&str> = buses.iter().map(|(n, _)| n.as_str()).collect();
-    let (bus, path) = match arg.split_once('=') {
-        Some((b, p)) if names.contains(&b) => (b.to_string(), p),
-        Some((b, _))
-            if fcan_remote::keys::is_bus_name(b) && !std::path::Path::new(arg).exists() =>
-        {
-            return Err(CliError::Usage(format!(
-                "--joints {arg}: no bus `{b}` (buses: {})",
-                names.join(", ")
-            )))
-        }
-        _ => match names.as_slice() {
-            [one] => (one.to_string(), arg),
-            _ => {
-                return Err(CliError::Usage(format!(
-                    "--joints {arg}: several buses ({}): name one, e.g. `--joints {}={arg}`",
-                    names.join(", "),
-                    names.first().copied().unwrap_or("bus")
-                )))
-            }
-        },
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
-    let config: fcan_cycle::CycleConfig = serde_yaml_ng::from_str(&text)
-        .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
-    config
-        .check()
-        .map_err(|e| CliError::Usage(format!("--joints {path}: {e}")))?;
-    Ok((bus, config))
-}
-
-/// The DDS domain: `--ros2-domain`, else `$ROS_DOMAIN_ID`, else 0.
-pub fn ros2_domain(flag: Option<u16>) -> Result<u16, String> {
-    if let Some(d) = flag {
-        return Ok(d);
-    }
-    match std::env::var("ROS_DOMAIN_ID") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| format!("ROS_DOMAIN_ID={v} is not a domain number")),
-        _ => Ok(0),
-    }
-}
+pub use crate::faces::{joints_config, ros2_domain};
 
 /// If the command line's subcommand is `serve`, its arguments for [`ServeCli`]
 /// (`fcan serve` first, then what followed `serve`); otherwise `None`.
@@ -395,46 +284,6 @@ pub fn devices_by_bus(
     Ok(out)
 }
 
-/// Serves the joints' status of bus `bus` on `fcan_remote::keys::joints_status`
-/// (`docs/remote.md`; JSON [`crate::views::JointsView`]): puts each value
-/// `watch` gives (the current one first), answers queries with the latest, until the
-/// joints are gone (their last value put, `stopped`).
-async fn serve_joints_status(
-    session: &zenoh::Session,
-    bus: &str,
-    mut watch: tokio::sync::watch::Receiver<fcan_ros2_bridge::joints::JointsStatus>,
-) -> Result<tokio::task::JoinHandle<()>, zenoh::Error> {
-    // Bus names are checked key-safe when the daemon starts (`bus_name`).
-    let key = fcan_remote::keys::joints_status(bus)
-        .ok_or_else(|| zenoh::Error::from(format!("bus name `{bus}` is not key-safe")))?;
-    let queryable = session.declare_queryable(&key).await?;
-    let session = session.clone();
-    let json = |s: &fcan_ros2_bridge::joints::JointsStatus| {
-        serde_json::to_string(&crate::views::JointsView::of(s)).unwrap_or_default()
-    };
-    Ok(tokio::spawn(async move {
-        let mut latest = json(&watch.borrow_and_update());
-        let _ = session.put(&key, latest.clone()).await;
-        loop {
-            tokio::select! {
-                q = queryable.recv_async() => match q {
-                    Ok(q) => {
-                        let _ = q.reply(&key, latest.clone()).await;
-                    }
-                    Err(_) => break,
-                },
-                changed = watch.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                    latest = json(&watch.borrow_and_update());
-                    let _ = session.put(&key, latest.clone()).await;
-                }
-            }
-        }
-    }))
-}
-
 /// A bus of this name is served already where this daemon joined (`joined`: the
 /// endpoint it found taken, or `None` when it was told where to connect): what works
 /// instead, for `command`. `fcan serve` may rename its bus; both may serve on a port of
@@ -506,28 +355,9 @@ pub(crate) async fn serve_as(
         }
         buses.push((name, fcan_master::transport::spec::pin_seed(&spec)));
     }
-    if cli.foxglove.is_some() && buses.len() > 1 {
-        return Err(CliError::Usage(
-            "--foxglove serves one bus: a Foxglove layout opens one connection. Run one `fcan serve --bus … --foxglove ADDR` per bus, each on its own port".into(),
-        ));
-    }
+    let plan = cli.faces.check(&buses)?;
     let devices = devices_by_bus(&buses, &cli.devices, &cli.bus_files)?;
-    let joints = match &cli.joints {
-        Some(arg) => {
-            for t in [&cli.joints_states_topic, &cli.joints_commands_topic] {
-                fcan_ros2_bridge::joints::check_topic(t)
-                    .map_err(|e| CliError::Usage(format!("--joints topic {e}")))?;
-            }
-            if cli.joints_states_topic == cli.joints_commands_topic {
-                return Err(CliError::Usage(
-                    "--joints-states-topic and --joints-commands-topic are the same topic".into(),
-                ));
-            }
-            Some(joints_config(arg, &buses)?)
-        }
-        None => None,
-    };
-    let mut joints_running = Vec::new();
+    let mut faces = Vec::new();
     let mut opened = SessionConfig::daemon()
         .listen(cli.listen.clone())
         .connect(cli.connect.clone())
@@ -578,8 +408,6 @@ pub(crate) async fn serve_as(
     let clock = Instant::now();
     let mut servers = Vec::new();
     let mut masters = Vec::new();
-    let mut foxglove = Vec::new();
-    let mut ros2 = Vec::new();
     for (name, spec) in &buses {
         let own_sim;
         let sim = match sim {
@@ -616,92 +444,30 @@ pub(crate) async fn serve_as(
                 "{command}: serving bus {name} on {own} — attach with `fcan --connect {own} …`"
             );
         }
-        if let Some(addr) = cli.foxglove {
-            let mut fopts = fcan_foxglove::FoxgloveOptions::default();
-            fopts.name = format!("fcan serve (bus {name})");
-            let fox = fcan_foxglove::FoxgloveServer::start(master.clone(), addr, fopts)
-                .instrument(span.clone())
-                .await
-                .map_err(|e| CliError::Usage(format!("--foxglove {addr}: {e}")))?;
-            eprintln!(
-                "Foxglove: {} (open in Lichtblick/Foxglove: Open connection → Foxglove WebSocket → this URL)",
-                fox.url()
-            );
-            foxglove.push(fox);
+        let started = crate::faces::start(
+            &cli.faces,
+            &plan,
+            name,
+            &master,
+            Some(&opened.session),
+            command,
+        )
+        .instrument(span.clone())
+        .await?;
+        for line in started.lines() {
+            eprintln!("{line}");
         }
-        if cli.ros2 {
-            let domain = ros2_domain(cli.ros2_domain).map_err(CliError::Usage)?;
-            let dds = fcan_ros2_bridge::rustdds_backend::RustDds::new(domain, cli.ros2_range)
-                .map_err(|e| CliError::Usage(format!("--ros2: {e}")))?;
-            let mut ropts = fcan_ros2_bridge::Ros2Options::default();
-            if let Some(f) = cli.ros2_rmw {
-                ropts.framing = f;
-            }
-            if let Some(d) = cli.ros2_distro {
-                ropts.distro = d;
-            }
-            // The bridge's own node (its /rosout and /parameter_events), one per bus: a
-            // ROS name takes letters, digits and `_` only.
-            ropts.node_name = format!(
-                "fcan_{}",
-                name.chars()
-                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                    .collect::<String>()
-            );
-            if let Some((_, config)) = joints.as_ref().filter(|(b, _)| b == name) {
-                use fcan_ros2_bridge::joints::{JointsBridge, JointsOptions};
-                let mut jopts = JointsOptions::default();
-                jopts.states_topic = cli.joints_states_topic.clone();
-                jopts.commands_topic = cli.joints_commands_topic.clone();
-                jopts.command_timeout = cli
-                    .joints_command_timeout
-                    .map(std::time::Duration::from_millis);
-                jopts.framing = ropts.framing;
-                let j = span
-                    .in_scope(|| JointsBridge::start(master.clone(), &dds, config.clone(), jopts))
-                    .map_err(|e| CliError::Usage(format!("--joints: {e}")))?;
-                eprintln!(
-                    "ROS 2 joints: {} at {} Hz; states on {}, commands from {}, status {}, {} (docs/ros2.md)",
-                    config
-                        .joints
-                        .iter()
-                        .map(|j| j.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    config.rate_hz,
-                    cli.joints_states_topic,
-                    cli.joints_commands_topic,
-                    fcan_ros2_bridge::joints::STATUS_TOPIC,
-                    fcan_ros2_bridge::joints::CLEAR_FAULT_SERVICE,
-                );
-                let status = serve_joints_status(&opened.session, name, j.watch())
-                    .await
-                    .map_err(|e| CliError::Usage(format!("--joints: {e}")))?;
-                joints_running.push((j, status));
-            }
-            let bridge = fcan_ros2_bridge::Ros2Bridge::start(master.clone(), dds, ropts)
-                .instrument(span.clone())
-                .await;
-            eprintln!(
-                "ROS 2: DDS domain {domain}, {:?}; {} topics now (ros2 topic list; docs/ros2.md)",
-                cli.ros2_range,
-                bridge.routes().len()
-            );
-            ros2.push(bridge);
-        }
+        faces.push(started);
         servers.push(server);
     }
     eprintln!("fcan serve: ready; Ctrl-C stops");
     interrupted.await?;
     eprintln!("fcan serve: stopping");
-    // The joints first: an active loop sends its safe stop while the bus is still owned.
-    for (j, status) in joints_running {
-        j.stop().await;
-        // Its last status (`stopped`) put before the session closes.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), status).await;
+    // The faces first: an active joints loop sends its safe stop while the bus is still
+    // owned, and puts its last status (`stopped`) before the session closes.
+    for f in faces {
+        f.stop().await;
     }
-    drop(foxglove);
-    drop(ros2);
     drop(servers);
     // Then each bus's master leaves on purpose: its nodes stop at once and count no lost
     // master; a new daemon takes them over.

@@ -130,6 +130,103 @@ fn foxglove_with_several_buses_is_refused() {
 /// The binary's `--foxglove`: it prints the URL, answers a Foxglove WebSocket handshake
 /// with the `foxglove.sdk.v1` subprotocol and a `serverInfo` naming the bus, and frees
 /// the port on Ctrl-C.
+/// A Foxglove WebSocket handshake on 127.0.0.1:`fport` with the `foxglove.sdk.v1`
+/// subprotocol (RFC 6455's sample key): what came back up to the `serverInfo` frame,
+/// its response head checked.
+fn foxglove_hello(fport: u16) -> String {
+    let mut ws = std::net::TcpStream::connect(("127.0.0.1", fport)).unwrap();
+    ws.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        ws,
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1:{fport}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n\r\n"
+    )
+    .unwrap();
+    // The response head, then the first frame: serverInfo, a text frame.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let t0 = std::time::Instant::now();
+    while !String::from_utf8_lossy(&got).contains("serverInfo") {
+        let n = ws.read(&mut buf).unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let head = text.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{text}");
+    // RFC 6455's sample key and its accept value.
+    assert!(
+        head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
+        "{text}"
+    );
+    assert!(
+        head.contains("sec-websocket-protocol: foxglove.sdk.v1"),
+        "{text}"
+    );
+    text
+}
+
+/// The example motor driver's schema.
+const MOTOR_SCHEMA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../schema/examples/motor_driver.yaml"
+);
+
+/// `fcan fake` takes the faces' flags `fcan serve` takes (one `FaceArgs`, one start
+/// function): `--foxglove` serves its simulated bus, named as the fake's; on a bus it
+/// does not own, the flag is refused, naming the command that owns it.
+#[test]
+fn fake_serves_the_faces_serve_does() {
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let fport = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["fake", "--schema", MOTOR_SCHEMA, "--node-id", "3"])
+        .args(["--no-cache", "--listen", &endpoint])
+        .args(["--foxglove", &format!("127.0.0.1:{fport}")])
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fcan fake starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("ready") {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("fcan fake exited early: {log}");
+        }
+        log.push_str(&line);
+    }
+    assert!(
+        log.contains(&format!("Foxglove: ws://127.0.0.1:{fport}")),
+        "{log}"
+    );
+    let text = foxglove_hello(fport);
+    assert!(text.contains("fcan fake (bus sim)"), "{text}");
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(child.wait().unwrap().success());
+
+    let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
+        .args(["fake", "--schema", MOTOR_SCHEMA, "--node-id", "3"])
+        .args(["--bus", "socketcan:vcan9", "--ros2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--foxglove and --ros2 serve the master's bus")
+            && err.contains("fcan serve --bus socketcan:vcan9"),
+        "{err}"
+    );
+}
+
 #[test]
 fn foxglove_serves_the_bus_and_frees_the_port() {
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
@@ -165,39 +262,8 @@ fn foxglove_serves_the_bus_and_frees_the_port() {
         "{log}"
     );
 
-    let mut ws = std::net::TcpStream::connect(("127.0.0.1", fport)).unwrap();
-    ws.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        ws,
-        "GET / HTTP/1.1\r\nHost: 127.0.0.1:{fport}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
-         Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n\r\n"
-    )
-    .unwrap();
-    // The response head, then the first frame: serverInfo, a text frame.
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let t0 = std::time::Instant::now();
-    while !String::from_utf8_lossy(&got).contains("serverInfo") {
-        let n = ws.read(&mut buf).unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&buf[..n]);
-        assert!(t0.elapsed() < Duration::from_secs(10));
-    }
-    let text = String::from_utf8_lossy(&got);
-    let head = text.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
-    assert!(head.starts_with("http/1.1 101"), "{text}");
-    // RFC 6455's sample key and its accept value.
-    assert!(
-        head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
-        "{text}"
-    );
-    assert!(
-        head.contains("sec-websocket-protocol: foxglove.sdk.v1"),
-        "{text}"
-    );
+    let text = foxglove_hello(fport);
     assert!(text.contains("fcan serve (bus sim)"), "{text}");
-    drop(ws);
 
     let pid = child.id().to_string();
     assert!(Command::new("kill")

@@ -164,6 +164,15 @@ impl Unserved {
     }
 }
 
+impl Unserved {
+    /// Whether a face logs that the node stopped being served for this reason: not
+    /// when the face itself stops (every node at once, at the end of a program: the
+    /// program says it stops, once).
+    pub fn is_logged(&self) -> bool {
+        !matches!(self, Unserved::Stopped)
+    }
+}
+
 impl std::fmt::Display for Unserved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -843,3 +843,123 @@ fn every_driver_module_is_registered() {
     more.insert("stepper".into());
     assert_eq!(registry_disagreements(&modules, &more).len(), 1);
 }
+
+/// Every `.rs` file below `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("a source directory") {
+            let p = e.expect("a directory entry").path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
+/// What starts a face other than the remote API: only `fcan-cli/src/faces.rs` may say it
+/// among the commands that serve a bus.
+const FACE_STARTS: [&str; 3] = [
+    "FoxgloveServer::start(",
+    "Ros2Bridge::start(",
+    "JointsBridge::start(",
+];
+
+/// The files (path, text) of the commands that serve a bus which start a face
+/// themselves, instead of through `fcan_cli::faces::start`.
+fn faces_started_elsewhere(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(path, _)| !path.ends_with("fcan-cli/src/faces.rs"))
+        .filter_map(|(path, text)| {
+            let starts: Vec<&str> = FACE_STARTS
+                .iter()
+                .copied()
+                .filter(|s| {
+                    text.lines()
+                        .filter(|l| !l.trim_start().starts_with("//"))
+                        .any(|l| l.contains(s))
+                })
+                .collect();
+            (!starts.is_empty()).then(|| {
+                format!(
+                    "{path} starts a face itself ({}): start it in fcan_cli::faces::start",
+                    starts.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// Maps keyed by a node id declared in a face's source: the supervisor's `ServedSet` is
+/// the one map of served nodes.
+fn face_node_maps(files: &[(String, String)]) -> Vec<String> {
+    let keyed = [
+        "BTreeMap<u8,",
+        "HashMap<u8,",
+        "BTreeMap<NodeId,",
+        "HashMap<NodeId,",
+    ];
+    let mut bad = Vec::new();
+    for (path, text) in files {
+        for (i, l) in text.lines().enumerate() {
+            let code = l.split("//").next().unwrap_or("");
+            if keyed.iter().any(|k| code.replace(' ', "").contains(k)) {
+                bad.push(format!("{path}:{}: a map by node id: {}", i + 1, l.trim()));
+            }
+        }
+    }
+    bad
+}
+
+/// The one-place rule of faces (docs/architecture.md, "Extension points"): `fcan serve`,
+/// `fcan fake` and the demo start Foxglove, ROS 2 and the joints only through
+/// `fcan_cli::faces::start`, and no face keeps a map of served nodes of its own (the
+/// supervisor's `ServedSet` holds each face's per-node handle).
+#[test]
+fn faces_start_in_one_place_and_keep_no_map_of_their_own() {
+    let read = |dirs: &[&str]| -> Vec<(String, String)> {
+        dirs.iter()
+            .flat_map(|d| rust_files(&root().join(d)))
+            .map(|p| {
+                let text = std::fs::read_to_string(&p).expect("a source file");
+                let rel = p.strip_prefix(root()).unwrap_or(&p).display().to_string();
+                (rel, text)
+            })
+            .collect()
+    };
+    let commands = read(&["fcan-cli/src", "examples/host/src"]);
+    assert!(
+        commands
+            .iter()
+            .any(|(p, t)| p.ends_with("fcan-cli/src/faces.rs") && t.contains(FACE_STARTS[0])),
+        "the scan must see faces.rs start Foxglove"
+    );
+    let bad = faces_started_elsewhere(&commands);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    let faces = read(&[
+        "fcan-remote/src/server",
+        "fcan-foxglove/src",
+        "fcan-ros2-bridge/src",
+    ]);
+    assert!(faces.len() > 5, "the scan must see the faces' sources");
+    let bad = face_node_maps(&faces);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+
+    // The checks catch a command that starts a face itself and a face's own map.
+    let demo = (
+        "examples/host/src/bin/demo.rs".to_string(),
+        "let b = Ros2Bridge::start(m, dds, o).await;".to_string(),
+    );
+    assert_eq!(faces_started_elsewhere(&[demo]).len(), 1);
+    let face = (
+        "fcan-foxglove/src/server.rs".to_string(),
+        "    nodes: BTreeMap<u8, NodeServed>,".to_string(),
+    );
+    assert_eq!(face_node_maps(&[face]).len(), 1);
+}

@@ -3,7 +3,8 @@
 //! reboots is stopped as `rebooted` and served again under its new boot; a node that
 //! leaves the bus is stopped with its phase; a failed serve is tried again; the served
 //! set is announced after each change; events reach the face with the node's name while
-//! it is served; `stop` stops every node as `the face stopped`.
+//! it is served; `stop` stops every node as `the face stopped`. The face's handle for a
+//! node is the one it returned when serving it, given back on unserve and dropped then.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,14 +14,17 @@ use fcan_core::frame::Mtu;
 use fcan_e2e::{eventually, World, IO3, MD1, MD2};
 use fcan_master::engine::Phase;
 use fcan_master::registry::Registry;
-use fcan_master::serving::{Face, NodeKey, ServedNode, Supervisor, Unserved};
+use fcan_master::serving::{Face, ServedNode, ServedSet, Supervisor, Unserved};
 use fcan_master::MasterEvent;
 use fcan_master::NodeInfo;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Call {
     Serve(u8, u32, usize),
+    /// Node id and boot of the handle given back, and why.
     Unserve(u8, u32, Unserved),
+    /// A handle dropped (node id, boot).
+    Dropped(u8, u32),
     Changed(Vec<u8>),
     Event(Option<u8>, Option<String>),
 }
@@ -28,8 +32,24 @@ enum Call {
 /// Records every call; refuses to serve io_board3 while `refuse_io` is set.
 #[derive(Default)]
 struct Recorder {
-    calls: Mutex<Vec<Call>>,
+    calls: Arc<Mutex<Vec<Call>>>,
     refuse_io: AtomicBool,
+}
+
+/// The recorder's handle for a node: its id and boot; says when it is dropped.
+struct Handle {
+    id: u8,
+    boot: u32,
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(Call::Dropped(self.id, self.boot));
+    }
 }
 
 impl Recorder {
@@ -39,23 +59,34 @@ impl Recorder {
 }
 
 impl Face for Recorder {
-    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> bool {
+    type Node = Handle;
+
+    async fn serve(&self, node: &NodeInfo, registry: &Registry) -> Option<Handle> {
         if node.id.get() == IO3 && self.refuse_io.load(Ordering::SeqCst) {
-            return false;
+            return None;
         }
         let topics = registry.topics.iter().filter(|t| t.node == node.id).count();
         self.calls
             .lock()
             .unwrap()
             .push(Call::Serve(node.id.get(), node.boot_id, topics));
-        true
+        Some(Handle {
+            id: node.id.get(),
+            boot: node.boot_id,
+            calls: self.calls.clone(),
+        })
     }
 
-    fn unserve(&self, key: NodeKey, _name: &str, why: &Unserved) {
+    fn unserve(&self, node: &ServedNode, handle: Handle, why: &Unserved) {
+        assert_eq!(
+            (handle.id, handle.boot),
+            (node.key.id.get(), node.key.boot_id),
+            "the handle given back is the node's"
+        );
         self.calls
             .lock()
             .unwrap()
-            .push(Call::Unserve(key.id, key.boot_id, why.clone()));
+            .push(Call::Unserve(handle.id, handle.boot, why.clone()));
     }
 
     async fn on_event(&self, e: &MasterEvent, name: Option<&str>) {
@@ -70,11 +101,18 @@ impl Face for Recorder {
         }
     }
 
-    async fn served_changed(&self, served: &[ServedNode]) {
-        self.calls
-            .lock()
-            .unwrap()
-            .push(Call::Changed(served.iter().map(|n| n.key.id).collect()));
+    async fn served_changed(&self, served: &ServedSet<Handle>) {
+        // Read through the handles the set holds: they are the nodes served.
+        let ids = served.flat_map(|s| [s.handle.id]);
+        assert_eq!(
+            ids,
+            served
+                .nodes()
+                .iter()
+                .map(|n| n.key.id.get())
+                .collect::<Vec<_>>()
+        );
+        self.calls.lock().unwrap().push(Call::Changed(ids));
     }
 }
 
@@ -134,7 +172,7 @@ async fn the_served_set_follows_the_running_set_and_says_why_a_node_stopped() {
     // A refused serve is tried again (here by the backstop tick).
     face.refuse_io.store(false, Ordering::SeqCst);
     settle("io_board3 served on a later resync", || {
-        sup.served().iter().any(|n| n.key.id == IO3)
+        sup.served().iter().any(|n| n.key.id.get() == IO3)
     })
     .await;
     face.calls.lock().unwrap().clear();
@@ -157,6 +195,11 @@ async fn the_served_set_follows_the_running_set_and_says_why_a_node_stopped() {
         .position(|c| matches!(c, Call::Serve(MD1, b, _) if *b == new))
         .unwrap();
     assert!(stop < serve, "stopped before served again: {calls:?}");
+    assert_eq!(
+        calls.get(stop + 1),
+        Some(&Call::Dropped(MD1, b1)),
+        "the old boot's handle dropped once unserved: {calls:?}"
+    );
     assert!(
         calls.contains(&Call::Event(Some(MD1), Some("motor_driver1".into()))),
         "the event named the node: {calls:?}"
@@ -196,5 +239,16 @@ async fn the_served_set_follows_the_running_set_and_says_why_a_node_stopped() {
         stopped,
         vec![(MD1, Unserved::Stopped), (IO3, Unserved::Stopped)]
     );
+    let mut dropped: Vec<u8> = face
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Dropped(id, _) => Some(id),
+            _ => None,
+        })
+        .collect();
+    dropped.sort();
+    assert_eq!(dropped, vec![MD1, IO3], "every handle dropped on stop");
     assert!(sup.served().is_empty());
+    assert!(sup.set().is_empty());
 }

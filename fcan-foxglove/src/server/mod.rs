@@ -559,6 +559,9 @@ impl<M: MasterApi> Shared<M> {
         // Dropping the handle closes the node's channels and removes its services.
         drop(handle);
         self.node_gone(&node.name, why);
+        if !why.is_logged() {
+            return;
+        }
         tracing::info!(
             target: TARGET,
             parent: &self.span,

@@ -579,7 +579,7 @@ impl<M: MasterApi> Face for RemoteFace<M> {
         // Dropping the handle aborts its forwarder and drops its token.
         drop(served);
         let name = &node.name;
-        {
+        if why.is_logged() {
             tracing::info!(
                 target: TARGET,
                 parent: &self.0.span,

@@ -211,6 +211,9 @@ impl<M: MasterApi, D: Dds> Face for RosFace<M, D> {
     fn unserve(&self, node: &ServedNode, served: NodeServed, why: &Unserved) {
         // Dropping the handle aborts its tasks, which drops its DDS endpoints.
         drop(served);
+        if !why.is_logged() {
+            return;
+        }
         let name = &node.name;
         tracing::info!(target: TARGET, parent: &self.0.span, node = %name, "{name} left the ROS 2 graph ({why})");
     }

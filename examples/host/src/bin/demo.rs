@@ -32,15 +32,12 @@ use fcan_core::frame::Mtu;
 use fcan_drivers::spec::{devices, DeviceSpec};
 use fcan_drivers::{DeviceHost, DeviceLink};
 use fcan_examples::{io_board, motor_driver, run_node};
-use fcan_foxglove::{FoxgloveOptions, FoxgloveServer};
 use fcan_master::text::Untrusted;
 use fcan_master::transport::sim::{SimBus, SimConfig};
 use fcan_master::transport::spec::{pin_seed, SimSpec};
 use fcan_master::value::Value;
 use fcan_master::{Master, MasterOptions};
 use fcan_remote::{Server, ServerOptions, SessionConfig};
-use fcan_ros2_bridge::rustdds_backend::{Range, RustDds};
-use fcan_ros2_bridge::{Ros2Bridge, Ros2Options};
 use tokio::io::AsyncBufReadExt;
 
 /// fcan demo: master + example nodes on a simulated bus.
@@ -74,15 +71,13 @@ struct Args {
     /// Serve no remote API.
     #[arg(long)]
     no_serve: bool,
-    /// Serve a Foxglove WebSocket on this address (e.g. 127.0.0.1:8765) for Foxglove or
-    /// Lichtblick: every topic a channel, parameters, services, publishing
-    /// (docs/foxglove.md).
-    #[arg(long, value_name = "ADDR")]
-    foxglove: Option<std::net::SocketAddr>,
-    /// Put every node's topics in a ROS 2 graph over DDS (domain $ROS_DOMAIN_ID or 0,
-    /// this machine only; docs/ros2.md).
-    #[arg(long)]
-    ros2: bool,
+    /// The faces besides the remote API, as `fcan serve` takes them: `--foxglove ADDR`
+    /// (a Foxglove WebSocket for Foxglove or Lichtblick: every topic a channel,
+    /// parameters, services, publishing; docs/foxglove.md), `--ros2` (every node's
+    /// topics in a ROS 2 graph over DDS, domain $ROS_DOMAIN_ID or 0, this machine only;
+    /// docs/ros2.md), `--joints FILE` (with `--ros2`).
+    #[command(flatten)]
+    faces: fcan_cli::faces::FaceArgs,
     /// Also put a simulated off-the-shelf device on the bus and drive it as `fcan serve
     /// --device` does: `robstride:id=10,model=RS03`, `mit:id=0x20` (docs/drivers.md).
     /// It is a node like the boards (`/robstride10/motor/feedback`). Repeatable.
@@ -193,24 +188,36 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         serve(&master, &args.serve).await?
     };
 
-    let _foxglove = match args.foxglove {
-        Some(addr) => Some(foxglove(&master, addr).await?),
-        None => None,
-    };
-
-    let _ros2 = if args.ros2 {
-        Some(ros2(&master).await?)
-    } else {
-        None
-    };
+    // The other faces, started as `fcan serve` starts them (fcan_cli::faces).
+    let plan = args.faces.check(&[(BUS.to_string(), spec_text.clone())])?;
+    let faces = fcan_cli::faces::start(
+        &args.faces,
+        &plan,
+        BUS,
+        &master,
+        _served.as_ref().map(|s| &s._session.session),
+        "fcan demo",
+    )
+    .await?;
+    for line in faces.lines() {
+        println!("{line}");
+    }
+    if faces.foxglove().is_some() {
+        println!("  plot /motor_driver1/motor0/feedback.position (docs/foxglove.md)");
+    }
+    if !faces.lines().is_empty() {
+        println!();
+    }
 
     live(&master, &bus, args.seconds).await?;
     if args.no_repl {
+        faces.stop().await;
         return Ok(());
     }
-    repl(&master).await
+    let r = repl(&master).await;
+    faces.stop().await;
+    r
 }
-
 /// Serves the remote API for the demo's bus on `endpoint`, and says how to use it.
 /// `None` if the bus name is already served where the demo joined.
 async fn serve(
@@ -266,33 +273,6 @@ async fn serve(
         _server: server,
         _session: opened,
     }))
-}
-
-/// Serves a Foxglove WebSocket for the demo's bus on `addr`, and says how to open it.
-async fn foxglove(
-    master: &Master,
-    addr: std::net::SocketAddr,
-) -> Result<FoxgloveServer, Box<dyn std::error::Error>> {
-    let mut opts = FoxgloveOptions::default();
-    opts.name = format!("fcan demo (bus {BUS})");
-    let server = FoxgloveServer::start(master.clone(), addr, opts).await?;
-    println!(
-        "Foxglove: {} (open in Lichtblick/Foxglove: Open connection → Foxglove WebSocket → this URL; plot /motor_driver1/motor0/feedback.position; docs/foxglove.md)\n",
-        server.url()
-    );
-    Ok(server)
-}
-
-/// Puts the demo's nodes in a ROS 2 graph over DDS, on this machine only.
-async fn ros2(master: &Master) -> Result<Ros2Bridge, Box<dyn std::error::Error>> {
-    let domain = fcan_cli::serve::ros2_domain(None)?;
-    let dds = RustDds::new(domain, Range::Localhost)?;
-    let bridge = Ros2Bridge::start(master.clone(), dds, Ros2Options::default()).await;
-    println!(
-        "ROS 2: {} topics in DDS domain {domain}, this machine only (ros2 topic list; docs/ros2.md)\n",
-        bridge.routes().len()
-    );
-    Ok(bridge)
 }
 
 /// Whether a listener on `tcp/HOST:PORT` would fail now because someone holds it.
