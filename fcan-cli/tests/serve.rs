@@ -168,6 +168,34 @@ fn foxglove_hello(fport: u16) -> String {
     text
 }
 
+/// Starts `command` (its log filter the default, whatever the test's environment says)
+/// and reads its stderr up to its `ready` line: the child, the rest of its stderr, and
+/// what it said until then.
+fn until_ready(
+    command: &mut Command,
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+    String,
+) {
+    let mut child = command
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("ready") {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("exited early: {log}");
+        }
+        log.push_str(&line);
+    }
+    (child, stderr, log)
+}
+
 /// The example motor driver's schema.
 const MOTOR_SCHEMA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -181,24 +209,12 @@ const MOTOR_SCHEMA: &str = concat!(
 fn fake_serves_the_faces_serve_does() {
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
     let fport = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fcan"))
-        .args(["fake", "--schema", MOTOR_SCHEMA, "--node-id", "3"])
-        .args(["--no-cache", "--listen", &endpoint])
-        .args(["--foxglove", &format!("127.0.0.1:{fport}")])
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("fcan fake starts");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            let _ = child.kill();
-            panic!("fcan fake exited early: {log}");
-        }
-        log.push_str(&line);
-    }
+    let (mut child, _stderr, log) = until_ready(
+        Command::new(env!("CARGO_BIN_EXE_fcan"))
+            .args(["fake", "--schema", MOTOR_SCHEMA, "--node-id", "3"])
+            .args(["--no-cache", "--listen", &endpoint])
+            .args(["--foxglove", &format!("127.0.0.1:{fport}")]),
+    );
     assert!(
         log.contains(&format!("Foxglove: ws://127.0.0.1:{fport}")),
         "{log}"
@@ -231,24 +247,11 @@ fn fake_serves_the_faces_serve_does() {
 fn foxglove_serves_the_bus_and_frees_the_port() {
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
     let fport = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fcan"))
-        .args(["serve", "--bus", "sim", "--no-cache", "--listen", &endpoint])
-        .args(["--foxglove", &format!("127.0.0.1:{fport}")])
-        // The default filter, whatever the test's environment says.
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("fcan serve starts");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("ready") {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            let _ = child.kill();
-            panic!("fcan serve exited early: {log}");
-        }
-        log.push_str(&line);
-    }
+    let (mut child, mut stderr, log) = until_ready(
+        Command::new(env!("CARGO_BIN_EXE_fcan"))
+            .args(["serve", "--bus", "sim", "--no-cache", "--listen", &endpoint])
+            .args(["--foxglove", &format!("127.0.0.1:{fport}")]),
+    );
     assert!(
         log.contains(&format!("Foxglove: ws://127.0.0.1:{fport}")),
         "{log}"

@@ -366,24 +366,30 @@ impl WallClock {
 /// [`fcan_master::serving::Supervisor`]'s, for every face).
 pub use fcan_master::serving::NodeKey;
 
+/// The unit tests' registry: the example motor driver (node 1, two motors) and I/O
+/// board (node 3, every block).
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) fn example_registry() -> Registry {
     use fcan_core::hash::SchemaDigest;
     use fcan_core::id::NodeId;
     use fcan_master::engine::NodeSchema;
+    let mut r = Registry::default();
+    for (id, blob) in [
+        (1, fcan_example_motor_driver::gen::BLOB.to_vec()),
+        (3, fcan_example_io_board::gen::BLOB.to_vec()),
+    ] {
+        let s = NodeSchema::decode(SchemaDigest::of(&blob), blob).expect("example blob");
+        r.add_schema(NodeId::new(id).unwrap(), &s, |b| b.index < 2);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     fn registry() -> Registry {
-        let mut r = Registry::default();
-        for (id, blob) in [
-            (1, fcan_example_motor_driver::gen::BLOB.to_vec()),
-            (3, fcan_example_io_board::gen::BLOB.to_vec()),
-        ] {
-            let s = NodeSchema::decode(SchemaDigest::of(&blob), blob).expect("example blob");
-            // Two motors and every I/O block.
-            r.add_schema(NodeId::new(id).unwrap(), &s, |b| b.index < 2);
-        }
-        r
+        example_registry()
     }
 
     fn schema_of(spec: &ChannelSpec) -> serde_json::Value {

@@ -604,10 +604,12 @@ impl<T: Transport> Task<T> {
         }
     }
 
-    /// An unknown name whose node the master knows but has offline is
-    /// [`CallError::NodeNotOnline`] (kind `NotRunning`: asked again once the node is
-    /// back, it may succeed), not "no such name": the registry holds only the running
-    /// nodes' names, and the remote API answers the same. Other errors pass unchanged.
+    /// An unknown name whose node the master knows but is not running is kind
+    /// `NotRunning`, not "no such name" (asked again once the node runs, it may
+    /// succeed): [`CallError::NodeNotOnline`] for an offline node, else
+    /// [`CallError::WrongPhase`] naming the phase (failed, provisioning, in collision),
+    /// as the remote API words it. The registry holds only the running nodes' names.
+    /// Other errors pass unchanged.
     fn name_error(&self, e: MasterError) -> MasterError {
         let MasterError::Unknown(u) = &e else {
             return e;
@@ -618,9 +620,16 @@ impl<T: Transport> Task<T> {
         match self
             .engine
             .nodes()
-            .find(|n| n.phase == Phase::Offline && n.name() == node)
+            .find(|n| n.phase != Phase::Running && !node.is_empty() && n.name() == node)
         {
-            Some(n) => MasterError::Call(CallError::NodeNotOnline(n.id)),
+            Some(n) if n.phase == Phase::Offline => {
+                MasterError::Call(CallError::NodeNotOnline(n.id))
+            }
+            Some(n) => MasterError::Call(CallError::WrongPhase(format!(
+                "node {} is not running ({})",
+                n.name(),
+                n.phase
+            ))),
             None => e,
         }
     }

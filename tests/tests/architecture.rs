@@ -765,20 +765,8 @@ fn the_runtime_has_no_module_cycles() {
 /// The top-level modules of `crate_src` with a file that implements the driver contract
 /// (`impl … Device for …`, `SimDevice` not counted): the driver modules.
 fn driver_modules(crate_src: &Path) -> BTreeSet<String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).expect("a source directory") {
-            let p = e.expect("a directory entry").path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(crate_src, &mut files);
     let mut mods = BTreeSet::new();
-    for f in files {
+    for f in rust_files(crate_src) {
         let text = std::fs::read_to_string(&f).expect("a source file");
         let implements = text.lines().map(str::trim).any(|l| {
             l.starts_with("impl") && (l.contains(" Device for ") || l.contains("::Device for "))

@@ -262,22 +262,11 @@ impl<M: MasterApi> ParameterHandler for Params<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fcan_core::hash::SchemaDigest;
-    use fcan_core::id::NodeId;
-    use fcan_master::engine::NodeSchema;
     use fcan_master::registry::Registry;
 
     /// The motor driver's (two motors) and the I/O board's parameters.
     fn registry() -> Registry {
-        let mut r = Registry::default();
-        for (id, blob) in [
-            (1, fcan_example_motor_driver::gen::BLOB.to_vec()),
-            (3, fcan_example_io_board::gen::BLOB.to_vec()),
-        ] {
-            let s = NodeSchema::decode(SchemaDigest::of(&blob), blob).expect("example blob");
-            r.add_schema(NodeId::new(id).unwrap(), &s, |b| b.index < 2);
-        }
-        r
+        crate::mapping::example_registry()
     }
 
     const KP: &str = "motor_driver1.motor0.velocity.kp";
