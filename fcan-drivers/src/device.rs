@@ -180,14 +180,17 @@ pub trait Device: Send {
     /// A command topic of its node received a value (`bytes`, packed).
     fn on_command(&mut self, now: u64, topic: u8, bytes: &[u8], io: &mut Io);
     /// The master committed parameter writes: bit `i` of `changed` is parameter `i`;
-    /// `value(i)` is its packed value now.
+    /// `value(i)` is its packed value now. By default nothing: a device whose schema
+    /// has no parameters (its settings are its own, or the driver's configuration).
     fn on_params(
         &mut self,
         now: u64,
         changed: u32,
         value: &dyn Fn(u8) -> Option<Vec<u8>>,
         io: &mut Io,
-    );
+    ) {
+        let _ = (now, changed, value, io);
+    }
     /// A service call with its packed request.
     fn on_service(&mut self, now: u64, service: u8, request: &[u8], io: &mut Io) -> Served;
     /// Something happened on the node's side.

@@ -658,15 +658,8 @@ impl Device for Mit {
         self.tx(now, io, frame);
     }
 
-    fn on_params(
-        &mut self,
-        _now: u64,
-        _changed: u32,
-        _value: &dyn Fn(u8) -> Option<Vec<u8>>,
-        _io: &mut Io,
-    ) {
-        // The schema has no parameters: the ranges are the driver's configuration.
-    }
+    // No `on_params`: the schema has no parameters; the ranges are the driver's
+    // configuration.
 
     fn on_service(&mut self, now: u64, service: u8, _request: &[u8], io: &mut Io) -> Served {
         let Some(s) = self.msgs.services.iter().position(|&x| x == service) else {
