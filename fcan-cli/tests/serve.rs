@@ -98,9 +98,7 @@ async fn serves_two_buses_and_stops_on_ctrl_c() {
     assert_eq!(buses, ["second", "sim"]);
 
     // Ctrl-C: a clean stop, exit status 0.
-    let pid = child.id().to_string();
-    let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    assert!(kill.success());
+    sigint(&child);
     let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
@@ -196,6 +194,13 @@ fn until_ready(
     (child, stderr, log)
 }
 
+/// Ctrl-C to `child`.
+fn sigint(child: &std::process::Child) {
+    let pid = child.id().to_string();
+    let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(kill.success());
+}
+
 /// The example motor driver's schema.
 const MOTOR_SCHEMA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -221,12 +226,7 @@ fn fake_serves_the_faces_serve_does() {
     );
     let text = foxglove_hello(fport);
     assert!(text.contains("fcan fake (bus sim)"), "{text}");
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap()
-        .success());
+    sigint(&child);
     assert!(child.wait().unwrap().success());
 
     let out = Command::new(env!("CARGO_BIN_EXE_fcan"))
@@ -268,12 +268,7 @@ fn foxglove_serves_the_bus_and_frees_the_port() {
     let text = foxglove_hello(fport);
     assert!(text.contains("fcan serve (bus sim)"), "{text}");
 
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap()
-        .success());
+    sigint(&child);
     let status = child.wait().unwrap();
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();

@@ -275,9 +275,11 @@ impl<H> ServedSet<H> {
     }
 
     fn insert(&self, node: ServedNode, handle: H) {
-        // A node served again under the same id replaces its old entry only after that
-        // entry was taken out (resync stops before it starts): nothing is dropped here.
-        lock(&self.0).insert(node.key.id, Served { node, handle });
+        // Resync stops a node before it serves it again, so there is no old entry; if
+        // there were, it is dropped after the lock is released: a handle's drop may call
+        // back into the face, which reads this set (Foxglove's closing channels do).
+        let old = lock(&self.0).insert(node.key.id, Served { node, handle });
+        drop(old);
     }
 
     fn remove(&self, id: NodeId) -> Option<Served<H>> {
